@@ -1,0 +1,643 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* The block layer.  Read docs/design.md first: it holds the block
+ * state machine, what each lock protects and the lock order.  In
+ * short:
+ *
+ *  - state_lock (a mutex) protects the state map and nothing else.  It
+ *    is held only for lookups and updates, never across I/O, and it is
+ *    the innermost lock: nothing else is taken while holding it.
+ *
+ *  - rmw_locks (a table of block locks, common/blocklocks.h) serialize
+ *    everything that changes a block's state together with the I/O
+ *    that goes with the change: copy-ups, read-modify-writes, writes
+ *    to blocks not yet in the overlay, zeroes and trims of whole
+ *    blocks.  They are held across I/O, on the blocks of one request.
+ *
+ *  - The rule that makes this safe: a block changes state only with its
+ *    rmw lock held, and BLK_ALLOCATED is final (nothing moves a block
+ *    out of it but a whole-block zero or trim, itself under the lock).
+ *    So a write that finds all its blocks allocated may go straight to
+ *    the overlay with no rmw lock: no copy-up can be running on them.
+ */
+
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <nbdkit-filter.h>
+
+#include "blk.h"
+#include "blocklocks.h"
+#include "fullio.h"
+#include "ispowerof2.h"
+#include "statemap.h"
+
+/* Copy-ups read the base in chunks of this many bytes (or one block,
+ * if larger), so that one request costs few base calls.
+ */
+#define COPY_UP_CHUNK (4 * 1024 * 1024)
+
+/* Writes of zeros where the overlay cannot punch holes use this. */
+static const char zero_buf[65536];
+
+struct blk {
+  /* Fixed by blk_new. */
+  unsigned block_shift;
+  uint64_t block_size;
+  int overlay_fd;
+
+  /* Fixed by the first blk_set_size, under state_lock, which the
+   * connection's .prepare calls before any request can reach us; later
+   * calls only compare.  So requests read it without a lock.
+   */
+  uint64_t size;
+  bool size_known;
+
+  pthread_mutex_t state_lock;   /* protects states; never held over I/O */
+  struct statemap states;       /* enum blk_state of each block */
+
+  struct blocklocks rmw_locks;  /* state changes and their I/O, by block */
+};
+
+/*----------------------------------------------------------------------
+ * Geometry.
+ */
+
+static uint64_t
+blk_start (const struct blk *blk, uint64_t b)
+{
+  return b << blk->block_shift;
+}
+
+/* End of block b: the last block of a disk whose size is not a
+ * multiple of the block size is short.
+ */
+static uint64_t
+blk_end (const struct blk *blk, uint64_t b)
+{
+  uint64_t end = (b + 1) << blk->block_shift;
+  return end < blk->size ? end : blk->size;
+}
+
+static uint64_t
+blk_of (const struct blk *blk, uint64_t offset)
+{
+  return offset >> blk->block_shift;
+}
+
+/* Blocks wholly inside [offset, end): [*first, *stop), empty when
+ * *first >= *stop.
+ */
+static void
+whole_blocks (const struct blk *blk, uint64_t offset, uint64_t end,
+              uint64_t *first, uint64_t *stop)
+{
+  uint64_t b0 = blk_of (blk, offset), b1 = blk_of (blk, end - 1);
+
+  *first = blk_start (blk, b0) == offset ? b0 : b0 + 1;
+  *stop = blk_end (blk, b1) == end ? b1 + 1 : b1;
+}
+
+/*----------------------------------------------------------------------
+ * The state map.  Each function takes and drops state_lock itself.
+ */
+
+static enum blk_state
+get_state (struct blk *blk, uint64_t b)
+{
+  unsigned s;
+
+  pthread_mutex_lock (&blk->state_lock);
+  s = statemap_get (&blk->states, b);
+  pthread_mutex_unlock (&blk->state_lock);
+  return s;
+}
+
+/* Sets *state to the state of block b and returns the end of its run,
+ * at most stop.
+ */
+static uint64_t
+state_run (struct blk *blk, uint64_t b, uint64_t stop, enum blk_state *state)
+{
+  unsigned s;
+  uint64_t end;
+
+  pthread_mutex_lock (&blk->state_lock);
+  end = statemap_run (&blk->states, b, stop, &s);
+  pthread_mutex_unlock (&blk->state_lock);
+  *state = s;
+  return end;
+}
+
+static bool
+all_in_state (struct blk *blk, uint64_t first, uint64_t n,
+              enum blk_state state)
+{
+  enum blk_state s;
+  return state_run (blk, first, first + n, &s) == first + n && s == state;
+}
+
+/* Makes room in the map before the I/O of a state change, so that the
+ * final set_states cannot fail after the data has been written.
+ */
+static int
+reserve_states (struct blk *blk, uint64_t first, uint64_t n, int *err)
+{
+  int r;
+
+  pthread_mutex_lock (&blk->state_lock);
+  r = statemap_reserve (&blk->states, first, n);
+  pthread_mutex_unlock (&blk->state_lock);
+  if (r == -1) {
+    *err = errno;
+    nbdkit_error ("cow: cannot grow the block state map: %m");
+  }
+  return r;
+}
+
+/* Requires the rmw locks of the blocks and reserve_states. */
+static void
+set_states (struct blk *blk, uint64_t first, uint64_t n, enum blk_state state)
+{
+  pthread_mutex_lock (&blk->state_lock);
+  statemap_set (&blk->states, first, n, state);
+  pthread_mutex_unlock (&blk->state_lock);
+}
+
+/*----------------------------------------------------------------------
+ * Overlay I/O.  The overlay maps disk offsets one to one, so it is as
+ * sparse as the disk is untouched.
+ */
+
+static void
+overlay_error (const char *what, uint64_t count, uint64_t offset, int *err)
+{
+  *err = errno;
+  if (errno == EFBIG)
+    nbdkit_error ("cow: overlay %s of %" PRIu64 " bytes at offset %" PRIu64
+                  ": the filesystem of the overlay (in $TMPDIR) cannot hold "
+                  "this offset: %m", what, count, offset);
+  else
+    nbdkit_error ("cow: overlay %s of %" PRIu64 " bytes at offset %" PRIu64
+                  ": %m", what, count, offset);
+}
+
+static int
+overlay_read (struct blk *blk, void *buf, uint64_t count, uint64_t offset,
+              int *err)
+{
+  if (pread_full (blk->overlay_fd, buf, count, offset) == -1) {
+    overlay_error ("read", count, offset, err);
+    return -1;
+  }
+  return 0;
+}
+
+/* Deallocates a range, which then reads as zeros.  Returns 0, or -1
+ * with errno set if the filesystem cannot punch holes.
+ */
+static int
+overlay_punch (struct blk *blk, uint64_t count, uint64_t offset)
+{
+  return fallocate (blk->overlay_fd,
+                    FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                    offset, count);
+}
+
+/* Writes buf, or zeros if buf is NULL.  Zeros punch a hole where the
+ * filesystem can: it reads the same, costs no space, and whether the
+ * client sees an allocated extent is decided by the state map, not by
+ * the overlay's allocation.
+ */
+static int
+overlay_write (struct blk *blk, const void *buf, uint64_t count,
+               uint64_t offset, int *err)
+{
+  uint64_t done;
+
+  if (buf != NULL) {
+    if (pwrite_full (blk->overlay_fd, buf, count, offset) == -1) {
+      overlay_error ("write", count, offset, err);
+      return -1;
+    }
+    return 0;
+  }
+  if (overlay_punch (blk, count, offset) == 0)
+    return 0;
+  for (done = 0; done < count; ) {
+    uint64_t n = count - done < sizeof zero_buf ? count - done
+                                                : sizeof zero_buf;
+    if (pwrite_full (blk->overlay_fd, zero_buf, n, offset + done) == -1) {
+      overlay_error ("write of zeros", count, offset, err);
+      return -1;
+    }
+    done += n;
+  }
+  return 0;
+}
+
+/*----------------------------------------------------------------------
+ * Life cycle.
+ */
+
+struct blk *
+blk_new (uint32_t block_size, const char *tmpdir)
+{
+  struct blk *blk;
+  char *template;
+
+  blk = calloc (1, sizeof *blk);
+  if (blk == NULL) {
+    nbdkit_error ("cow: calloc: %m");
+    return NULL;
+  }
+  blk->block_size = block_size;
+  blk->block_shift = log_2_bits (block_size);
+
+  if (asprintf (&template, "%s/nbdkit-cow-XXXXXX", tmpdir) == -1) {
+    nbdkit_error ("cow: asprintf: %m");
+    free (blk);
+    return NULL;
+  }
+  /* mkostemp creates the file 0600; unlinking at once means the overlay
+   * vanishes with the process however it ends.
+   */
+  blk->overlay_fd = mkostemp (template, O_CLOEXEC);
+  if (blk->overlay_fd == -1) {
+    nbdkit_error ("cow: cannot create the overlay in TMPDIR=%s: %m", tmpdir);
+    free (template);
+    free (blk);
+    return NULL;
+  }
+  unlink (template);
+  free (template);
+
+  pthread_mutex_init (&blk->state_lock, NULL);
+  blk->states = (struct statemap) STATEMAP_INIT;
+  blocklocks_init (&blk->rmw_locks);
+  return blk;
+}
+
+void
+blk_free (struct blk *blk)
+{
+  if (blk == NULL)
+    return;
+  close (blk->overlay_fd);
+  statemap_free (&blk->states);
+  pthread_mutex_destroy (&blk->state_lock);
+  blocklocks_destroy (&blk->rmw_locks);
+  free (blk);
+}
+
+int
+blk_set_size (struct blk *blk, uint64_t size)
+{
+  int r = 0;
+
+  pthread_mutex_lock (&blk->state_lock);
+  if (!blk->size_known) {
+    blk->size = size;
+    blk->size_known = true;
+  }
+  else if (blk->size != size) {
+    nbdkit_error ("cow: the base changed size from %" PRIu64 " to %" PRIu64
+                  " bytes; the overlay cannot follow it", blk->size, size);
+    r = -1;
+  }
+  pthread_mutex_unlock (&blk->state_lock);
+  return r;
+}
+
+uint64_t
+blk_state_run (struct blk *blk, uint64_t offset, uint64_t end,
+               enum blk_state *state)
+{
+  uint64_t stop = blk_of (blk, end - 1) + 1;
+  uint64_t run_end = blk_start (blk, state_run (blk, blk_of (blk, offset),
+                                                stop, state));
+  return run_end < end ? run_end : end;
+}
+
+/*----------------------------------------------------------------------
+ * Copy-up: base data into the overlay.
+ */
+
+/* Copies blocks [first, first+n), all BLK_NOT_ALLOCATED, from the base
+ * into the overlay and marks them allocated.  Requires their rmw locks.
+ */
+static int
+copy_up_run (struct blk *blk, const struct blk_base *base,
+             uint64_t first, uint64_t n, int *err)
+{
+  uint64_t chunk = COPY_UP_CHUNK >> blk->block_shift;
+  char *buf;
+
+  if (chunk == 0)
+    chunk = 1;
+  if (chunk > n)
+    chunk = n;
+  buf = malloc (chunk << blk->block_shift);
+  if (buf == NULL) {
+    *err = errno;
+    nbdkit_error ("cow: malloc: %m");
+    return -1;
+  }
+  while (n > 0) {
+    uint64_t c = n < chunk ? n : chunk;
+    uint64_t start = blk_start (blk, first);
+    uint64_t len = blk_end (blk, first + c - 1) - start;
+
+    if (base->pread (base->opaque, buf, len, start, err) == -1 ||
+        reserve_states (blk, first, c, err) == -1 ||
+        overlay_write (blk, buf, len, start, err) == -1) {
+      free (buf);
+      return -1;
+    }
+    set_states (blk, first, c, BLK_ALLOCATED);
+    first += c;
+    n -= c;
+  }
+  free (buf);
+  return 0;
+}
+
+int
+blk_copy_up (struct blk *blk, const struct blk_base *base,
+             uint32_t count, uint64_t offset, int *err)
+{
+  uint64_t first, stop, b;
+  int r = 0;
+
+  if (count == 0)
+    return 0;
+  first = blk_of (blk, offset);
+  stop = blk_of (blk, offset + count - 1) + 1;
+
+  /* Nothing to copy, the usual case once data is in: take no lock. */
+  for (b = first; b < stop; ) {
+    enum blk_state state;
+    uint64_t end = state_run (blk, b, stop, &state);
+    if (state == BLK_NOT_ALLOCATED)
+      break;
+    b = end;
+  }
+  if (b == stop)
+    return 0;
+
+  /* Under the rmw locks the states are stable: look again and copy. */
+  blocklocks_lock (&blk->rmw_locks, first, stop - first);
+  for (b = first; b < stop && r == 0; ) {
+    enum blk_state state;
+    uint64_t end = state_run (blk, b, stop, &state);
+    if (state == BLK_NOT_ALLOCATED)
+      r = copy_up_run (blk, base, b, end - b, err);
+    b = end;
+  }
+  blocklocks_unlock (&blk->rmw_locks, first, stop - first);
+  return r;
+}
+
+/*----------------------------------------------------------------------
+ * Reads.
+ */
+
+int
+blk_read (struct blk *blk, const struct blk_base *base,
+          void *buf, uint32_t count, uint64_t offset, bool cow_on_read,
+          int *err)
+{
+  char *p = buf;
+  uint64_t end = offset + count;
+
+  /* After a copy-up every block of the range is allocated or zero, and
+   * stays so: the loop below then reads only the overlay.
+   */
+  if (cow_on_read && blk_copy_up (blk, base, count, offset, err) == -1)
+    return -1;
+
+  while (offset < end) {
+    enum blk_state state;
+    uint64_t run_end = blk_state_run (blk, offset, end, &state);
+    uint32_t n = run_end - offset;
+    int r = 0;
+
+    switch (state) {
+    case BLK_ALLOCATED:
+      r = overlay_read (blk, p, n, offset, err);
+      break;
+    case BLK_ZERO:
+      memset (p, 0, n);
+      break;
+    case BLK_NOT_ALLOCATED:
+      /* Exactly the bytes asked for: no whole-block bounce. */
+      r = base->pread (base->opaque, p, n, offset, err);
+      break;
+    }
+    if (r == -1)
+      return -1;
+    p += n;
+    offset = run_end;
+  }
+  return 0;
+}
+
+/*----------------------------------------------------------------------
+ * Writes.
+ */
+
+/* A partial block being read-modified-written. */
+struct rmw_block {
+  uint64_t b;
+  char *data;                   /* the whole new block, NULL if unused */
+};
+
+/* Builds the new content of partial block b: its current content
+ * (base or zeros) with the bytes of [offset, end) from buf (zeros if
+ * buf is NULL) on top.  Requires the rmw lock of b.
+ */
+static int
+rmw_fill (struct blk *blk, const struct blk_base *base, enum blk_state state,
+          uint64_t b, const char *buf, uint64_t offset, uint64_t end,
+          struct rmw_block *rmw, int *err)
+{
+  uint64_t start = blk_start (blk, b), len = blk_end (blk, b) - start;
+  uint64_t from = offset > start ? offset : start;
+  uint64_t to = end < start + len ? end : start + len;
+
+  rmw->b = b;
+  rmw->data = malloc (len);
+  if (rmw->data == NULL) {
+    *err = errno;
+    nbdkit_error ("cow: malloc: %m");
+    return -1;
+  }
+  if (state == BLK_NOT_ALLOCATED) {
+    if (base->pread (base->opaque, rmw->data, len, start, err) == -1)
+      return -1;
+  }
+  else
+    memset (rmw->data, 0, len);
+  if (buf != NULL)
+    memcpy (rmw->data + (from - start), buf + (from - offset), to - from);
+  else
+    memset (rmw->data + (from - start), 0, to - from);
+  return 0;
+}
+
+static bool
+is_partial (const struct blk *blk, uint64_t b, uint64_t offset, uint64_t end)
+{
+  return offset > blk_start (blk, b) || end < blk_end (blk, b);
+}
+
+/* Writes [offset, end) of buf (zeros if NULL) into blocks [first, last]
+ * and marks them allocated, read-modify-writing a partial block at
+ * either end that is not in the overlay yet.  Requires the rmw locks
+ * of [first, last], which keep all their states stable here.  Base
+ * reads come first, then overlay writes, then the state change: a
+ * failure at any step changes no state.
+ */
+static int
+write_locked (struct blk *blk, const struct blk_base *base, const char *buf,
+              uint64_t offset, uint64_t end, uint64_t first, uint64_t last,
+              int *err)
+{
+  struct rmw_block head = { .data = NULL }, tail = { .data = NULL };
+  uint64_t from = offset, to = end;
+  enum blk_state state;
+  int r = -1;
+
+  if (is_partial (blk, first, offset, end) &&
+      (state = get_state (blk, first)) != BLK_ALLOCATED) {
+    if (rmw_fill (blk, base, state, first, buf, offset, end, &head, err) == -1)
+      goto out;
+    from = blk_end (blk, first);
+  }
+  if (last != first && is_partial (blk, last, offset, end) &&
+      (state = get_state (blk, last)) != BLK_ALLOCATED) {
+    if (rmw_fill (blk, base, state, last, buf, offset, end, &tail, err) == -1)
+      goto out;
+    to = blk_start (blk, last);
+  }
+  if (reserve_states (blk, first, last - first + 1, err) == -1)
+    goto out;
+
+  if (head.data &&
+      overlay_write (blk, head.data, blk_end (blk, first) - blk_start (blk, first),
+                     blk_start (blk, first), err) == -1)
+    goto out;
+  if (from < to &&
+      overlay_write (blk, buf ? buf + (from - offset) : NULL, to - from, from,
+                     err) == -1)
+    goto out;
+  if (tail.data &&
+      overlay_write (blk, tail.data, blk_end (blk, last) - blk_start (blk, last),
+                     blk_start (blk, last), err) == -1)
+    goto out;
+
+  set_states (blk, first, last - first + 1, BLK_ALLOCATED);
+  r = 0;
+ out:
+  free (head.data);
+  free (tail.data);
+  return r;
+}
+
+/* buf NULL means zeros (blk_zero and the partial ends of a discard). */
+int
+blk_write (struct blk *blk, const struct blk_base *base,
+           const void *buf, uint32_t count, uint64_t offset, int *err)
+{
+  uint64_t end = offset + count, first, last;
+  int r;
+
+  if (count == 0)
+    return 0;
+  first = blk_of (blk, offset);
+  last = blk_of (blk, end - 1);
+
+  /* Fast path: every block is already in the overlay, so no copy-up
+   * can be running on any of them (see the top of this file).
+   */
+  if (all_in_state (blk, first, last - first + 1, BLK_ALLOCATED))
+    return overlay_write (blk, buf, count, offset, err);
+
+  blocklocks_lock (&blk->rmw_locks, first, last - first + 1);
+  r = write_locked (blk, base, buf, offset, end, first, last, err);
+  blocklocks_unlock (&blk->rmw_locks, first, last - first + 1);
+  return r;
+}
+
+/*----------------------------------------------------------------------
+ * Zero and trim.
+ */
+
+/* Marks blocks [first, first+n) BLK_ZERO and punches them out of the
+ * overlay.  The state change comes first: from then on reads return
+ * zeros whatever the overlay holds, so a filesystem that cannot punch
+ * holes costs space, never correctness.
+ */
+static int
+discard_blocks (struct blk *blk, uint64_t first, uint64_t n, int *err)
+{
+  uint64_t start = blk_start (blk, first);
+  int r;
+
+  blocklocks_lock (&blk->rmw_locks, first, n);
+  r = reserve_states (blk, first, n, err);
+  if (r == 0) {
+    set_states (blk, first, n, BLK_ZERO);
+    if (overlay_punch (blk, blk_end (blk, first + n - 1) - start, start) == -1)
+      nbdkit_debug ("cow: cannot punch a hole in the overlay: %m");
+  }
+  blocklocks_unlock (&blk->rmw_locks, first, n);
+  return r;
+}
+
+/* Whole blocks of the range become BLK_ZERO; the partial ends are
+ * written as zeros if zero_ends, else left alone (a trim).
+ */
+static int
+discard_range (struct blk *blk, const struct blk_base *base,
+               uint32_t count, uint64_t offset, bool zero_ends, int *err)
+{
+  uint64_t end = offset + count, first, stop, whole_from, whole_to;
+
+  if (count == 0)
+    return 0;
+  whole_blocks (blk, offset, end, &first, &stop);
+  if (first >= stop)
+    return zero_ends ? blk_write (blk, base, NULL, count, offset, err) : 0;
+
+  whole_from = blk_start (blk, first);
+  whole_to = blk_end (blk, stop - 1);
+  if (zero_ends &&
+      (blk_write (blk, base, NULL, whole_from - offset, offset, err) == -1 ||
+       blk_write (blk, base, NULL, end - whole_to, whole_to, err) == -1))
+    return -1;
+  return discard_blocks (blk, first, stop - first, err);
+}
+
+int
+blk_zero (struct blk *blk, const struct blk_base *base,
+          uint32_t count, uint64_t offset, bool may_trim, int *err)
+{
+  if (!may_trim)
+    return blk_write (blk, base, NULL, count, offset, err);
+  return discard_range (blk, base, count, offset, true, err);
+}
+
+int
+blk_trim (struct blk *blk, uint32_t count, uint64_t offset, int *err)
+{
+  return discard_range (blk, NULL, count, offset, false, err);
+}

@@ -1,0 +1,77 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* The block layer: the overlay file, the per-block state map and the
+ * read-modify-write locks.  docs/design.md describes the state machine
+ * and the lock rules; this header only says what each call does.
+ *
+ * Every call here may run in parallel with any other on the same
+ * struct blk, except blk_new and blk_free.
+ */
+
+#ifndef COW_BLK_H
+#define COW_BLK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum blk_state {
+  BLK_NOT_ALLOCATED = 0,        /* reads come from the base */
+  BLK_ALLOCATED = 1,            /* the whole block is in the overlay */
+  BLK_ZERO = 2,                 /* reads as zeros, a hole in the overlay */
+};
+
+/* How the block layer reads the base (the plugin below the filter).
+ * pread returns 0, or -1 with *err set to a positive errno.
+ */
+struct blk_base {
+  int (*pread) (void *opaque, void *buf, uint32_t count, uint64_t offset,
+                int *err);
+  void *opaque;
+};
+
+struct blk;
+
+/* Creates an overlay of blocks of block_size bytes (a power of two) in
+ * the directory tmpdir: created 0600, unlinked at once, close-on-exec.
+ * Returns NULL after nbdkit_error on failure.
+ */
+extern struct blk *blk_new (uint32_t block_size, const char *tmpdir);
+extern void blk_free (struct blk *blk);
+
+/* Tells the layer the size of the base.  The first call fixes it; a
+ * later call with another size fails, because the overlay cannot
+ * follow a base that changes under it.  Returns 0 or -1.
+ */
+extern int blk_set_size (struct blk *blk, uint64_t size);
+
+/* The NBD operations.  Each returns 0, or -1 with *err set, leaving
+ * no block marked allocated without its data in the overlay.
+ */
+extern int blk_read (struct blk *blk, const struct blk_base *base,
+                     void *buf, uint32_t count, uint64_t offset,
+                     bool cow_on_read, int *err);
+/* buf NULL writes zeros, leaving the blocks allocated. */
+extern int blk_write (struct blk *blk, const struct blk_base *base,
+                      const void *buf, uint32_t count, uint64_t offset,
+                      int *err);
+/* may_trim: whole blocks become holes (BLK_ZERO); otherwise they stay
+ * allocated, holding zeros.
+ */
+extern int blk_zero (struct blk *blk, const struct blk_base *base,
+                     uint32_t count, uint64_t offset, bool may_trim,
+                     int *err);
+/* Whole blocks become BLK_ZERO; partial blocks are left alone. */
+extern int blk_trim (struct blk *blk, uint32_t count, uint64_t offset,
+                     int *err);
+/* Copies the unallocated blocks touching the range into the overlay. */
+extern int blk_copy_up (struct blk *blk, const struct blk_base *base,
+                        uint32_t count, uint64_t offset, int *err);
+
+/* Sets *state to the state of the block holding offset and returns the
+ * end of the run of bytes in [offset, end) in that same state.
+ * Requires offset < end <= size.
+ */
+extern uint64_t blk_state_run (struct blk *blk, uint64_t offset,
+                               uint64_t end, enum blk_state *state);
+
+#endif /* COW_BLK_H */

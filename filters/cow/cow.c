@@ -1,0 +1,405 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* nbdkit-cow-filter: a writable copy-on-write view of any plugin.
+ *
+ * This file holds the parameters and the NBD callbacks; the overlay,
+ * the block states and all locking live in blk.c.  The plugin is
+ * opened read-only and never sees a write, zero or trim.
+ */
+
+#include <config.h>
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <nbdkit-filter.h>
+
+#include "blk.h"
+#include "ispowerof2.h"
+
+#define MIN_BLOCK_SIZE 4096
+#define MAX_BLOCK_SIZE (32 * 1024 * 1024)   /* NBD's largest preferred size */
+
+static uint32_t block_size = 65536;         /* cow-block-size */
+static bool cow_on_cache;                   /* cow-on-cache */
+
+/* cow-on-read: off, on, or on while cow_on_read_path exists. */
+static enum { COW_ON_READ_OFF, COW_ON_READ_ON, COW_ON_READ_PATH } cow_on_read;
+static const char *cow_on_read_path;
+
+/* The overlay, shared by every connection; created in .get_ready. */
+static struct blk *blk;
+
+static int
+parse_block_size (const char *value)
+{
+  int64_t r = nbdkit_parse_size (value);
+
+  if (r == -1) {
+    nbdkit_error ("cow-block-size=%s: not a size", value);
+    return -1;
+  }
+  if (r < MIN_BLOCK_SIZE || r > MAX_BLOCK_SIZE || !is_power_of_2 (r)) {
+    nbdkit_error ("cow-block-size=%s: must be a power of two from %d to %d",
+                  value, MIN_BLOCK_SIZE, MAX_BLOCK_SIZE);
+    return -1;
+  }
+  block_size = r;
+  return 0;
+}
+
+static int
+parse_cow_on_read (const char *value)
+{
+  int r;
+
+  if (value[0] == '/') {
+    cow_on_read = COW_ON_READ_PATH;
+    cow_on_read_path = value;   /* argv outlives the server */
+    return 0;
+  }
+  if (strchr (value, '/') != NULL) {
+    nbdkit_error ("cow-on-read=%s: a path must be absolute", value);
+    return -1;
+  }
+  r = nbdkit_parse_bool (value);
+  if (r == -1) {
+    nbdkit_error ("cow-on-read=%s: must be true, false or an absolute path",
+                  value);
+    return -1;
+  }
+  cow_on_read = r ? COW_ON_READ_ON : COW_ON_READ_OFF;
+  return 0;
+}
+
+static int
+cow_config (nbdkit_next_config *next, nbdkit_backend *nxdata,
+            const char *key, const char *value)
+{
+  if (strcmp (key, "cow-block-size") == 0)
+    return parse_block_size (value);
+  if (strcmp (key, "cow-on-read") == 0)
+    return parse_cow_on_read (value);
+  if (strcmp (key, "cow-on-cache") == 0) {
+    int r = nbdkit_parse_bool (value);
+    if (r == -1) {
+      nbdkit_error ("cow-on-cache=%s: must be true or false", value);
+      return -1;
+    }
+    cow_on_cache = r;
+    return 0;
+  }
+  return next (nxdata, key, value);
+}
+
+#define cow_config_help \
+  "cow-block-size=<N>    Size of blocks in the overlay (default 64K).\n" \
+  "cow-on-cache=<BOOL>   Copy cache (prefetch) requests to the overlay.\n" \
+  "cow-on-read=<BOOL>|/PATH  Copy reads to the overlay (while PATH exists)."
+
+/* Errors here stop nbdkit at start: a bad $TMPDIR is reported with the
+ * directory named.
+ */
+static int
+cow_get_ready (int thread_model)
+{
+  const char *tmpdir = getenv ("TMPDIR");
+
+  blk = blk_new (block_size, tmpdir ? tmpdir : "/var/tmp");
+  return blk ? 0 : -1;
+}
+
+static void
+cow_unload (void)
+{
+  blk_free (blk);
+}
+
+static void *
+cow_open (nbdkit_next_open *next, nbdkit_context *context,
+          int readonly, const char *exportname, int is_tls)
+{
+  /* The base is only ever read. */
+  if (next (context, 1, exportname) == -1)
+    return NULL;
+  return NBDKIT_HANDLE_NOT_NEEDED;
+}
+
+/* Runs before any request of the connection, so blk knows the size
+ * before it is asked to do anything.
+ */
+static int
+cow_prepare (nbdkit_next *next, void *handle, int readonly)
+{
+  int64_t size = next->get_size (next);
+
+  if (size == -1)
+    return -1;
+  return blk_set_size (blk, size);
+}
+
+static int
+cow_block_size (nbdkit_next *next, void *handle,
+                uint32_t *minimum, uint32_t *preferred, uint32_t *maximum)
+{
+  if (next->block_size (next, minimum, preferred, maximum) == -1)
+    return -1;
+  /* Any alignment works (we read-modify-write), unless the base itself
+   * insists on one for reads.
+   */
+  if (*minimum == 0)
+    *minimum = 1;
+  if (*preferred < block_size)
+    *preferred = block_size;
+  *maximum = 0xffffffff;
+  return 0;
+}
+
+/* Writable whatever the plugin says: the writes land in the overlay. */
+static int
+cow_can_write (nbdkit_next *next, void *handle)
+{
+  return 1;
+}
+
+static int
+cow_can_trim (nbdkit_next *next, void *handle)
+{
+  return 1;
+}
+
+/* Every connection sees the same overlay, and flush has nothing to
+ * wait for, so multiple connections are consistent.
+ */
+static int
+cow_can_multi_conn (nbdkit_next *next, void *handle)
+{
+  return 1;
+}
+
+static int
+cow_can_extents (nbdkit_next *next, void *handle)
+{
+  return 1;
+}
+
+static int
+cow_can_zero (nbdkit_next *next, void *handle)
+{
+  return NBDKIT_ZERO_NATIVE;
+}
+
+/* Zeroing only changes states, punches holes or writes zeros the same
+ * way a write would, so it is never slower than writing: fast zero
+ * requests always succeed.
+ */
+static int
+cow_can_fast_zero (nbdkit_next *next, void *handle)
+{
+  return 1;
+}
+
+/* The overlay is throw-away: it dies with nbdkit, so there is nothing
+ * a flush or FUA could make more durable.  Both complete at once.
+ */
+static int
+cow_can_flush (nbdkit_next *next, void *handle)
+{
+  return 1;
+}
+
+static int
+cow_can_fua (nbdkit_next *next, void *handle)
+{
+  return NBDKIT_FUA_NATIVE;
+}
+
+static int
+cow_can_cache (nbdkit_next *next, void *handle)
+{
+  if (cow_on_cache)
+    return NBDKIT_CACHE_NATIVE;
+  return next->can_cache (next);
+}
+
+static bool
+cow_on_read_now (void)
+{
+  switch (cow_on_read) {
+  case COW_ON_READ_ON:
+    return true;
+  case COW_ON_READ_PATH:
+    /* Checked on every read so it can be switched while running. */
+    return access (cow_on_read_path, F_OK) == 0;
+  default:
+    return false;
+  }
+}
+
+static int
+base_pread (void *opaque, void *buf, uint32_t count, uint64_t offset,
+            int *err)
+{
+  nbdkit_next *next = opaque;
+  return next->pread (next, buf, count, offset, 0, err);
+}
+
+static int
+cow_pread (nbdkit_next *next, void *handle,
+           void *buf, uint32_t count, uint64_t offset, uint32_t flags,
+           int *err)
+{
+  const struct blk_base base = { .pread = base_pread, .opaque = next };
+  return blk_read (blk, &base, buf, count, offset, cow_on_read_now (), err);
+}
+
+static int
+cow_pwrite (nbdkit_next *next, void *handle,
+            const void *buf, uint32_t count, uint64_t offset, uint32_t flags,
+            int *err)
+{
+  const struct blk_base base = { .pread = base_pread, .opaque = next };
+  return blk_write (blk, &base, buf, count, offset, err);
+}
+
+static int
+cow_zero (nbdkit_next *next, void *handle,
+          uint32_t count, uint64_t offset, uint32_t flags, int *err)
+{
+  const struct blk_base base = { .pread = base_pread, .opaque = next };
+  return blk_zero (blk, &base, count, offset,
+                   (flags & NBDKIT_FLAG_MAY_TRIM) != 0, err);
+}
+
+static int
+cow_trim (nbdkit_next *next, void *handle,
+          uint32_t count, uint64_t offset, uint32_t flags, int *err)
+{
+  return blk_trim (blk, count, offset, err);
+}
+
+static int
+cow_flush (nbdkit_next *next, void *handle, uint32_t flags, int *err)
+{
+  return 0;
+}
+
+static int
+cow_cache (nbdkit_next *next, void *handle,
+           uint32_t count, uint64_t offset, uint32_t flags, int *err)
+{
+  const struct blk_base base = { .pread = base_pread, .opaque = next };
+
+  if (cow_on_cache)
+    return blk_copy_up (blk, &base, count, offset, err);
+  return next->cache (next, count, offset, flags, err);
+}
+
+static int
+add_extent (struct nbdkit_extents *extents,
+            uint64_t offset, uint64_t length, uint32_t type, int *err)
+{
+  if (nbdkit_add_extent (extents, offset, length, type) == -1) {
+    *err = errno;
+    return -1;
+  }
+  return 0;
+}
+
+/* Extents of a range still read from the base: what the plugin says,
+ * or plain data if it cannot say.
+ */
+static int
+add_base_extents (nbdkit_next *next, struct nbdkit_extents *extents,
+                  uint32_t count, uint64_t offset, uint32_t flags, int *err)
+{
+  struct nbdkit_extents *base_extents;
+  uint64_t end = offset + count;
+  size_t i;
+  int r = 0;
+
+  if (next->can_extents (next) != 1)
+    return add_extent (extents, offset, count, 0, err);
+
+  base_extents = nbdkit_extents_full (next, count, offset, flags, err);
+  if (base_extents == NULL)
+    return -1;
+  for (i = 0; i < nbdkit_extents_count (base_extents) && r == 0; ++i) {
+    struct nbdkit_extent e = nbdkit_get_extent (base_extents, i);
+    uint64_t from = e.offset > offset ? e.offset : offset;
+    uint64_t to = e.offset + e.length < end ? e.offset + e.length : end;
+
+    if (from < to)
+      r = add_extent (extents, from, to - from, e.type, err);
+  }
+  nbdkit_extents_free (base_extents);
+  return r;
+}
+
+static int
+cow_extents (nbdkit_next *next, void *handle,
+             uint32_t count, uint64_t offset, uint32_t flags,
+             struct nbdkit_extents *extents, int *err)
+{
+  uint64_t end = offset + count;
+
+  while (offset < end) {
+    enum blk_state state;
+    uint64_t run_end = blk_state_run (blk, offset, end, &state);
+    uint32_t n = run_end - offset;
+    int r = 0;
+
+    switch (state) {
+    case BLK_ALLOCATED:
+      r = add_extent (extents, offset, n, 0, err);
+      break;
+    case BLK_ZERO:
+      r = add_extent (extents, offset, n,
+                      NBDKIT_EXTENT_HOLE | NBDKIT_EXTENT_ZERO, err);
+      break;
+    case BLK_NOT_ALLOCATED:
+      r = add_base_extents (next, extents, n, offset, flags, err);
+      break;
+    }
+    if (r == -1)
+      return -1;
+    if (flags & NBDKIT_FLAG_REQ_ONE)
+      return 0;
+    offset = run_end;
+  }
+  return 0;
+}
+
+static struct nbdkit_filter filter = {
+  .name              = "cow",
+  .longname          = "nbdkit copy-on-write (COW) filter",
+  .config            = cow_config,
+  .config_help       = cow_config_help,
+  .get_ready         = cow_get_ready,
+  .unload            = cow_unload,
+  .open              = cow_open,
+  .prepare           = cow_prepare,
+  .block_size        = cow_block_size,
+  .can_write         = cow_can_write,
+  .can_flush         = cow_can_flush,
+  .can_trim          = cow_can_trim,
+  .can_extents       = cow_can_extents,
+  .can_fua           = cow_can_fua,
+  .can_zero          = cow_can_zero,
+  .can_fast_zero     = cow_can_fast_zero,
+  .can_cache         = cow_can_cache,
+  .can_multi_conn    = cow_can_multi_conn,
+  .pread             = cow_pread,
+  .pwrite            = cow_pwrite,
+  .zero              = cow_zero,
+  .trim              = cow_trim,
+  .flush             = cow_flush,
+  .cache             = cow_cache,
+  .extents           = cow_extents,
+};
+
+NBDKIT_REGISTER_FILTER (filter)
