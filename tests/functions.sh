@@ -1,0 +1,90 @@
+# Sourced by every shell test: strict mode, a private scratch
+# directory (also the overlay's $TMPDIR), and small helpers.
+
+set -eu
+
+: "${abs_top_builddir:?run the tests through make check}"
+: "${abs_top_srcdir:?run the tests through make check}"
+
+# nbdsh and the Python tests need the Debian python3 with the nbd module.
+PATH=/usr/bin:/usr/sbin:$PATH
+export PATH
+
+NBDKIT="$abs_top_builddir/nbdkit"
+PYTHON=/usr/bin/python3
+tests="$abs_top_srcdir/tests"
+
+tmp=$(mktemp -d /var/tmp/cow-test.XXXXXX)
+cleanup_cmds=
+cleanup ()
+{
+  eval "$cleanup_cmds"
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+# on_exit CMD: run CMD (before removing $tmp) when the test ends.
+on_exit () { cleanup_cmds="$1; $cleanup_cmds"; }
+
+TMPDIR="$tmp"
+export TMPDIR
+
+fail () { echo "FAIL: $*" >&2; exit 1; }
+skip () { echo "SKIP: $*"; exit 77; }
+
+# expect_start_failure PATTERN NBDKIT-ARGS...: nbdkit must refuse to
+# start, printing PATTERN (a grep -E regexp) on stderr.
+expect_start_failure ()
+{
+  pattern=$1; shift
+  if "$NBDKIT" -U - "$@" --run true 2>"$tmp/err"; then
+    fail "nbdkit started with: $*"
+  fi
+  if ! grep -Eq -- "$pattern" "$tmp/err"; then
+    cat "$tmp/err" >&2
+    fail "no message matching '$pattern' for: $*"
+  fi
+  echo "refused as expected: $*: $(grep -E -- "$pattern" "$tmp/err" | head -1)"
+}
+
+# start_nbdkit SOCKET NBDKIT-ARGS...: serve in the background until the
+# test ends, messages in SOCKET.err; returns once the socket accepts
+# connections.
+start_nbdkit ()
+{
+  sock=$1; shift
+  pidfile="$sock.pid"
+  "$NBDKIT" -f -U "$sock" -P "$pidfile" "$@" 2>"$sock.err" &
+  on_exit "kill $! 2>/dev/null || true"
+  for _ in $(seq 100); do
+    [ -S "$sock" ] && [ -s "$pidfile" ] && return 0
+    sleep 0.1
+  done
+  fail "nbdkit did not start: $*"
+}
+
+# A base file of SIZE bytes: random data with a hole in the middle.
+make_base ()
+{
+  file=$1 size=$2
+  head -c "$size" /dev/urandom > "$file"
+  truncate -s "$size" "$file"
+  third=$(( size / 3 ))
+  if [ "$third" -gt 0 ]; then
+    fallocate -p -o "$third" -l "$third" "$file"
+  fi
+}
+
+# extent_at URI OFFSET: the description nbdinfo --map gives the extent
+# holding OFFSET ("data", "hole,zero", ...).
+extent_at ()
+{
+  nbdinfo --map "$1" |
+    awk -v o="$2" '$1 <= o && o < $1 + $2 { $1 = $2 = $3 = ""; sub(/^ +/, ""); print; exit }'
+}
+
+# expect_extent URI OFFSET WANT
+expect_extent ()
+{
+  got=$(extent_at "$1" "$2")
+  [ "$got" = "$3" ] || fail "extent at $2 is '$got', expected '$3'"
+}

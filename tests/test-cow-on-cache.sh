@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# cow-on-cache=true copies cached ranges into the overlay; without it a
+# cache request leaves the overlay alone.
+. "$abs_top_srcdir/tests/functions.sh"
+
+truncate -s 10M "$tmp/base"             # all hole in the base
+for setting in true false; do
+  start_nbdkit "$tmp/$setting" --filter=cow file "$tmp/base" \
+    cow-on-cache=$setting
+  uri="nbd+unix:///?socket=$tmp/$setting"
+  nbdinfo "$uri" | grep -q 'can_cache: true' || fail "cache not advertised"
+  nbdsh -u "$uri" -c 'h.cache(200000, 3000000)'
+  got=$(extent_at "$uri" 3000000)
+  case $setting in
+    true) [ "$got" = data ] || fail "cow-on-cache=true: cache copied nothing" ;;
+    false) [ "$got" = "hole,zero" ] || fail "cow-on-cache=false: cache copied" ;;
+  esac
+done

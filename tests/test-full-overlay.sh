@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# A full overlay filesystem gives the client ENOSPC (or EIO), nbdkit
+# keeps serving, earlier data stays intact and the failed blocks are
+# not marked allocated: they still read as the base.
+. "$abs_top_srcdir/tests/functions.sh"
+
+mkdir "$tmp/small"
+mount -t tmpfs -o size=1m tmpfs "$tmp/small" 2>/dev/null ||
+  skip "cannot mount a small tmpfs here"
+on_exit "umount '$tmp/small'"
+
+# The pattern plugin's data says where it came from, unlike zeros.
+TMPDIR=$tmp/small start_nbdkit "$tmp/sock" --filter=cow pattern 100M
+nbdsh -u "nbd+unix:///?socket=$tmp/sock" -c '
+h.pwrite(b"a" * 524288, 0)
+failed = 0
+for i in range(1, 8):
+    try:
+        h.pwrite(b"b" * 1048576, i * 4 * 1048576)
+    except nbd.Error as e:
+        assert e.errno in ("ENOSPC", "EIO"), e
+        failed = i
+        break
+assert failed, "the overlay never filled"
+
+def pattern(offset, count):
+    start = offset - offset % 8
+    words = b"".join((start + 8 * k).to_bytes(8, "big")
+                     for k in range((offset + count - start + 7) // 8))
+    return words[offset - start:offset - start + count]
+
+assert h.pread(524288, 0) == b"a" * 524288, "earlier data lost"
+off = failed * 4 * 1048576
+assert h.pread(1048576, off) == pattern(off, 1048576), "failed write left state"
+h.pread(4096, 90 * 1048576)      # still serving
+'

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# make install puts the filter and its man page where they belong: by
+# default the directory nbdkit searches for --filter=NAME.  Installed
+# into a staging DESTDIR, the .so is ours (it advertises write zeroes).
+. "$abs_top_srcdir/tests/functions.sh"
+
+make -s -C "$abs_top_builddir" install DESTDIR="$tmp/inst" >/dev/null
+filterdir=$(make -s -C "$abs_top_builddir" print-filterdir)
+so=$tmp/inst$filterdir/nbdkit-cow-filter.so
+[ -f "$so" ] || fail "no $so after make install"
+find "$tmp/inst" -name nbdkit-cow-filter.1 | grep -q . || fail "man page not installed"
+case $filterdir in
+  "$(pkg-config --variable=filterdir nbdkit)") ;;
+  *'/nbdkit/filters') echo "configured with --with-filterdir=$filterdir" ;;
+  *) fail "filterdir $filterdir is not nbdkit's" ;;
+esac
+nbdkit -U - --filter="$so" memory 1M --run 'nbdinfo "$uri"' |
+  grep -q 'can_zero: true' || fail "the installed filter is not ours"
