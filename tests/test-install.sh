@@ -4,8 +4,8 @@
 # into a staging DESTDIR, the .so is ours (it advertises write zeroes).
 . "$abs_top_srcdir/tests/functions.sh"
 
-make -s -C "$abs_top_builddir" install DESTDIR="$tmp/inst" >/dev/null
-filterdir=$(make -s -C "$abs_top_builddir" print-filterdir)
+make -s --no-print-directory -C "$abs_top_builddir" install DESTDIR="$tmp/inst" >/dev/null
+filterdir=$(make -s --no-print-directory -C "$abs_top_builddir" print-filterdir)
 so=$tmp/inst$filterdir/nbdkit-cow-filter.so
 [ -f "$so" ] || fail "no $so after make install"
 find "$tmp/inst" -name nbdkit-cow-filter.1 | grep -q . || fail "man page not installed"
