@@ -4,8 +4,11 @@
 # into a staging DESTDIR, the .so is ours (it advertises write zeroes).
 . "$abs_top_srcdir/tests/functions.sh"
 
-make -s --no-print-directory -C "$abs_top_builddir" install DESTDIR="$tmp/inst" >/dev/null
-filterdir=$(make -s --no-print-directory -C "$abs_top_builddir" print-filterdir)
+# A fresh make, not a child of the make running the tests: it must not
+# inherit the jobserver or print directory messages into our output.
+fresh_make () { env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s "$@"; }
+fresh_make -C "$abs_top_builddir" install DESTDIR="$tmp/inst" >/dev/null
+filterdir=$(fresh_make -C "$abs_top_builddir" print-filterdir)
 so=$tmp/inst$filterdir/nbdkit-cow-filter.so
 [ -f "$so" ] || fail "no $so after make install"
 find "$tmp/inst" -name nbdkit-cow-filter.1 | grep -q . || fail "man page not installed"
