@@ -36,8 +36,14 @@ skip () { echo "SKIP: $*"; exit 77; }
 expect_start_failure ()
 {
   pattern=$1; shift
-  if "$NBDKIT" -U - "$@" --run true 2>"$tmp/err"; then
+  # Under a sanitizer runtime, nbdkit (with nbdkit's own cow filter as
+  # much as ours) deadlocks in libp11-kit's destructor when it exits
+  # after a failed start (docs/reliability.md).  It has refused to serve
+  # by then (--run true never ran), so a time-out counts as refusing.
+  if timeout 60 "$NBDKIT" -U - "$@" --run true 2>"$tmp/err"; then
     fail "nbdkit started with: $*"
+  elif [ $? -eq 124 ] && [ -z "${sanitizer_preload:-}" ]; then
+    fail "nbdkit hung refusing: $*"
   fi
   if ! grep -Eq -- "$pattern" "$tmp/err"; then
     cat "$tmp/err" >&2

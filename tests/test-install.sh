@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make install puts the filter and its man page where they belong: by
 # default the directory nbdkit searches for --filter=NAME.  Installed
-# into a staging DESTDIR, the .so is ours (it advertises write zeroes).
+# into a staging DESTDIR, the .so is ours (it advertises write zeroes);
+# ./nbdkit runs it so that a sanitizer build gets its runtime.
 . "$abs_top_srcdir/tests/functions.sh"
 
 # A fresh make, not a child of the make running the tests: it must not
@@ -17,5 +18,5 @@ case $filterdir in
   *'/nbdkit/filters') echo "configured with --with-filterdir=$filterdir" ;;
   *) fail "filterdir $filterdir is not nbdkit's" ;;
 esac
-nbdkit -U - --filter="$so" memory 1M --run 'nbdinfo "$uri"' |
+"$NBDKIT" -U - --filter="$so" memory 1M --run 'nbdinfo "$uri"' |
   grep -q 'can_zero: true' || fail "the installed filter is not ours"

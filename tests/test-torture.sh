@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The torture client (tests/torture.c) over a fast and a slow base
+# (nbdkit's delay filter below ours, 10 ms a read: at 1 ms the windows
+# in which a copy-up can race a write are too short for the client to
+# hit often), with cow-on-read off, on, and switched by path while
+# running, for block sizes 4K, 64K and 1M: 8 connections x depth 32 of
+# random requests, every read checked against the model.
+# TORTURE_SECONDS sets each run's length (make check-stress sets it).
+. "$abs_top_srcdir/tests/functions.sh"
+
+seconds=${TORTURE_SECONDS:-2}
+make_base "$tmp/base" $(( 16 * 1024 * 1024 + 777 ))
+echo "TORTURE_SECONDS=$seconds"
+
+run ()
+{
+  base_kind=$1 cow_on_read=$2 block_size=$3
+  delay_filter=() delay_args=()
+  if [ "$base_kind" = slow ]; then
+    delay_filter=(--filter=delay) delay_args=(delay-read=10ms)
+  fi
+  cor=$cow_on_read
+  if [ "$cow_on_read" = switched ]; then
+    cor=$tmp/cor
+    ( while :; do touch "$cor"; sleep 0.2; rm -f "$cor"; sleep 0.2; done ) &
+    toggler=$!
+  fi
+  echo "== $base_kind base, cow-on-read=$cow_on_read, cow-block-size=$block_size"
+  "$NBDKIT" -U - --filter=cow "${delay_filter[@]}" file "$tmp/base" "${delay_args[@]}" \
+    cow-block-size="$block_size" cow-on-read="$cor" cow-on-cache=true \
+    --run "'$abs_top_builddir/tests/torture' -Q -t $seconds -b $block_size \
+           ${TORTURE_ARGS:-} '$tmp/base' \"\$uri\"" || fail "torture failed"
+  if [ "$cow_on_read" = switched ]; then
+    kill "$toggler"
+    wait "$toggler" 2>/dev/null || true
+  fi
+}
+
+for base_kind in fast slow; do
+  for cow_on_read in false true switched; do
+    for block_size in 4096 65536 1048576; do
+      run "$base_kind" "$cow_on_read" "$block_size"
+    done
+  done
+done
