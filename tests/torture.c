@@ -204,15 +204,26 @@ struct change {
   uint64_t offset, end;     /* empty for a trim with no whole block */
 };
 
+/* Makes the bytes a change covers whole segments [*first, *last).
+ * Returns false if it covers none.
+ */
+static bool
+seg_range (const struct change *c, size_t *first, size_t *last)
+{
+  if (c->offset >= c->end)
+    return false;
+  *first = seg_split (c->offset);
+  *last = seg_split (c->end);
+  return true;
+}
+
 static void
 model_issue (const struct change *c, uint64_t issued)
 {
   size_t i, last;
 
-  if (c->offset >= c->end)
+  if (!seg_range (c, &i, &last))
     return;
-  i = seg_split (c->offset);
-  last = seg_split (c->end);
   for (; i < last; ++i) {
     struct segment *s = &segs[i];
     s->v = xrealloc (s->v, (s->nv + 1) * sizeof (struct version));
@@ -247,10 +258,8 @@ model_complete (const struct change *c, uint64_t issued, bool ok,
 {
   size_t i, last;
 
-  if (c->offset >= c->end)
+  if (!seg_range (c, &i, &last))
     return;
-  i = seg_split (c->offset);
-  last = seg_split (c->end);
   for (; i < last; ++i) {
     struct segment *s = &segs[i];
     size_t j;
