@@ -60,7 +60,9 @@ start_nbdkit ()
   sock=$1; shift
   pidfile="$sock.pid"
   "$NBDKIT" -f -U "$sock" -P "$pidfile" "$@" 2>"$sock.err" &
-  on_exit "kill $! 2>/dev/null || true"
+  # Wait for it to exit: its overlay may sit on a filesystem that the
+  # test unmounts next.
+  on_exit "kill $! 2>/dev/null; wait $! 2>/dev/null || true"
   for _ in $(seq 100); do
     [ -S "$sock" ] && [ -s "$pidfile" ] && return 0
     sleep 0.1

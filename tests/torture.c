@@ -60,7 +60,7 @@ static const char *op_name[NR_OPS] = {
 static unsigned nr_conns = 8;
 static unsigned queue_depth = 32;
 static double duration = 10;
-static uint64_t block_size = 65536;
+static uint64_t block_size;        /* 0: the server's preferred size */
 static unsigned seed;
 static const char *base_file;
 static const char *faults_file;     /* --faults: faults while this exists */
@@ -350,6 +350,7 @@ struct conn {
   struct nbd_handle *h;
   unsigned in_flight;
   struct request *requests;
+  bool hanging_up;          /* requests completing now are abandoned */
 };
 
 static const char *uri;
@@ -450,7 +451,9 @@ finish (struct request *req, int error, bool abandoned)
 static int
 completion_cb (void *user_data, int *error)
 {
-  finish (user_data, *error, false);
+  struct request *req = user_data;
+
+  finish (req, *error, req->conn->hanging_up);
   return 1;                     /* retire the command */
 }
 
@@ -631,9 +634,11 @@ conn_open (struct conn *conn)
 static void
 conn_abandon (struct conn *conn)
 {
-  nbd_close (conn->h);        /* may complete some requests with errors */
+  conn->hanging_up = true;
+  nbd_close (conn->h);        /* may complete requests with errors */
   while (conn->requests)
     finish (conn->requests, ESHUTDOWN, true);
+  conn->hanging_up = false;
   disconnects++;
   conn_open (conn);
 }
@@ -747,10 +752,12 @@ static void
 usage (void)
 {
   fprintf (stderr,
-    "usage: torture [-c CONNS] [-q DEPTH] [-t SECONDS] [-b BLOCK-SIZE]\n"
+    "usage: torture [-c CONNS] [-q DEPTH] [-t SECONDS] [-b COW-BLOCK-SIZE]\n"
     "               [-s SEED] [--faults FILE] [--disconnect-every N] [-Q]\n"
     "               BASE-FILE URI\n"
     "BASE-FILE holds what the export reads before any write.\n"
+    "-b: the filter's cow-block-size (whole blocks of a trim read as zero);\n"
+    "  default: the preferred block size the server advertises.\n"
     "--faults FILE: faults are injected while FILE exists; failed requests\n"
     "  are allowed, and FILE is removed before the final check.\n"
     "--disconnect-every N: about once per N loop turns per connection, hang\n"
@@ -787,8 +794,7 @@ main (int argc, char *argv[])
     default: usage ();
     }
   }
-  if (argc - optind != 2 || nr_conns == 0 || queue_depth == 0 ||
-      block_size == 0)
+  if (argc - optind != 2 || nr_conns == 0 || queue_depth == 0)
     usage ();
   base_file = argv[optind];
   uri = argv[optind + 1];
@@ -798,6 +804,13 @@ main (int argc, char *argv[])
   for (c = 0; c < nr_conns; ++c)
     conn_open (&conns[c]);
   disk_size = nbd_get_size (conns[0].h);
+  /* The filter advertises cow-block-size as its preferred block size. */
+  if (block_size == 0)
+    block_size = nbd_get_block_size (conns[0].h, LIBNBD_SIZE_PREFERRED);
+  if (block_size <= 0) {
+    fprintf (stderr, "torture: no block size: give -b\n");
+    exit (2);
+  }
   load_base ();
   model_init ();
 

@@ -1,0 +1,87 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* A preloaded shim for nbdkit (NBDKIT_PRELOAD=.../overlay-faults.so
+ * ./nbdkit ...): writes to the cow overlay fail with EIO.
+ *
+ *   COW_FAULT_FILE=PATH   faults only while PATH exists
+ *   COW_FAULT_RATE=N      percentage of overlay writes that fail (10)
+ *
+ * The overlay is recognised by its name (nbdkit-cow-*, unlinked), so
+ * the plugin's own files and sockets are never touched.  It covers
+ * pwrite and fallocate, the calls the filter writes the overlay with.
+ */
+
+#define _GNU_SOURCE 1
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+static atomic_uint counter;
+
+/* While COW_FAULT_FILE exists, COW_FAULT_RATE of every 100 writes
+ * (counted across all threads) fail, if they are to the overlay.
+ */
+static int
+should_fail (int fd)
+{
+  const char *file = getenv ("COW_FAULT_FILE");
+  const char *rate = getenv ("COW_FAULT_RATE");
+  char link[64], target[4096];
+  ssize_t n;
+
+  if (file == NULL || access (file, F_OK) != 0)
+    return 0;
+  if (atomic_fetch_add (&counter, 1) % 100 >= (unsigned) (rate ? atoi (rate) : 10))
+    return 0;
+  snprintf (link, sizeof link, "/proc/self/fd/%d", fd);
+  n = readlink (link, target, sizeof target - 1);
+  if (n <= 0)
+    return 0;
+  target[n] = '\0';
+  return strstr (target, "/nbdkit-cow-") != NULL;
+}
+
+ssize_t
+pwrite (int fd, const void *buf, size_t count, off_t offset)
+{
+  static ssize_t (*real) (int, const void *, size_t, off_t);
+
+  if (!real)
+    real = dlsym (RTLD_NEXT, "pwrite");
+  if (should_fail (fd)) {
+    errno = EIO;
+    return -1;
+  }
+  return real (fd, buf, count, offset);
+}
+
+ssize_t
+pwrite64 (int fd, const void *buf, size_t count, off_t offset)
+{
+  return pwrite (fd, buf, count, offset);
+}
+
+int
+fallocate (int fd, int mode, off_t offset, off_t len)
+{
+  static int (*real) (int, int, off_t, off_t);
+
+  if (!real)
+    real = dlsym (RTLD_NEXT, "fallocate");
+  if (should_fail (fd)) {
+    errno = EIO;
+    return -1;
+  }
+  return real (fd, mode, offset, len);
+}
+
+int
+fallocate64 (int fd, int mode, off_t offset, off_t len)
+{
+  return fallocate (fd, mode, offset, len);
+}
