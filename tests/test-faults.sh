@@ -32,7 +32,7 @@ NBDKIT_PRELOAD="$shim" COW_FAULT_FILE="$tmp/faults" COW_FAULT_RATE=10 \
 
 echo "== the overlay's filesystem fills up"
 mkdir "$tmp/small"
-mount -t tmpfs -o size=4m tmpfs "$tmp/small" 2>/dev/null ||
+mount -t tmpfs -o size=1m tmpfs "$tmp/small" 2>/dev/null ||
   skip "cannot mount a small tmpfs here"
 on_exit "umount '$tmp/small'"
 touch "$tmp/faults"
