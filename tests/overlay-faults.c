@@ -8,7 +8,9 @@
  *
  * The overlay is recognised by its name (nbdkit-cow-*, unlinked), so
  * the plugin's own files and sockets are never touched.  It covers
- * pwrite and fallocate, the calls the filter writes the overlay with.
+ * pwrite and fallocate, the calls the filter writes the overlay with,
+ * and refuses to map the overlay into memory, so that every write
+ * takes those calls (writes through a map could not fail cleanly).
  */
 
 #define _GNU_SOURCE 1
@@ -18,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -27,23 +31,49 @@ static atomic_uint counter;
  * (counted across all threads) fail, if they are to the overlay.
  */
 static int
-should_fail (int fd)
+is_overlay (int fd)
 {
-  const char *file = getenv ("COW_FAULT_FILE");
-  const char *rate = getenv ("COW_FAULT_RATE");
   char link[64], target[4096];
   ssize_t n;
 
-  if (file == NULL || access (file, F_OK) != 0)
-    return 0;
-  if (atomic_fetch_add (&counter, 1) % 100 >= (unsigned) (rate ? atoi (rate) : 10))
-    return 0;
   snprintf (link, sizeof link, "/proc/self/fd/%d", fd);
   n = readlink (link, target, sizeof target - 1);
   if (n <= 0)
     return 0;
   target[n] = '\0';
   return strstr (target, "/nbdkit-cow-") != NULL;
+}
+
+static int
+should_fail (int fd)
+{
+  const char *file = getenv ("COW_FAULT_FILE");
+  const char *rate = getenv ("COW_FAULT_RATE");
+
+  if (file == NULL || access (file, F_OK) != 0)
+    return 0;
+  if (atomic_fetch_add (&counter, 1) % 100 >= (unsigned) (rate ? atoi (rate) : 10))
+    return 0;
+  return is_overlay (fd);
+}
+
+/* The real mmap is the system call itself: dlsym may allocate, and
+ * allocating may call mmap.
+ */
+void *
+mmap (void *addr, size_t length, int prot, int flags, int fd, off_t offset)
+{
+  if (fd >= 0 && is_overlay (fd)) {
+    errno = ENODEV;
+    return MAP_FAILED;
+  }
+  return (void *) syscall (SYS_mmap, addr, length, prot, flags, fd, offset);
+}
+
+void *
+mmap64 (void *addr, size_t length, int prot, int flags, int fd, off_t offset)
+{
+  return mmap (addr, length, prot, flags, fd, offset);
 }
 
 ssize_t

@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <nbdkit-filter.h>
@@ -38,6 +39,7 @@
 #include "blocklocks.h"
 #include "fullio.h"
 #include "ispowerof2.h"
+#include "scratch.h"
 #include "statemap.h"
 
 /* Copy-ups read the base in chunks of this many bytes (or one block,
@@ -60,6 +62,14 @@ struct blk {
    */
   uint64_t size;
   bool size_known;
+  char *map;                    /* the overlay in memory, or NULL */
+
+  /* Held over every system call that writes the overlay.  The kernel
+   * serializes them anyway (the inode lock), but its waiters spin, which
+   * on few cores starved the threads doing useful work; a mutex waits
+   * asleep.  Innermost, like state_lock, and never held with it.
+   */
+  pthread_mutex_t write_lock;
 
   pthread_mutex_t state_lock;   /* protects states; never held over I/O */
   struct statemap states;       /* enum blk_state of each block */
@@ -175,6 +185,20 @@ set_states (struct blk *blk, uint64_t first, uint64_t n, enum blk_state state)
 /*----------------------------------------------------------------------
  * Overlay I/O.  The overlay maps disk offsets one to one, so it is as
  * sparse as the disk is untouched.
+ *
+ * Where it can, the layer also maps the overlay into memory (see
+ * map_overlay) and moves the data of allocated blocks with memcpy: no
+ * system call on the hot path, and above all no inode lock, which the
+ * kernel takes for every write(2) to a file and which serialized all
+ * parallel writes (docs/performance.md).  A store through the map into
+ * space the filesystem has not allocated could fail only as SIGBUS, so
+ * a block becoming allocated is always written with system calls
+ * (overlay_write), where a full filesystem is an ordinary ENOSPC, and
+ * only blocks written that way are ever written through the map
+ * (overlay_store).  Holes are punched only in blocks leaving the
+ * allocated state, under their rmw locks (discard_blocks); a store
+ * racing with that is a client overlapping a write with a trim of the
+ * same block, see docs/design.md.
  */
 
 static void
@@ -190,10 +214,15 @@ overlay_error (const char *what, uint64_t count, uint64_t offset, int *err)
                   ": %m", what, count, offset);
 }
 
+/* Reads bytes of allocated blocks. */
 static int
 overlay_read (struct blk *blk, void *buf, uint64_t count, uint64_t offset,
               int *err)
 {
+  if (blk->map) {
+    memcpy (buf, blk->map + offset, count);
+    return 0;
+  }
   if (pread_full (blk->overlay_fd, buf, count, offset) == -1) {
     overlay_error ("read", count, offset, err);
     return -1;
@@ -207,19 +236,23 @@ overlay_read (struct blk *blk, void *buf, uint64_t count, uint64_t offset,
 static int
 overlay_punch (struct blk *blk, uint64_t count, uint64_t offset)
 {
-  return fallocate (blk->overlay_fd,
-                    FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-                    offset, count);
+  int r;
+
+  pthread_mutex_lock (&blk->write_lock);
+  r = fallocate (blk->overlay_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                 offset, count);
+  pthread_mutex_unlock (&blk->write_lock);
+  return r;
 }
 
-/* Writes buf, or zeros if buf is NULL.  Zeros punch a hole where the
- * filesystem can: it reads the same, costs no space, and whether the
- * client sees an allocated extent is decided by the state map, not by
- * the overlay's allocation.
+/* Writes buf, or zeros if buf is NULL, with system calls, which
+ * allocate space as they go.  Zeros stay allocated: the client did not
+ * allow a hole, and the map may be written there later.  Requires
+ * write_lock.
  */
 static int
-overlay_write (struct blk *blk, const void *buf, uint64_t count,
-               uint64_t offset, int *err)
+overlay_write_locked (struct blk *blk, const void *buf, uint64_t count,
+                      uint64_t offset, int *err)
 {
   uint64_t done;
 
@@ -230,7 +263,7 @@ overlay_write (struct blk *blk, const void *buf, uint64_t count,
     }
     return 0;
   }
-  if (overlay_punch (blk, count, offset) == 0)
+  if (fallocate (blk->overlay_fd, FALLOC_FL_ZERO_RANGE, offset, count) == 0)
     return 0;
   for (done = 0; done < count; ) {
     uint64_t n = count - done < sizeof zero_buf ? count - done
@@ -241,6 +274,37 @@ overlay_write (struct blk *blk, const void *buf, uint64_t count,
     }
     done += n;
   }
+  return 0;
+}
+
+/* Writes buf, or zeros if buf is NULL, with system calls: for blocks
+ * becoming allocated now, whose space this allocates.
+ */
+static int
+overlay_write (struct blk *blk, const void *buf, uint64_t count,
+               uint64_t offset, int *err)
+{
+  int r;
+
+  pthread_mutex_lock (&blk->write_lock);
+  r = overlay_write_locked (blk, buf, count, offset, err);
+  pthread_mutex_unlock (&blk->write_lock);
+  return r;
+}
+
+/* Writes buf, or zeros if buf is NULL, into blocks that are already
+ * allocated in the overlay: through the map if there is one.
+ */
+static int
+overlay_store (struct blk *blk, const void *buf, uint64_t count,
+               uint64_t offset, int *err)
+{
+  if (blk->map == NULL)
+    return overlay_write (blk, buf, count, offset, err);
+  if (buf)
+    memcpy (blk->map + offset, buf, count);
+  else
+    memset (blk->map + offset, 0, count);
   return 0;
 }
 
@@ -280,6 +344,7 @@ blk_new (uint32_t block_size, const char *tmpdir)
   unlink (template);
   free (template);
 
+  pthread_mutex_init (&blk->write_lock, NULL);
   pthread_mutex_init (&blk->state_lock, NULL);
   blk->states = (struct statemap) STATEMAP_INIT;
   blocklocks_init (&blk->rmw_locks);
@@ -291,11 +356,45 @@ blk_free (struct blk *blk)
 {
   if (blk == NULL)
     return;
+  if (blk->map)
+    munmap (blk->map, blk->size);
   close (blk->overlay_fd);
   statemap_free (&blk->states);
   pthread_mutex_destroy (&blk->state_lock);
+  pthread_mutex_destroy (&blk->write_lock);
   blocklocks_destroy (&blk->rmw_locks);
   free (blk);
+}
+
+/* Maps the overlay into memory once the size is known, if the
+ * filesystem can hold a file of that size and the address space has
+ * room; otherwise every transfer uses pread and pwrite, which is only
+ * slower.  Under ThreadSanitizer the overlay is never mapped: clients
+ * may overlap requests (NBD leaves the outcome to them), and TSan
+ * would report memcpy on the map where pwrite is invisible to it.
+ * Requires state_lock.
+ */
+static void
+map_overlay (struct blk *blk)
+{
+  void *map;
+
+#if defined(__SANITIZE_THREAD__)
+  nbdkit_debug ("cow: overlay not mapped under ThreadSanitizer");
+  return;
+#endif
+  if (blk->size == 0 || blk->size > SIZE_MAX ||
+      ftruncate (blk->overlay_fd, blk->size) == -1) {
+    nbdkit_debug ("cow: overlay not mapped: size %" PRIu64 ": %m", blk->size);
+    return;
+  }
+  map = mmap (NULL, blk->size, PROT_READ | PROT_WRITE, MAP_SHARED,
+              blk->overlay_fd, 0);
+  if (map == MAP_FAILED) {
+    nbdkit_debug ("cow: overlay not mapped: mmap: %m");
+    return;
+  }
+  blk->map = map;
 }
 
 int
@@ -307,6 +406,7 @@ blk_set_size (struct blk *blk, uint64_t size)
   if (!blk->size_known) {
     blk->size = size;
     blk->size_known = true;
+    map_overlay (blk);
   }
   else if (blk->size != size) {
     nbdkit_error ("cow: the base changed size from %" PRIu64 " to %" PRIu64
@@ -340,34 +440,35 @@ copy_up_run (struct blk *blk, const struct blk_base *base,
 {
   uint64_t chunk = COPY_UP_CHUNK >> blk->block_shift;
   char *buf;
+  int r = 0;
 
   if (chunk == 0)
     chunk = 1;
   if (chunk > n)
     chunk = n;
-  buf = malloc (chunk << blk->block_shift);
+  buf = scratch_get (chunk << blk->block_shift);
   if (buf == NULL) {
     *err = errno;
     nbdkit_error ("cow: malloc: %m");
     return -1;
   }
-  while (n > 0) {
+  while (n > 0 && r == 0) {
     uint64_t c = n < chunk ? n : chunk;
     uint64_t start = blk_start (blk, first);
     uint64_t len = blk_end (blk, first + c - 1) - start;
 
-    if (base->pread (base->opaque, buf, len, start, err) == -1 ||
-        reserve_states (blk, first, c, err) == -1 ||
-        overlay_write (blk, buf, len, start, err) == -1) {
-      free (buf);
-      return -1;
-    }
-    set_states (blk, first, c, BLK_ALLOCATED);
+    r = base->pread (base->opaque, buf, len, start, err);
+    if (r == 0)
+      r = reserve_states (blk, first, c, err);
+    if (r == 0)
+      r = overlay_write (blk, buf, len, start, err);
+    if (r == 0)
+      set_states (blk, first, c, BLK_ALLOCATED);
     first += c;
     n -= c;
   }
-  free (buf);
-  return 0;
+  scratch_put (buf);
+  return r;
 }
 
 int
@@ -454,42 +555,29 @@ blk_read (struct blk *blk, const struct blk_base *base,
  * Writes.
  */
 
-/* A partial block being read-modified-written. */
-struct rmw_block {
-  uint64_t b;
-  char *data;                   /* the whole new block, NULL if unused */
-};
-
-/* Builds the new content of partial block b: its current content
- * (base or zeros) with the bytes of [offset, end) from buf (zeros if
- * buf is NULL) on top.  Requires the rmw lock of b.
+/* Builds in data the new content of partial block b: its current
+ * content (base or zeros) with the bytes of [offset, end) from buf
+ * (zeros if buf is NULL) on top.  Requires the rmw lock of b.
  */
 static int
 rmw_fill (struct blk *blk, const struct blk_base *base, enum blk_state state,
           uint64_t b, const char *buf, uint64_t offset, uint64_t end,
-          struct rmw_block *rmw, int *err)
+          char *data, int *err)
 {
   uint64_t start = blk_start (blk, b), len = blk_end (blk, b) - start;
   uint64_t from = offset > start ? offset : start;
   uint64_t to = end < start + len ? end : start + len;
 
-  rmw->b = b;
-  rmw->data = malloc (len);
-  if (rmw->data == NULL) {
-    *err = errno;
-    nbdkit_error ("cow: malloc: %m");
-    return -1;
-  }
   if (state == BLK_NOT_ALLOCATED) {
-    if (base->pread (base->opaque, rmw->data, len, start, err) == -1)
+    if (base->pread (base->opaque, data, len, start, err) == -1)
       return -1;
   }
   else
-    memset (rmw->data, 0, len);
+    memset (data, 0, len);
   if (buf != NULL)
-    memcpy (rmw->data + (from - start), buf + (from - offset), to - from);
+    memcpy (data + (from - start), buf + (from - offset), to - from);
   else
-    memset (rmw->data + (from - start), 0, to - from);
+    memset (data + (from - start), 0, to - from);
   return 0;
 }
 
@@ -497,6 +585,14 @@ static bool
 is_partial (const struct blk *blk, uint64_t b, uint64_t offset, uint64_t end)
 {
   return offset > blk_start (blk, b) || end < blk_end (blk, b);
+}
+
+/* Writes the whole of block b from data. */
+static int
+write_block (struct blk *blk, uint64_t b, const char *data, int *err)
+{
+  uint64_t start = blk_start (blk, b);
+  return overlay_write (blk, data, blk_end (blk, b) - start, start, err);
 }
 
 /* Writes [offset, end) of buf (zeros if NULL) into blocks [first, last]
@@ -511,44 +607,48 @@ write_locked (struct blk *blk, const struct blk_base *base, const char *buf,
               uint64_t offset, uint64_t end, uint64_t first, uint64_t last,
               int *err)
 {
-  struct rmw_block head = { .data = NULL }, tail = { .data = NULL };
+  char *head = NULL, *tail = NULL, *data;
   uint64_t from = offset, to = end;
   enum blk_state state;
   int r = -1;
 
+  /* Room for a partial block at each end, from the thread's cache. */
+  data = scratch_get (2 * blk->block_size);
+  if (data == NULL) {
+    *err = errno;
+    nbdkit_error ("cow: malloc: %m");
+    return -1;
+  }
   if (is_partial (blk, first, offset, end) &&
       (state = get_state (blk, first)) != BLK_ALLOCATED) {
-    if (rmw_fill (blk, base, state, first, buf, offset, end, &head, err) == -1)
+    head = data;
+    if (rmw_fill (blk, base, state, first, buf, offset, end, head, err) == -1)
       goto out;
     from = blk_end (blk, first);
   }
   if (last != first && is_partial (blk, last, offset, end) &&
       (state = get_state (blk, last)) != BLK_ALLOCATED) {
-    if (rmw_fill (blk, base, state, last, buf, offset, end, &tail, err) == -1)
+    tail = data + blk->block_size;
+    if (rmw_fill (blk, base, state, last, buf, offset, end, tail, err) == -1)
       goto out;
     to = blk_start (blk, last);
   }
   if (reserve_states (blk, first, last - first + 1, err) == -1)
     goto out;
 
-  if (head.data &&
-      overlay_write (blk, head.data, blk_end (blk, first) - blk_start (blk, first),
-                     blk_start (blk, first), err) == -1)
+  if (head && write_block (blk, first, head, err) == -1)
     goto out;
   if (from < to &&
       overlay_write (blk, buf ? buf + (from - offset) : NULL, to - from, from,
                      err) == -1)
     goto out;
-  if (tail.data &&
-      overlay_write (blk, tail.data, blk_end (blk, last) - blk_start (blk, last),
-                     blk_start (blk, last), err) == -1)
+  if (tail && write_block (blk, last, tail, err) == -1)
     goto out;
 
   set_states (blk, first, last - first + 1, BLK_ALLOCATED);
   r = 0;
  out:
-  free (head.data);
-  free (tail.data);
+  scratch_put (data);
   return r;
 }
 
@@ -569,7 +669,7 @@ blk_write (struct blk *blk, const struct blk_base *base,
    * can be running on any of them (see the top of this file).
    */
   if (all_in_state (blk, first, last - first + 1, BLK_ALLOCATED))
-    return overlay_write (blk, buf, count, offset, err);
+    return overlay_store (blk, buf, count, offset, err);
 
   blocklocks_lock (&blk->rmw_locks, first, last - first + 1);
   r = write_locked (blk, base, buf, offset, end, first, last, err);
