@@ -1,0 +1,234 @@
+# Turns benchmarks/results/results.json into report.md and PNG charts
+# in the same directory, and checks the targets of the performance
+# issue against the figures of that one run.  Exits 1 if a target is
+# missed.
+#
+# usage: report.py DIR
+
+import json
+import os
+import subprocess
+import sys
+
+from bench import (DISTRO, JOBS, NONE, OURS, PEERS, QEMU, SERIAL,
+                   WORKLOADS)
+
+FAST64, SLOW64, FAST4, FAST1M = ("fast base, 64K blocks",
+                                 "slow base (1 ms reads), 64K blocks",
+                                 "fast base, 4K blocks",
+                                 "fast base, 1M blocks")
+
+
+def fio_value(fio, scen, wl, jobs, peer, key="iops"):
+    for r in fio:
+        if (r["scenario"], r["workload"], r["jobs"], r["peer"]) == \
+           (scen, wl, jobs, peer):
+            return r[key]
+    return None
+
+
+def fio_tables(fio, scen):
+    """The dm-snapshot shape: a row per number of jobs, a column per
+    peer; one table each for IOPS, mean and p99 latency."""
+    peers = [p for p in PEERS if any(r["peer"] == p and r["scenario"] == scen
+                                     for r in fio)]
+    jobs = sorted({r["jobs"] for r in fio if r["scenario"] == scen})
+    out = []
+    for wl, _, _ in WORKLOADS:
+        out.append("#### %s\n" % wl)
+        for key, title, fmt in (("iops", "IOPS", "%.0f"),
+                                ("mean_us", "mean latency (µs)", "%.0f"),
+                                ("p99_us", "p99 latency (µs)", "%.0f")):
+            out.append("| jobs | " + " | ".join("%s %s" % (p, title)
+                                                 for p in peers) + " |")
+            out.append("|---:|" + "---:|" * len(peers))
+            for j in jobs:
+                cells = [fio_value(fio, scen, wl, j, p, key) for p in peers]
+                out.append("| %d | " % j + " | ".join(
+                    "-" if c is None else fmt % c for c in cells) + " |")
+            out.append("")
+    return out
+
+
+def chart(fio, scen, path):
+    """IOPS against jobs, one line per peer, one panel per workload."""
+    peers = [p for p in PEERS if any(r["peer"] == p and r["scenario"] == scen
+                                     for r in fio)]
+    script = ['set terminal pngcairo size 1200,800 font ",10"',
+              'set output "%s"' % path,
+              'set multiplot layout 2,2 title "%s"' % scen,
+              'set xlabel "fio jobs (iodepth 16 each)"', 'set ylabel "IOPS"',
+              'set key top left', 'set grid', 'set logscale x 2',
+              'set yrange [0:*]']
+    for wl, _, _ in WORKLOADS:
+        plots, data = [], []
+        for p in peers:
+            pts = [(r["jobs"], r["iops"]) for r in fio
+                   if r["scenario"] == scen and r["workload"] == wl
+                   and r["peer"] == p]
+            plots.append("'-' with linespoints lw 2 title \"%s\"" % p)
+            data += ["%d %f" % pt for pt in sorted(pts)] + ["e"]
+        script += ['set title "%s"' % wl, "plot " + ", ".join(plots)] + data
+    script.append("unset multiplot")
+    subprocess.run(["gnuplot"], input="\n".join(script) + "\n", text=True,
+                   check=True)
+
+
+def bars(rows, labels, fields, title, ylabel, path):
+    """Grouped bars: one group per row label, one bar per field."""
+    script = ['set terminal pngcairo size 1000,500 font ",10"',
+              'set output "%s"' % path, 'set title "%s"' % title,
+              'set ylabel "%s"' % ylabel, 'set style data histograms',
+              'set style histogram rowstacked', 'set style fill solid 0.8',
+              'set boxwidth 0.7', 'set grid ytics', 'set yrange [0:*]',
+              'set key top left', 'set xtics rotate by -20']
+    plots = ["'-' using 2:xtic(1) title \"%s\"" % f[1] for f in fields]
+    script.append("plot " + ", ".join(plots))
+    for key, _ in fields:
+        for lab, r in zip(labels, rows):
+            script.append('"%s" %f' % (lab, r[key]))
+        script.append("e")
+    subprocess.run(["gnuplot"], input="\n".join(script) + "\n", text=True,
+                   check=True)
+
+
+class Targets:
+    def __init__(self):
+        self.lines, self.missed = [], 0
+
+    def check(self, what, value, op, goal, shown="%.2f"):
+        if value is None:
+            ok, text = False, "not measured"
+        else:
+            ok = value >= goal if op == ">=" else value <= goal
+            text = shown % value
+        self.missed += not ok
+        self.lines.append("| %s | %s | %s %s | %s |" %
+                          (what, text, op, shown % goal,
+                           "met" if ok else "**MISSED**"))
+
+
+def ratio(a, b):
+    return None if a is None or b is None or b == 0 else a / b
+
+
+def check_targets(res):
+    fio, t = res["fio"], Targets()
+    rw4, rr4 = WORKLOADS[0][0], WORKLOADS[1][0]
+    # what, scenario, workload, the peer ours is divided by, goal
+    ratios = [
+        ("4K random write, 4 jobs, fast base", FAST64, rw4, NONE, 0.85),
+        ("4K random write, 4 jobs, fast base", FAST64, rw4, DISTRO, 2.3),
+        ("4K random write, 4 jobs, slow base", SLOW64, rw4, DISTRO, 10),
+        ("4K random read, 4 jobs, 1M blocks", FAST1M, rr4, NONE, 0.9),
+    ]
+    for what, scen, wl, peer, goal in ratios:
+        t.check("%s: ours / %s" % (what, peer),
+                ratio(fio_value(fio, scen, wl, 4, OURS),
+                      fio_value(fio, scen, wl, 4, peer)), ">=", goal)
+    worst, where = None, ""
+    for scen in (FAST64, SLOW64, FAST4, FAST1M):
+        for wl, _, _ in WORKLOADS:
+            r = ratio(fio_value(fio, scen, wl, 8, OURS),
+                      fio_value(fio, scen, wl, 1, OURS))
+            if r is not None and (worst is None or r < worst):
+                worst, where = r, "%s, %s" % (scen, wl)
+    t.check("ours, 8 jobs / 1 job, worst workload (%s)" % where,
+            worst, ">=", 1.0)
+    for src in sorted({r["source"] for r in res["pipeline"]}):
+        total = {r["peer"]: r["write_s"] + r["copy_s"]
+                 for r in res["pipeline"] if r["source"] == src}
+        for peer, goal in ((QEMU, 1.2), (SERIAL, 1.9), (DISTRO, 1.0)):
+            t.check("pipeline from %s: %s time / ours" % (src, peer),
+                    ratio(total.get(peer), total.get(OURS)), ">=", goal)
+    for r in res["zeroes"]:
+        if r["peer"] == OURS:
+            t.check("1 GiB in: data time / zeros time (ours)",
+                    ratio(r["data_s"], r["zero_s"]), ">=", 10)
+            t.check("overlay after the zeros, MiB (ours; 4 MiB are data)",
+                    r["zero_overlay"] / 2**20, "<=", 4 + 0.0625)
+    return t
+
+
+def report(d):
+    res = json.load(open(os.path.join(d, "results.json")))
+    m = res["machine"]
+    out = ["# Benchmark report", "",
+           "Written by `benchmarks/run` (%s%.0f minutes); every figure below "
+           "comes from that one run. Peers are interleaved: each "
+           "measurement runs all of them one after another on fresh "
+           "servers." % ("quick mode, " if res["quick"] else "",
+                         res["minutes"]), "",
+           "## Machine", ""]
+    out += ["- %s: %s" % (k, v) for k, v in m.items()]
+    out += ["", "## Peers", "",
+            "- **no filter**: the plugin alone, the ceiling.",
+            "- **nbdkit cow**: nbdkit's own cow filter from the "
+            "distribution's package, unpacked privately and loaded by path.",
+            "- **qemu qcow2**: qemu-nbd serving a qcow2 overlay (64K "
+            "clusters) whose backing file is the same base (nbdkit over "
+            "NBD).",
+            "- **ours**: this filter.",
+            "- **ours serialized**: this filter under nbdkit's noparallel "
+            "filter with serialize=all-requests, the one-big-lock design.",
+            "", "## Targets", "",
+            "| target | measured | goal | |", "|---|---:|---:|---|"]
+    t = check_targets(res)
+    out += t.lines
+    rounds = max([r.get("rounds", 1) for r in res["fio"]], default=1)
+    out += ["", "## fio (nbd engine, iodepth %d, %d s per measurement, "
+            "base: nbdkit memory %s)" % (16, res["runtime"], "1G"), "",
+            "Each figure is the best of %d rounds, the peers in a rotated "
+            "order each round (benchmarks/README.md says why)." % rounds, ""]
+    for i, scen in enumerate([FAST64, SLOW64, FAST4, FAST1M]):
+        if not any(r["scenario"] == scen for r in res["fio"]):
+            continue
+        png = "fio-%d.png" % (i + 1)
+        chart(res["fio"], scen, os.path.join(d, png))
+        out += ["### %s" % scen, "", "![%s](%s)" % (scen, png), ""]
+        out += fio_tables(res["fio"], scen)
+    out += ["## Pipeline", "",
+            "A VM-shaped sparse source, a burst of guest-like random writes "
+            "(fio, 4 jobs, 4K-1M) through the overlay, then a copy out to a "
+            "file: `nbdcopy --connections=4` for the nbdkit peers, "
+            "`qemu-img convert -W -m 16` from the qcow2 for qemu.  Each "
+            "figure is the round with the median total of %d, the peers "
+            "in a rotated order each round." % max([r.get("rounds", 1)
+                                                    for r in res["pipeline"]],
+                                                   default=1), "",
+            "| source | peer | writes (s) | copy (s) | total (s) |",
+            "|---|---|---:|---:|---:|"]
+    for r in res["pipeline"]:
+        out.append("| %s | %s | %.2f | %.2f | %.2f |" %
+                   (r["source"], r["peer"], r["write_s"], r["copy_s"],
+                    r["write_s"] + r["copy_s"]))
+    rows = res["pipeline"]
+    if rows:
+        bars(rows, ["%s / %s" % (r["peer"], r["source"][:13]) for r in rows],
+             [("write_s", "writes"), ("copy_s", "copy")],
+             "Pipeline time (lower is better)", "seconds",
+             os.path.join(d, "pipeline.png"))
+        out += ["", "![pipeline](pipeline.png)"]
+    out += ["", "## Zeroes", "",
+            "`nbdcopy --connections=4` of a 1 GiB image into the export over "
+            "a non-zero base (nbdkit pattern; memory for no filter): once "
+            "all data, once all zeros but its first 4 MiB.", "",
+            "| peer | data in (s) | overlay after (MiB) | zeros in (s) | "
+            "overlay after (MiB) | data / zeros |",
+            "|---|---:|---:|---:|---:|---:|"]
+    for r in res["zeroes"]:
+        mib = lambda k: "-" if k not in r else "%.1f" % (r[k] / 2**20)
+        out.append("| %s | %.2f | %s | %.2f | %s | %.1f |" %
+                   (r["peer"], r["data_s"], mib("data_overlay"), r["zero_s"],
+                    mib("zero_overlay"), r["data_s"] / r["zero_s"]))
+    with open(os.path.join(d, "report.md"), "w") as f:
+        f.write("\n".join(out) + "\n")
+    return t.missed
+
+
+if __name__ == "__main__":
+    missed = report(sys.argv[1])
+    quick = json.load(open(os.path.join(sys.argv[1], "results.json")))["quick"]
+    print("%d targets missed%s" % (missed, " (quick mode: measured too "
+                                   "briefly to judge)" if quick else ""))
+    sys.exit(1 if missed and not quick else 0)
