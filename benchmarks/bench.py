@@ -351,7 +351,7 @@ def main():
     ap.add_argument("--distro-filter", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--runtime", type=int, default=4)
+    ap.add_argument("--runtime", type=int, default=3)
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()
     os.makedirs(os.path.join(args.work, "tmp"), exist_ok=True)

@@ -19,6 +19,13 @@
  *    out of it but a whole-block zero or trim, itself under the lock).
  *    So a write that finds all its blocks allocated may go straight to
  *    the overlay with no rmw lock: no copy-up can be running on them.
+ *
+ *  - punch_lock (a rwlock) is held shared over each access through the
+ *    overlay's memory map, exclusively over punching holes.
+ *    write_lock (a mutex) is held over each system call that writes
+ *    the overlay.  Both guard I/O, not data.
+ *
+ *  - Order: rmw_locks, then punch_lock, then state_lock or write_lock.
  */
 
 #include <config.h>
@@ -70,6 +77,15 @@ struct blk {
    * asleep.  Innermost, like state_lock, and never held with it.
    */
   pthread_mutex_t write_lock;
+
+  /* Held shared by every access through the map, from the state
+   * lookup that finds the blocks allocated until the memcpy is done;
+   * held exclusively to punch holes.  A client may race a read or
+   * write of a block with a trim of it; without this lock the memcpy
+   * could touch the block's pages after the punch, and a fault on a
+   * hole of a full filesystem is SIGBUS.
+   */
+  pthread_rwlock_t punch_lock;
 
   pthread_mutex_t state_lock;   /* protects states; never held over I/O */
   struct statemap states;       /* enum blk_state of each block */
@@ -195,10 +211,9 @@ set_states (struct blk *blk, uint64_t first, uint64_t n, enum blk_state state)
  * a block becoming allocated is always written with system calls
  * (overlay_write), where a full filesystem is an ordinary ENOSPC, and
  * only blocks written that way are ever written through the map
- * (overlay_store).  Holes are punched only in blocks leaving the
- * allocated state, under their rmw locks (discard_blocks); a store
- * racing with that is a client overlapping a write with a trim of the
- * same block, see docs/design.md.
+ * (overlay_store).  Holes are punched only in blocks that have left
+ * the allocated state (discard_blocks), and only while no access
+ * through the map is under way (punch_lock).
  */
 
 static void
@@ -238,10 +253,12 @@ overlay_punch (struct blk *blk, uint64_t count, uint64_t offset)
 {
   int r;
 
+  pthread_rwlock_wrlock (&blk->punch_lock);
   pthread_mutex_lock (&blk->write_lock);
   r = fallocate (blk->overlay_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
                  offset, count);
   pthread_mutex_unlock (&blk->write_lock);
+  pthread_rwlock_unlock (&blk->punch_lock);
   return r;
 }
 
@@ -316,6 +333,7 @@ struct blk *
 blk_new (uint32_t block_size, const char *tmpdir)
 {
   struct blk *blk;
+  pthread_rwlockattr_t attr;
   char *template;
 
   blk = calloc (1, sizeof *blk);
@@ -345,6 +363,12 @@ blk_new (uint32_t block_size, const char *tmpdir)
   free (template);
 
   pthread_mutex_init (&blk->write_lock, NULL);
+  /* Writers first: a punch must not wait behind a stream of requests. */
+  pthread_rwlockattr_init (&attr);
+  pthread_rwlockattr_setkind_np (&attr,
+                                 PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+  pthread_rwlock_init (&blk->punch_lock, &attr);
+  pthread_rwlockattr_destroy (&attr);
   pthread_mutex_init (&blk->state_lock, NULL);
   blk->states = (struct statemap) STATEMAP_INIT;
   blocklocks_init (&blk->rmw_locks);
@@ -362,6 +386,7 @@ blk_free (struct blk *blk)
   statemap_free (&blk->states);
   pthread_mutex_destroy (&blk->state_lock);
   pthread_mutex_destroy (&blk->write_lock);
+  pthread_rwlock_destroy (&blk->punch_lock);
   blocklocks_destroy (&blk->rmw_locks);
   free (blk);
 }
@@ -395,6 +420,7 @@ map_overlay (struct blk *blk)
     return;
   }
   blk->map = map;
+  nbdkit_debug ("cow: overlay mapped, %" PRIu64 " bytes", blk->size);
 }
 
 int
@@ -527,22 +553,22 @@ blk_read (struct blk *blk, const struct blk_base *base,
 
   while (offset < end) {
     enum blk_state state;
-    uint64_t run_end = blk_state_run (blk, offset, end, &state);
-    uint32_t n = run_end - offset;
+    uint64_t run_end;
+    uint32_t n;
     int r = 0;
 
-    switch (state) {
-    case BLK_ALLOCATED:
+    pthread_rwlock_rdlock (&blk->punch_lock);
+    run_end = blk_state_run (blk, offset, end, &state);
+    n = run_end - offset;
+    if (state == BLK_ALLOCATED)
       r = overlay_read (blk, p, n, offset, err);
-      break;
-    case BLK_ZERO:
+    pthread_rwlock_unlock (&blk->punch_lock);
+
+    if (state == BLK_ZERO)
       memset (p, 0, n);
-      break;
-    case BLK_NOT_ALLOCATED:
+    else if (state == BLK_NOT_ALLOCATED)
       /* Exactly the bytes asked for: no whole-block bounce. */
       r = base->pread (base->opaque, p, n, offset, err);
-      break;
-    }
     if (r == -1)
       return -1;
     p += n;
@@ -658,7 +684,8 @@ blk_write (struct blk *blk, const struct blk_base *base,
            const void *buf, uint32_t count, uint64_t offset, int *err)
 {
   uint64_t end = offset + count, first, last;
-  int r;
+  bool allocated;
+  int r = 0;
 
   if (count == 0)
     return 0;
@@ -668,8 +695,13 @@ blk_write (struct blk *blk, const struct blk_base *base,
   /* Fast path: every block is already in the overlay, so no copy-up
    * can be running on any of them (see the top of this file).
    */
-  if (all_in_state (blk, first, last - first + 1, BLK_ALLOCATED))
-    return overlay_store (blk, buf, count, offset, err);
+  pthread_rwlock_rdlock (&blk->punch_lock);
+  allocated = all_in_state (blk, first, last - first + 1, BLK_ALLOCATED);
+  if (allocated)
+    r = overlay_store (blk, buf, count, offset, err);
+  pthread_rwlock_unlock (&blk->punch_lock);
+  if (allocated)
+    return r;
 
   blocklocks_lock (&blk->rmw_locks, first, last - first + 1);
   r = write_locked (blk, base, buf, offset, end, first, last, err);
