@@ -108,6 +108,42 @@ make_base ()
   fi
 }
 
+# overlay_fd SOCK: the /proc path of the (deleted) overlay file of the
+# server started on SOCK, or nothing.  Only our names count: valgrind
+# keeps files of its own in $TMPDIR.
+overlay_fd ()
+{
+  for fd in /proc/"$(cat "$1.pid")"/fd/*; do
+    case "$(readlink "$fd" || true)" in
+      */nbdkit-cow-*" (deleted)") echo "$fd"; return ;;
+    esac
+  done
+}
+
+# overlay_bytes SOCK: the disk space the overlay of that server takes.
+overlay_bytes ()
+{
+  fd=$(overlay_fd "$1")
+  [ -n "$fd" ] || fail "no overlay among the files of the server on $1"
+  echo $(( $(stat -L -c %b "$fd") * 512 ))
+}
+
+# probe_base URI OFFSET: whether the filter at URI still reads the base
+# at OFFSET.  Changes 12 bytes of $tmp/base there behind nbdkit's back
+# and reads them through URI: prints "copied" if the filter returns
+# what it returned before (the block is in the overlay, as data or as
+# zeros), "base" if it returns the new bytes.
+probe_base ()
+{
+  nbdsh -u "$1" -c "
+before = h.pread(12, $2)
+with open('$tmp/base', 'r+b') as f:
+    f.seek($2)
+    f.write(bytes(b ^ 0x5a for b in before))
+after = h.pread(12, $2)
+print('copied' if after == before else 'base')"
+}
+
 # extent_at URI OFFSET: the description nbdinfo --map gives the extent
 # holding OFFSET ("data", "hole,zero", ...).
 extent_at ()

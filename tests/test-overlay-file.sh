@@ -9,15 +9,11 @@ TMPDIR=$tmp/overlay start_nbdkit "$tmp/sock" --filter=cow memory 100G
 pid=$(cat "$tmp/sock.pid")
 nbdsh -u "nbd+unix:///?socket=$tmp/sock" -c 'h.pwrite(b"x" * 65536, 50 * 2**30)'
 
-found=
-for fd in /proc/"$pid"/fd/*; do
-  target=$(readlink "$fd" || true)
-  case "$target" in
-    "$tmp/overlay/nbdkit-cow-"*" (deleted)") found=$fd ;;
-  esac
-done
-[ -n "$found" ] || fail "no deleted overlay in $tmp/overlay among nbdkit's files"
-# (Only our names count: valgrind keeps files of its own in $TMPDIR.)
+found=$(overlay_fd "$tmp/sock")
+case "$(readlink "$found" 2>/dev/null)" in
+  "$tmp/overlay/nbdkit-cow-"*" (deleted)") ;;
+  *) fail "no deleted overlay in $tmp/overlay among nbdkit's files" ;;
+esac
 if ls -A "$tmp/overlay" | grep -q '^nbdkit-cow-'; then
   fail "overlay still has a name"
 fi

@@ -46,6 +46,7 @@
 #include "blocklocks.h"
 #include "fullio.h"
 #include "ispowerof2.h"
+#include "iszero.h"
 #include "scratch.h"
 #include "statemap.h"
 
@@ -208,10 +209,10 @@ set_states (struct blk *blk, uint64_t first, uint64_t n, enum blk_state state)
  * kernel takes for every write(2) to a file and which serialized all
  * parallel writes (docs/performance.md).  A store through the map into
  * space the filesystem has not allocated could fail only as SIGBUS, so
- * a block becoming allocated is always written with system calls
- * (overlay_write), where a full filesystem is an ordinary ENOSPC, and
- * only blocks written that way are ever written through the map
- * (overlay_store).  Holes are punched only in blocks that have left
+ * the space of a block becoming allocated is always allocated with
+ * system calls (overlay_write, or overlay_allocate_zeros), where a full
+ * filesystem is an ordinary ENOSPC, and only blocks whose space was
+ * allocated that way are ever written through the map (overlay_store).  Holes are punched only in blocks that have left
  * the allocated state (discard_blocks), and only while no access
  * through the map is under way (punch_lock).
  */
@@ -305,6 +306,23 @@ overlay_write (struct blk *blk, const void *buf, uint64_t count,
 
   pthread_mutex_lock (&blk->write_lock);
   r = overlay_write_locked (blk, buf, count, offset, err);
+  pthread_mutex_unlock (&blk->write_lock);
+  return r;
+}
+
+/* Makes a range read as zeros and allocates its space, without writing
+ * the zeros: FALLOC_FL_ZERO_RANGE, which ext4, XFS and btrfs have and
+ * tmpfs has not.  Afterwards the range may be stored to like any
+ * allocated block, through the map too.  Returns 0, or -1 with errno
+ * set (the caller then writes the zeros itself).
+ */
+static int
+overlay_allocate_zeros (struct blk *blk, uint64_t count, uint64_t offset)
+{
+  int r;
+
+  pthread_mutex_lock (&blk->write_lock);
+  r = fallocate (blk->overlay_fd, FALLOC_FL_ZERO_RANGE, offset, count);
   pthread_mutex_unlock (&blk->write_lock);
   return r;
 }
@@ -419,6 +437,10 @@ map_overlay (struct blk *blk)
     nbdkit_debug ("cow: overlay not mapped: mmap: %m");
     return;
   }
+  /* Faults on the map are random by nature; readahead around each one
+   * filled pages nobody asked for (docs/performance.md).
+   */
+  madvise (map, blk->size, MADV_RANDOM);
   blk->map = map;
   nbdkit_debug ("cow: overlay mapped, %" PRIu64 " bytes", blk->size);
 }
@@ -457,6 +479,35 @@ blk_state_run (struct blk *blk, uint64_t offset, uint64_t end,
  * Copy-up: base data into the overlay.
  */
 
+/* Stores blocks [first, first+n), whose base data is in buf, in the
+ * overlay.  Blocks that read as zeros only become BLK_ZERO: a copy-up
+ * of a sparse image then costs no space and no writes.  The others are
+ * written, a run of them with one system call, and become allocated.
+ * Requires their rmw locks and their states reserved.
+ */
+static int
+store_copy_up (struct blk *blk, const char *buf, uint64_t first, uint64_t n,
+               int *err)
+{
+  uint64_t i = 0, j;
+  bool zero;
+
+  while (i < n) {
+    zero = is_zero (buf + (i << blk->block_shift), blk->block_size);
+    for (j = i + 1; j < n; ++j)
+      if (is_zero (buf + (j << blk->block_shift), blk->block_size) != zero)
+        break;
+    if (!zero &&
+        overlay_write (blk, buf + (i << blk->block_shift),
+                       (j - i) << blk->block_shift,
+                       blk_start (blk, first + i), err) == -1)
+      return -1;
+    set_states (blk, first + i, j - i, zero ? BLK_ZERO : BLK_ALLOCATED);
+    i = j;
+  }
+  return 0;
+}
+
 /* Copies blocks [first, first+n), all BLK_NOT_ALLOCATED, from the base
  * into the overlay and marks them allocated.  Requires their rmw locks.
  */
@@ -487,9 +538,7 @@ copy_up_run (struct blk *blk, const struct blk_base *base,
     if (r == 0)
       r = reserve_states (blk, first, c, err);
     if (r == 0)
-      r = overlay_write (blk, buf, len, start, err);
-    if (r == 0)
-      set_states (blk, first, c, BLK_ALLOCATED);
+      r = store_copy_up (blk, buf, first, c, err);
     first += c;
     n -= c;
   }
@@ -581,25 +630,40 @@ blk_read (struct blk *blk, const struct blk_base *base,
  * Writes.
  */
 
+/* The part [from, to) of block b that the range [offset, end) covers. */
+static void
+block_part (const struct blk *blk, uint64_t b, uint64_t offset, uint64_t end,
+            uint64_t *from, uint64_t *to)
+{
+  uint64_t start = blk_start (blk, b), stop = blk_end (blk, b);
+
+  *from = offset > start ? offset : start;
+  *to = end < stop ? end : stop;
+}
+
 /* Builds in data the new content of partial block b: its current
  * content (base or zeros) with the bytes of [offset, end) from buf
- * (zeros if buf is NULL) on top.  Requires the rmw lock of b.
+ * (zeros if buf is NULL) on top.  Sets *zero_rest if the current
+ * content is all zeros.  Requires the rmw lock of b.
  */
 static int
 rmw_fill (struct blk *blk, const struct blk_base *base, enum blk_state state,
           uint64_t b, const char *buf, uint64_t offset, uint64_t end,
-          char *data, int *err)
+          char *data, bool *zero_rest, int *err)
 {
   uint64_t start = blk_start (blk, b), len = blk_end (blk, b) - start;
-  uint64_t from = offset > start ? offset : start;
-  uint64_t to = end < start + len ? end : start + len;
+  uint64_t from, to;
 
+  block_part (blk, b, offset, end, &from, &to);
   if (state == BLK_NOT_ALLOCATED) {
     if (base->pread (base->opaque, data, len, start, err) == -1)
       return -1;
+    *zero_rest = is_zero (data, len);
   }
-  else
+  else {
     memset (data, 0, len);
+    *zero_rest = true;
+  }
   if (buf != NULL)
     memcpy (data + (from - start), buf + (from - offset), to - from);
   else
@@ -613,12 +677,27 @@ is_partial (const struct blk *blk, uint64_t b, uint64_t offset, uint64_t end)
   return offset > blk_start (blk, b) || end < blk_end (blk, b);
 }
 
-/* Writes the whole of block b from data. */
+/* Writes partial block b, whose new content rmw_fill built in data,
+ * into the overlay.  If the rest of the block is zeros, the filesystem
+ * allocates the block as zeros (overlay_allocate_zeros) and only the
+ * bytes of [offset, end) are stored: copying 64K of zeros for every 4K
+ * write into a fresh block was the largest cost of small random writes
+ * (docs/performance.md).  Where the filesystem cannot do that (tmpfs),
+ * the whole block is written.  Requires the rmw lock of b, which keeps
+ * punches away from it.
+ */
 static int
-write_block (struct blk *blk, uint64_t b, const char *data, int *err)
+write_block (struct blk *blk, uint64_t b, const char *data, bool zero_rest,
+             uint64_t offset, uint64_t end, int *err)
 {
-  uint64_t start = blk_start (blk, b);
-  return overlay_write (blk, data, blk_end (blk, b) - start, start, err);
+  uint64_t start = blk_start (blk, b), len = blk_end (blk, b) - start;
+  uint64_t from, to;
+
+  if (zero_rest && overlay_allocate_zeros (blk, len, start) == 0) {
+    block_part (blk, b, offset, end, &from, &to);
+    return overlay_store (blk, data + (from - start), to - from, from, err);
+  }
+  return overlay_write (blk, data, len, start, err);
 }
 
 /* Writes [offset, end) of buf (zeros if NULL) into blocks [first, last]
@@ -634,6 +713,7 @@ write_locked (struct blk *blk, const struct blk_base *base, const char *buf,
               int *err)
 {
   char *head = NULL, *tail = NULL, *data;
+  bool head_zero_rest = false, tail_zero_rest = false;
   uint64_t from = offset, to = end;
   enum blk_state state;
   int r = -1;
@@ -648,27 +728,31 @@ write_locked (struct blk *blk, const struct blk_base *base, const char *buf,
   if (is_partial (blk, first, offset, end) &&
       (state = get_state (blk, first)) != BLK_ALLOCATED) {
     head = data;
-    if (rmw_fill (blk, base, state, first, buf, offset, end, head, err) == -1)
+    if (rmw_fill (blk, base, state, first, buf, offset, end, head,
+                  &head_zero_rest, err) == -1)
       goto out;
     from = blk_end (blk, first);
   }
   if (last != first && is_partial (blk, last, offset, end) &&
       (state = get_state (blk, last)) != BLK_ALLOCATED) {
     tail = data + blk->block_size;
-    if (rmw_fill (blk, base, state, last, buf, offset, end, tail, err) == -1)
+    if (rmw_fill (blk, base, state, last, buf, offset, end, tail,
+                  &tail_zero_rest, err) == -1)
       goto out;
     to = blk_start (blk, last);
   }
   if (reserve_states (blk, first, last - first + 1, err) == -1)
     goto out;
 
-  if (head && write_block (blk, first, head, err) == -1)
+  if (head &&
+      write_block (blk, first, head, head_zero_rest, offset, end, err) == -1)
     goto out;
   if (from < to &&
       overlay_write (blk, buf ? buf + (from - offset) : NULL, to - from, from,
                      err) == -1)
     goto out;
-  if (tail && write_block (blk, last, tail, err) == -1)
+  if (tail &&
+      write_block (blk, last, tail, tail_zero_rest, offset, end, err) == -1)
     goto out;
 
   set_states (blk, first, last - first + 1, BLK_ALLOCATED);
