@@ -3,6 +3,7 @@
 #include <config.h>
 
 #include <pthread.h>
+#include <string.h>
 
 #include "blocklocks.h"
 
@@ -29,30 +30,31 @@ blocklocks_destroy (struct blocklocks *locks)
   }
 }
 
-/* The slots of blocks [first, first+n) as at most two ascending
- * intervals [lo[k], hi[k]).  Returns how many intervals.
- */
-static unsigned
-slot_intervals (uint64_t first, uint64_t n, unsigned lo[2], unsigned hi[2])
-{
-  unsigned start = first % BLOCKLOCKS_SLOTS;
+/* The slots of blocks [first, first+n), as a bitmap. */
+struct slot_set {
+  uint64_t word[BLOCKLOCKS_SLOTS / 64];
+};
 
-  if (n >= BLOCKLOCKS_SLOTS) {
-    lo[0] = 0;
-    hi[0] = BLOCKLOCKS_SLOTS;
-    return 1;
+static void
+add_slot (struct slot_set *set, unsigned s)
+{
+  set->word[s / 64] |= UINT64_C (1) << (s % 64);
+}
+
+static void
+slots_of_range (uint64_t first, uint64_t n, struct slot_set *set)
+{
+  uint64_t b;
+  unsigned w;
+
+  if (n >= BLOCKLOCKS_SLOTS) {          /* more than every slot once */
+    for (w = 0; w < BLOCKLOCKS_SLOTS / 64; ++w)
+      set->word[w] = UINT64_MAX;
+    return;
   }
-  if (start + n <= BLOCKLOCKS_SLOTS) {
-    lo[0] = start;
-    hi[0] = start + n;
-    return 1;
-  }
-  /* The range wraps: the low slots come first in ascending order. */
-  lo[0] = 0;
-  hi[0] = start + n - BLOCKLOCKS_SLOTS;
-  lo[1] = start;
-  hi[1] = BLOCKLOCKS_SLOTS;
-  return 2;
+  memset (set, 0, sizeof *set);
+  for (b = first; b < first + n; ++b)
+    add_slot (set, blocklocks_slot (b));
 }
 
 static void
@@ -74,22 +76,37 @@ release (struct blocklocks_slot *slot)
   pthread_mutex_unlock (&slot->lock);
 }
 
+/* Claims or releases every slot of the set, in ascending order. */
+static void
+for_each_slot (struct blocklocks *locks, const struct slot_set *set,
+               void (*fn) (struct blocklocks_slot *))
+{
+  unsigned w;
+
+  for (w = 0; w < BLOCKLOCKS_SLOTS / 64; ++w) {
+    uint64_t bits = set->word[w];
+    while (bits) {
+      unsigned s = w * 64 + (unsigned) __builtin_ctzll (bits);
+      fn (&locks->slot[s]);
+      bits &= bits - 1;
+    }
+  }
+}
+
 void
 blocklocks_lock (struct blocklocks *locks, uint64_t first, uint64_t n)
 {
-  unsigned lo[2], hi[2], k, s, nr = slot_intervals (first, n, lo, hi);
+  struct slot_set set;
 
-  for (k = 0; k < nr; ++k)
-    for (s = lo[k]; s < hi[k]; ++s)
-      claim (&locks->slot[s]);
+  slots_of_range (first, n, &set);
+  for_each_slot (locks, &set, claim);
 }
 
 void
 blocklocks_unlock (struct blocklocks *locks, uint64_t first, uint64_t n)
 {
-  unsigned lo[2], hi[2], k, s, nr = slot_intervals (first, n, lo, hi);
+  struct slot_set set;
 
-  for (k = 0; k < nr; ++k)
-    for (s = lo[k]; s < hi[k]; ++s)
-      release (&locks->slot[s]);
+  slots_of_range (first, n, &set);
+  for_each_slot (locks, &set, release);
 }

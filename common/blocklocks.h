@@ -1,9 +1,17 @@
 /* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
 
 /* A table of locks keyed by block number, for locking ranges of
- * blocks.  Block b maps to slot b % BLOCKLOCKS_SLOTS, so a range of
- * consecutive blocks maps to consecutive slots (wrapping once at most)
- * and two ranges far apart rarely share a slot.
+ * blocks.  The blocks fall into groups of BLOCKLOCKS_SLOTS consecutive
+ * blocks; within a group, consecutive blocks map to consecutive slots
+ * (wrapping), and each group starts at its own slot, spread by a hash
+ * of the group number (blocklocks_slot).
+ *
+ * Why the spread: with block % BLOCKLOCKS_SLOTS, ranges a multiple of
+ * BLOCKLOCKS_SLOTS blocks apart share every slot.  Clients that split
+ * a disk among their connections split it at such strides (fio's jobs,
+ * nbdcopy's connections), so their sequential writes met in every
+ * slot and ran in lockstep, slower than one connection
+ * (docs/performance.md).
  *
  * Each slot is a busy flag guarded by its own small mutex and
  * condition variable.  A range is locked by claiming its slots one at
@@ -27,6 +35,17 @@
 #include <stdint.h>
 
 #define BLOCKLOCKS_SLOTS 1024
+
+/* The slot of block b. */
+static inline unsigned
+blocklocks_slot (uint64_t b)
+{
+  uint64_t group = b / BLOCKLOCKS_SLOTS;
+  /* Fibonacci hashing: the top bits of group times 2^64 / phi. */
+  uint64_t spread = (group * UINT64_C (0x9E3779B97F4A7C15)) >> 32;
+
+  return (unsigned) ((b + spread) % BLOCKLOCKS_SLOTS);
+}
 
 struct blocklocks_slot {
   pthread_mutex_t lock;         /* protects busy */
