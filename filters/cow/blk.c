@@ -210,11 +210,11 @@ set_states (struct blk *blk, uint64_t first, uint64_t n, enum blk_state state)
  * parallel writes (docs/performance.md).  A store through the map into
  * space the filesystem has not allocated could fail only as SIGBUS, so
  * the space of a block becoming allocated is always allocated with
- * system calls (overlay_write, or overlay_allocate_zeros), where a full
- * filesystem is an ordinary ENOSPC, and only blocks whose space was
- * allocated that way are ever written through the map (overlay_store).  Holes are punched only in blocks that have left
- * the allocated state (discard_blocks), and only while no access
- * through the map is under way (punch_lock).
+ * system calls (overlay_write), where a full filesystem is an ordinary
+ * ENOSPC, and only blocks whose space was allocated that way are ever
+ * written through the map (overlay_store).  Holes are punched only in
+ * blocks that have left the allocated state (discard_blocks), and only
+ * while no access through the map is under way (punch_lock).
  */
 
 static void
@@ -306,23 +306,6 @@ overlay_write (struct blk *blk, const void *buf, uint64_t count,
 
   pthread_mutex_lock (&blk->write_lock);
   r = overlay_write_locked (blk, buf, count, offset, err);
-  pthread_mutex_unlock (&blk->write_lock);
-  return r;
-}
-
-/* Makes a range read as zeros and allocates its space, without writing
- * the zeros: FALLOC_FL_ZERO_RANGE, which ext4, XFS and btrfs have and
- * tmpfs has not.  Afterwards the range may be stored to like any
- * allocated block, through the map too.  Returns 0, or -1 with errno
- * set (the caller then writes the zeros itself).
- */
-static int
-overlay_allocate_zeros (struct blk *blk, uint64_t count, uint64_t offset)
-{
-  int r;
-
-  pthread_mutex_lock (&blk->write_lock);
-  r = fallocate (blk->overlay_fd, FALLOC_FL_ZERO_RANGE, offset, count);
   pthread_mutex_unlock (&blk->write_lock);
   return r;
 }
@@ -490,13 +473,15 @@ store_copy_up (struct blk *blk, const char *buf, uint64_t first, uint64_t n,
                int *err)
 {
   uint64_t i = 0, j;
-  bool zero;
+  bool zero, next = is_zero (buf, blk->block_size);
 
   while (i < n) {
-    zero = is_zero (buf + (i << blk->block_shift), blk->block_size);
-    for (j = i + 1; j < n; ++j)
-      if (is_zero (buf + (j << blk->block_shift), blk->block_size) != zero)
+    zero = next;
+    for (j = i + 1; j < n; ++j) {
+      next = is_zero (buf + (j << blk->block_shift), blk->block_size);
+      if (next != zero)
         break;
+    }
     if (!zero &&
         overlay_write (blk, buf + (i << blk->block_shift),
                        (j - i) << blk->block_shift,
@@ -678,13 +663,13 @@ is_partial (const struct blk *blk, uint64_t b, uint64_t offset, uint64_t end)
 }
 
 /* Writes partial block b, whose new content rmw_fill built in data,
- * into the overlay.  If the rest of the block is zeros, the filesystem
- * allocates the block as zeros (overlay_allocate_zeros) and only the
- * bytes of [offset, end) are stored: copying 64K of zeros for every 4K
- * write into a fresh block was the largest cost of small random writes
- * (docs/performance.md).  Where the filesystem cannot do that (tmpfs),
- * the whole block is written.  Requires the rmw lock of b, which keeps
- * punches away from it.
+ * into the overlay.  If the rest of the block is zeros, the block is
+ * zeroed in the overlay (overlay_write of zeros: FALLOC_FL_ZERO_RANGE,
+ * which allocates the space without writing it, where the filesystem
+ * has it) and only the bytes of [offset, end) are stored: copying 64K
+ * of zeros for every 4K write into a fresh block was the largest cost
+ * of small random writes (docs/performance.md).  Requires the rmw lock
+ * of b, which keeps punches away from it.
  */
 static int
 write_block (struct blk *blk, uint64_t b, const char *data, bool zero_rest,
@@ -693,11 +678,12 @@ write_block (struct blk *blk, uint64_t b, const char *data, bool zero_rest,
   uint64_t start = blk_start (blk, b), len = blk_end (blk, b) - start;
   uint64_t from, to;
 
-  if (zero_rest && overlay_allocate_zeros (blk, len, start) == 0) {
-    block_part (blk, b, offset, end, &from, &to);
-    return overlay_store (blk, data + (from - start), to - from, from, err);
-  }
-  return overlay_write (blk, data, len, start, err);
+  if (!zero_rest)
+    return overlay_write (blk, data, len, start, err);
+  if (overlay_write (blk, NULL, len, start, err) == -1)
+    return -1;
+  block_part (blk, b, offset, end, &from, &to);
+  return overlay_store (blk, data + (from - start), to - from, from, err);
 }
 
 /* Writes [offset, end) of buf (zeros if NULL) into blocks [first, last]
