@@ -8,7 +8,7 @@
  *    is held only for lookups and updates, never across I/O, and it is
  *    the innermost lock: nothing else is taken while holding it.
  *
- *  - rmw_locks (a table of block locks, common/blocklocks.h) serialize
+ *  - rmw_locks (a lock on ranges of blocks, common/rangelock.h) serialize
  *    everything that changes a block's state together with the I/O
  *    that goes with the change: copy-ups, read-modify-writes, writes
  *    to blocks not yet in the overlay, zeroes and trims of whole
@@ -43,10 +43,10 @@
 #include <nbdkit-filter.h>
 
 #include "blk.h"
-#include "blocklocks.h"
 #include "fullio.h"
 #include "ispowerof2.h"
 #include "iszero.h"
+#include "rangelock.h"
 #include "scratch.h"
 #include "statemap.h"
 
@@ -91,7 +91,7 @@ struct blk {
   pthread_mutex_t state_lock;   /* protects states; never held over I/O */
   struct statemap states;       /* enum blk_state of each block */
 
-  struct blocklocks rmw_locks;  /* state changes and their I/O, by block */
+  struct rangelock rmw_locks;   /* state changes and their I/O, by block */
 };
 
 /*----------------------------------------------------------------------
@@ -372,7 +372,7 @@ blk_new (uint32_t block_size, const char *tmpdir)
   pthread_rwlockattr_destroy (&attr);
   pthread_mutex_init (&blk->state_lock, NULL);
   blk->states = (struct statemap) STATEMAP_INIT;
-  blocklocks_init (&blk->rmw_locks);
+  rangelock_init (&blk->rmw_locks);
   return blk;
 }
 
@@ -388,7 +388,7 @@ blk_free (struct blk *blk)
   pthread_mutex_destroy (&blk->state_lock);
   pthread_mutex_destroy (&blk->write_lock);
   pthread_rwlock_destroy (&blk->punch_lock);
-  blocklocks_destroy (&blk->rmw_locks);
+  rangelock_destroy (&blk->rmw_locks);
   free (blk);
 }
 
@@ -535,6 +535,7 @@ int
 blk_copy_up (struct blk *blk, const struct blk_base *base,
              uint32_t count, uint64_t offset, int *err)
 {
+  struct rangelock_range held;
   uint64_t first, stop, b;
   int r = 0;
 
@@ -555,7 +556,7 @@ blk_copy_up (struct blk *blk, const struct blk_base *base,
     return 0;
 
   /* Under the rmw locks the states are stable: look again and copy. */
-  blocklocks_lock (&blk->rmw_locks, first, stop - first);
+  rangelock_lock (&blk->rmw_locks, &held, first, stop - first);
   for (b = first; b < stop && r == 0; ) {
     enum blk_state state;
     uint64_t end = state_run (blk, b, stop, &state);
@@ -563,7 +564,7 @@ blk_copy_up (struct blk *blk, const struct blk_base *base,
       r = copy_up_run (blk, base, b, end - b, err);
     b = end;
   }
-  blocklocks_unlock (&blk->rmw_locks, first, stop - first);
+  rangelock_unlock (&blk->rmw_locks, &held);
   return r;
 }
 
@@ -753,6 +754,7 @@ int
 blk_write (struct blk *blk, const struct blk_base *base,
            const void *buf, uint32_t count, uint64_t offset, int *err)
 {
+  struct rangelock_range held;
   uint64_t end = offset + count, first, last;
   bool allocated;
   int r = 0;
@@ -773,9 +775,9 @@ blk_write (struct blk *blk, const struct blk_base *base,
   if (allocated)
     return r;
 
-  blocklocks_lock (&blk->rmw_locks, first, last - first + 1);
+  rangelock_lock (&blk->rmw_locks, &held, first, last - first + 1);
   r = write_locked (blk, base, buf, offset, end, first, last, err);
-  blocklocks_unlock (&blk->rmw_locks, first, last - first + 1);
+  rangelock_unlock (&blk->rmw_locks, &held);
   return r;
 }
 
@@ -791,17 +793,18 @@ blk_write (struct blk *blk, const struct blk_base *base,
 static int
 discard_blocks (struct blk *blk, uint64_t first, uint64_t n, int *err)
 {
+  struct rangelock_range held;
   uint64_t start = blk_start (blk, first);
   int r;
 
-  blocklocks_lock (&blk->rmw_locks, first, n);
+  rangelock_lock (&blk->rmw_locks, &held, first, n);
   r = reserve_states (blk, first, n, err);
   if (r == 0) {
     set_states (blk, first, n, BLK_ZERO);
     if (overlay_punch (blk, blk_end (blk, first + n - 1) - start, start) == -1)
       nbdkit_debug ("cow: cannot punch a hole in the overlay: %m");
   }
-  blocklocks_unlock (&blk->rmw_locks, first, n);
+  rangelock_unlock (&blk->rmw_locks, &held);
   return r;
 }
 

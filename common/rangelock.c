@@ -1,0 +1,95 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+#include <config.h>
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "rangelock.h"
+
+void
+rangelock_init (struct rangelock *locks)
+{
+  pthread_mutex_init (&locks->lock, NULL);
+  locks->head = locks->tail = NULL;
+}
+
+void
+rangelock_destroy (struct rangelock *locks)
+{
+  pthread_mutex_destroy (&locks->lock);
+}
+
+static bool
+overlap (const struct rangelock_range *a, const struct rangelock_range *b)
+{
+  return a->first < b->end && b->first < a->end;
+}
+
+/* Expects locks->lock held. */
+static void
+append (struct rangelock *locks, struct rangelock_range *range)
+{
+  range->next = NULL;
+  range->prev = locks->tail;
+  if (locks->tail)
+    locks->tail->next = range;
+  else
+    locks->head = range;
+  locks->tail = range;
+}
+
+/* Expects locks->lock held. */
+static void
+unlink_range (struct rangelock *locks, struct rangelock_range *range)
+{
+  if (range->prev)
+    range->prev->next = range->next;
+  else
+    locks->head = range->next;
+  if (range->next)
+    range->next->prev = range->prev;
+  else
+    locks->tail = range->prev;
+}
+
+void
+rangelock_lock (struct rangelock *locks, struct rangelock_range *range,
+                uint64_t first, uint64_t n)
+{
+  const struct rangelock_range *r;
+
+  range->first = first;
+  range->end = first + n;
+  range->blockers = 0;
+
+  pthread_mutex_lock (&locks->lock);
+  for (r = locks->head; r; r = r->next)
+    if (overlap (r, range))
+      range->blockers++;
+  append (locks, range);
+
+  /* The condition variable exists only while someone may signal it:
+   * rangelock_unlock signals only ranges whose count it takes to zero.
+   */
+  if (range->blockers > 0) {
+    pthread_cond_init (&range->unblocked, NULL);
+    while (range->blockers > 0)
+      pthread_cond_wait (&range->unblocked, &locks->lock);
+    pthread_cond_destroy (&range->unblocked);
+  }
+  pthread_mutex_unlock (&locks->lock);
+}
+
+void
+rangelock_unlock (struct rangelock *locks, struct rangelock_range *range)
+{
+  struct rangelock_range *r;
+
+  pthread_mutex_lock (&locks->lock);
+  for (r = range->next; r; r = r->next)
+    if (overlap (r, range) && --r->blockers == 0)
+      pthread_cond_signal (&r->unblocked);
+  unlink_range (locks, range);
+  pthread_mutex_unlock (&locks->lock);
+}
