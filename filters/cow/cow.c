@@ -2,14 +2,16 @@
 
 /* nbdkit-cow-filter: a writable copy-on-write view of any plugin.
  *
- * This file holds the parameters and the NBD callbacks; the overlay,
- * the block states and all locking live in blk.c.  The plugin is
- * opened read-only and never sees a write, zero or trim.
+ * This file holds the parameters, the table of overlays (one per
+ * export) and the NBD callbacks; the overlay itself, the block states
+ * and the locking of requests live in blk.c.  The plugin is opened
+ * read-only and never sees a write, zero or trim.
  */
 
 #include <config.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -31,8 +33,24 @@ static bool cow_on_cache;                   /* cow-on-cache */
 static enum { COW_ON_READ_OFF, COW_ON_READ_ON, COW_ON_READ_PATH } cow_on_read;
 static const char *cow_on_read_path;
 
-/* The overlay, shared by every connection; created in .get_ready. */
-static struct blk *blk;
+/* One overlay per export, created when a client first opens the export
+ * and kept until nbdkit exits, so data never crosses exports and a
+ * client reconnecting to an export sees its earlier writes.  Export
+ * names reach us canonical: nbdkit has already replaced "" by the
+ * plugin's .default_export, if it has one.
+ */
+struct overlay {
+  char *exportname;
+  struct blk *blk;
+  struct overlay *next;
+};
+
+/* Protects the list (not the overlays: each connection's handle points
+ * to its overlay, which outlives every connection).  Taken only in
+ * .open, never during requests.
+ */
+static pthread_mutex_t overlays_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct overlay *overlays;
 
 static int
 parse_block_size (const char *value)
@@ -101,45 +119,100 @@ cow_config (nbdkit_next_config *next, nbdkit_backend *nxdata,
   "cow-on-cache=<BOOL>   Copy cache (prefetch) requests to the overlay.\n" \
   "cow-on-read=<BOOL>|/PATH  Copy reads to the overlay (while PATH exists)."
 
-/* Errors here stop nbdkit at start: a bad $TMPDIR is reported with the
- * directory named.
+static struct blk *
+new_blk (void)
+{
+  const char *tmpdir = getenv ("TMPDIR");
+
+  return blk_new (block_size, tmpdir ? tmpdir : "/var/tmp");
+}
+
+/* Overlays are made when exports are first opened, but a bad $TMPDIR
+ * should stop nbdkit at start, with the directory named: so make one
+ * here and throw it away.
  */
 static int
 cow_get_ready (int thread_model)
 {
-  const char *tmpdir = getenv ("TMPDIR");
+  struct blk *probe = new_blk ();
 
-  blk = blk_new (block_size, tmpdir ? tmpdir : "/var/tmp");
-  return blk ? 0 : -1;
+  if (probe == NULL)
+    return -1;
+  blk_free (probe);
+  return 0;
 }
 
 static void
 cow_unload (void)
 {
-  blk_free (blk);
+  while (overlays) {
+    struct overlay *o = overlays;
+    overlays = o->next;
+    blk_free (o->blk);
+    free (o->exportname);
+    free (o);
+  }
 }
 
+/* The overlay of exportname, made if it is new.  Expects overlays_lock
+ * held.
+ */
+static struct overlay *
+get_overlay (const char *exportname)
+{
+  struct overlay *o;
+
+  for (o = overlays; o; o = o->next)
+    if (strcmp (o->exportname, exportname) == 0)
+      return o;
+
+  o = calloc (1, sizeof *o);
+  if (o == NULL || (o->exportname = strdup (exportname)) == NULL) {
+    nbdkit_error ("cow: %m");
+    free (o);
+    return NULL;
+  }
+  o->blk = new_blk ();
+  if (o->blk == NULL) {
+    free (o->exportname);
+    free (o);
+    return NULL;
+  }
+  o->next = overlays;
+  overlays = o;
+  return o;
+}
+
+/* The handle of a connection is its export's struct overlay. */
 static void *
 cow_open (nbdkit_next_open *next, nbdkit_context *context,
           int readonly, const char *exportname, int is_tls)
 {
-  /* The base is only ever read. */
+  struct overlay *o;
+
+  /* The base is only ever read.  Opening it first lets the plugin
+   * refuse exports it does not have before we make an overlay.
+   */
   if (next (context, 1, exportname) == -1)
     return NULL;
-  return NBDKIT_HANDLE_NOT_NEEDED;
+  pthread_mutex_lock (&overlays_lock);
+  o = get_overlay (exportname);
+  pthread_mutex_unlock (&overlays_lock);
+  return o;
 }
 
-/* Runs before any request of the connection, so blk knows the size
- * before it is asked to do anything.
+/* Runs before any request of the connection, so the overlay knows the
+ * size before it is asked to do anything.
  */
 static int
 cow_prepare (nbdkit_next *next, void *handle, int readonly)
 {
+  struct overlay *o = handle;
   int64_t size = next->get_size (next);
 
   if (size == -1)
     return -1;
-  return blk_set_size (blk, size);
+  return blk_set_size (o->blk, size);
 }
 
 static int
@@ -253,8 +326,9 @@ cow_pread (nbdkit_next *next, void *handle,
            void *buf, uint32_t count, uint64_t offset, uint32_t flags,
            int *err)
 {
+  struct overlay *o = handle;
   const struct blk_base base = { .pread = base_pread, .opaque = next };
-  return blk_read (blk, &base, buf, count, offset, cow_on_read_now (), err);
+  return blk_read (o->blk, &base, buf, count, offset, cow_on_read_now (), err);
 }
 
 static int
@@ -262,16 +336,18 @@ cow_pwrite (nbdkit_next *next, void *handle,
             const void *buf, uint32_t count, uint64_t offset, uint32_t flags,
             int *err)
 {
+  struct overlay *o = handle;
   const struct blk_base base = { .pread = base_pread, .opaque = next };
-  return blk_write (blk, &base, buf, count, offset, err);
+  return blk_write (o->blk, &base, buf, count, offset, err);
 }
 
 static int
 cow_zero (nbdkit_next *next, void *handle,
           uint32_t count, uint64_t offset, uint32_t flags, int *err)
 {
+  struct overlay *o = handle;
   const struct blk_base base = { .pread = base_pread, .opaque = next };
-  return blk_zero (blk, &base, count, offset,
+  return blk_zero (o->blk, &base, count, offset,
                    (flags & NBDKIT_FLAG_MAY_TRIM) != 0, err);
 }
 
@@ -279,7 +355,8 @@ static int
 cow_trim (nbdkit_next *next, void *handle,
           uint32_t count, uint64_t offset, uint32_t flags, int *err)
 {
-  return blk_trim (blk, count, offset, err);
+  struct overlay *o = handle;
+  return blk_trim (o->blk, count, offset, err);
 }
 
 static int
@@ -292,10 +369,11 @@ static int
 cow_cache (nbdkit_next *next, void *handle,
            uint32_t count, uint64_t offset, uint32_t flags, int *err)
 {
+  struct overlay *o = handle;
   const struct blk_base base = { .pread = base_pread, .opaque = next };
 
   if (cow_on_cache)
-    return blk_copy_up (blk, &base, count, offset, err);
+    return blk_copy_up (o->blk, &base, count, offset, err);
   return next->cache (next, count, offset, flags, err);
 }
 
@@ -345,11 +423,12 @@ cow_extents (nbdkit_next *next, void *handle,
              uint32_t count, uint64_t offset, uint32_t flags,
              struct nbdkit_extents *extents, int *err)
 {
+  struct overlay *o = handle;
   uint64_t end = offset + count;
 
   while (offset < end) {
     enum blk_state state;
-    uint64_t run_end = blk_state_run (blk, offset, end, &state);
+    uint64_t run_end = blk_state_run (o->blk, offset, end, &state);
     uint32_t n = run_end - offset;
     int r = 0;
 
