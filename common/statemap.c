@@ -238,6 +238,43 @@ statemap_set (struct statemap *map, uint64_t i, uint64_t n, unsigned state)
   }
 }
 
+void
+statemap_export (const struct statemap *map, uint64_t i, uint64_t n,
+                 uint8_t *out)
+{
+  uint64_t j = 0;
+
+  assert ((i & 3) == 0 && (n & 3) == 0);
+  memset (out, 0, n >> 2);
+  while (j < n) {
+    unsigned state;
+    uint64_t end = statemap_run (map, i + j, i + n, &state) - i;
+
+    if (state != 0)
+      leaf_set (out, j, end, state);
+    j = end;
+  }
+}
+
+int
+statemap_import (struct statemap *map, uint64_t i, uint64_t n,
+                 const uint8_t *in)
+{
+  uint64_t j = 0;
+
+  assert ((i & 3) == 0 && (n & 3) == 0);
+  while (j < n) {
+    unsigned state = leaf_get (in, j);
+    uint64_t end = leaf_scan (in, j + 1, n, state);
+
+    if (state != 0 && statemap_reserve (map, i + j, end - j) == -1)
+      return -1;
+    statemap_set (map, i + j, end - j, state);
+    j = end;
+  }
+  return 0;
+}
+
 static void
 free_node (void *node, unsigned height)
 {

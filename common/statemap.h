@@ -46,6 +46,20 @@ extern int statemap_reserve (struct statemap *map, uint64_t i, uint64_t n);
 extern void statemap_set (struct statemap *map, uint64_t i, uint64_t n,
                           unsigned state);
 
+/* Entries [i, i+n) packed as the leaves hold them: entry i+j in byte
+ * j/4, bits 2*(j%4) and up.  The kept overlay stores its state area
+ * in this packing (docs/overlay-format.md).  Requires i and n to be
+ * multiples of 4 and i + n not to wrap; out holds n/4 bytes.
+ */
+extern void statemap_export (const struct statemap *map, uint64_t i,
+                             uint64_t n, uint8_t *out);
+
+/* Sets entries [i, i+n) from the packing of statemap_export.  Returns
+ * 0, or -1 with errno set (ENOMEM), the entries then partly set.
+ */
+extern int statemap_import (struct statemap *map, uint64_t i, uint64_t n,
+                            const uint8_t *in);
+
 /* Frees every node; the map is empty afterwards. */
 extern void statemap_free (struct statemap *map);
 

@@ -1,0 +1,37 @@
+/* Unit test of crc32c.h: the published check value, a vector from
+ * RFC 3720 (iSCSI), and that a checksum can be continued piecewise.
+ */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "crc32c.h"
+
+static void
+expect (uint32_t got, uint32_t want, const char *what)
+{
+  if (got != want) {
+    fprintf (stderr, "test-crc32c: %s: got %08x, want %08x\n",
+             what, (unsigned) got, (unsigned) want);
+    exit (EXIT_FAILURE);
+  }
+}
+
+int
+main (void)
+{
+  static const char check[] = "123456789";
+  unsigned char zeros[32] = { 0 }, ones[32];
+  size_t split;
+
+  memset (ones, 0xff, sizeof ones);
+  expect (crc32c (0, check, 9), 0xE3069283, "check value of \"123456789\"");
+  expect (crc32c (0, zeros, sizeof zeros), 0x8A9136AA, "RFC 3720, 32 zeros");
+  expect (crc32c (0, ones, sizeof ones), 0x62A8AB43, "RFC 3720, 32 0xff");
+  expect (crc32c (0, "", 0), 0, "empty");
+  for (split = 0; split <= 9; ++split)
+    expect (crc32c (crc32c (0, check, split), check + split, 9 - split),
+            0xE3069283, "continued checksum");
+  return EXIT_SUCCESS;
+}
