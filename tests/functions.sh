@@ -87,8 +87,8 @@ stop_nbdkit ()
       kill -0 "$1" 2>/dev/null || break
       sleep 0.1
     done
-    kill -9 "$1" 2>/dev/null
-    wait "$1" 2>/dev/null
+    kill -9 "$1" 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
   fi
   if grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:|WARNING: ThreadSanitizer' "$2"; then
     cat "$2" >&2

@@ -25,7 +25,11 @@
  *    write_lock (a mutex) is held over each system call that writes
  *    the overlay.  Both guard I/O, not data.
  *
- *  - Order: rmw_locks, then punch_lock, then state_lock or write_lock.
+ *  - flush_lock (a mutex) lets one flush of a kept overlay run at a
+ *    time; it takes state_lock and write_lock inside.
+ *
+ *  - Order: rmw_locks, then punch_lock, then state_lock or write_lock;
+ *    flush_lock, then state_lock or write_lock.
  */
 
 #include <config.h>
@@ -37,7 +41,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <nbdkit-filter.h>
@@ -46,6 +52,7 @@
 #include "fullio.h"
 #include "ispowerof2.h"
 #include "iszero.h"
+#include "kept.h"
 #include "rangelock.h"
 #include "scratch.h"
 #include "statemap.h"
@@ -92,6 +99,26 @@ struct blk {
   struct statemap states;       /* enum blk_state of each block */
 
   struct rangelock rmw_locks;   /* state changes and their I/O, by block */
+
+  /* Where block 0 starts in the overlay file: 0, or past the header
+   * and the state area of a kept overlay.  Fixed with the size.
+   */
+  uint64_t data_offset;
+
+  /* A kept overlay (cow-file=, docs/overlay-format.md); kept_path is
+   * NULL for a throw-away one.  had_header and layout are fixed by
+   * blk_new_kept and the first blk_set_size.
+   */
+  char *kept_path;
+  char *kept_name;
+  bool had_header;
+  struct kept_layout layout;
+  /* Pages of the state area changed since they were last written, one
+   * entry per KEPT_BLOCKS_PER_PAGE blocks, 1 if dirty.  Under
+   * state_lock.
+   */
+  struct statemap dirty_pages;
+  pthread_mutex_t flush_lock;
 };
 
 /*----------------------------------------------------------------------
@@ -182,6 +209,10 @@ reserve_states (struct blk *blk, uint64_t first, uint64_t n, int *err)
 
   pthread_mutex_lock (&blk->state_lock);
   r = statemap_reserve (&blk->states, first, n);
+  if (r == 0 && blk->kept_path)
+    r = statemap_reserve (&blk->dirty_pages, first / KEPT_BLOCKS_PER_PAGE,
+                          (first + n - 1) / KEPT_BLOCKS_PER_PAGE
+                          - first / KEPT_BLOCKS_PER_PAGE + 1);
   pthread_mutex_unlock (&blk->state_lock);
   if (r == -1) {
     *err = errno;
@@ -196,6 +227,10 @@ set_states (struct blk *blk, uint64_t first, uint64_t n, enum blk_state state)
 {
   pthread_mutex_lock (&blk->state_lock);
   statemap_set (&blk->states, first, n, state);
+  if (blk->kept_path)
+    statemap_set (&blk->dirty_pages, first / KEPT_BLOCKS_PER_PAGE,
+                  (first + n - 1) / KEPT_BLOCKS_PER_PAGE
+                  - first / KEPT_BLOCKS_PER_PAGE + 1, 1);
   pthread_mutex_unlock (&blk->state_lock);
 }
 
@@ -239,7 +274,8 @@ overlay_read (struct blk *blk, void *buf, uint64_t count, uint64_t offset,
     memcpy (buf, blk->map + offset, count);
     return 0;
   }
-  if (pread_full (blk->overlay_fd, buf, count, offset) == -1) {
+  if (pread_full (blk->overlay_fd, buf, count, blk->data_offset + offset)
+      == -1) {
     overlay_error ("read", count, offset, err);
     return -1;
   }
@@ -257,7 +293,7 @@ overlay_punch (struct blk *blk, uint64_t count, uint64_t offset)
   pthread_rwlock_wrlock (&blk->punch_lock);
   pthread_mutex_lock (&blk->write_lock);
   r = fallocate (blk->overlay_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-                 offset, count);
+                 blk->data_offset + offset, count);
   pthread_mutex_unlock (&blk->write_lock);
   pthread_rwlock_unlock (&blk->punch_lock);
   return r;
@@ -272,21 +308,21 @@ static int
 overlay_write_locked (struct blk *blk, const void *buf, uint64_t count,
                       uint64_t offset, int *err)
 {
-  uint64_t done;
+  uint64_t done, at = blk->data_offset + offset;
 
   if (buf != NULL) {
-    if (pwrite_full (blk->overlay_fd, buf, count, offset) == -1) {
+    if (pwrite_full (blk->overlay_fd, buf, count, at) == -1) {
       overlay_error ("write", count, offset, err);
       return -1;
     }
     return 0;
   }
-  if (fallocate (blk->overlay_fd, FALLOC_FL_ZERO_RANGE, offset, count) == 0)
+  if (fallocate (blk->overlay_fd, FALLOC_FL_ZERO_RANGE, at, count) == 0)
     return 0;
   for (done = 0; done < count; ) {
     uint64_t n = count - done < sizeof zero_buf ? count - done
                                                 : sizeof zero_buf;
-    if (pwrite_full (blk->overlay_fd, zero_buf, n, offset + done) == -1) {
+    if (pwrite_full (blk->overlay_fd, zero_buf, n, at + done) == -1) {
       overlay_error ("write of zeros", count, offset, err);
       return -1;
     }
@@ -330,38 +366,22 @@ overlay_store (struct blk *blk, const void *buf, uint64_t count,
  * Life cycle.
  */
 
-struct blk *
-blk_new (uint32_t block_size, const char *tmpdir)
+/* A struct blk around overlay_fd, with no size yet. */
+static struct blk *
+blk_alloc (uint32_t block_size, int overlay_fd)
 {
   struct blk *blk;
   pthread_rwlockattr_t attr;
-  char *template;
 
   blk = calloc (1, sizeof *blk);
   if (blk == NULL) {
     nbdkit_error ("cow: calloc: %m");
+    close (overlay_fd);
     return NULL;
   }
   blk->block_size = block_size;
   blk->block_shift = log_2_bits (block_size);
-
-  if (asprintf (&template, "%s/nbdkit-cow-XXXXXX", tmpdir) == -1) {
-    nbdkit_error ("cow: asprintf: %m");
-    free (blk);
-    return NULL;
-  }
-  /* mkostemp creates the file 0600; unlinking at once means the overlay
-   * vanishes with the process however it ends.
-   */
-  blk->overlay_fd = mkostemp (template, O_CLOEXEC);
-  if (blk->overlay_fd == -1) {
-    nbdkit_error ("cow: cannot create the overlay in TMPDIR=%s: %m", tmpdir);
-    free (template);
-    free (blk);
-    return NULL;
-  }
-  unlink (template);
-  free (template);
+  blk->overlay_fd = overlay_fd;
 
   pthread_mutex_init (&blk->write_lock, NULL);
   /* Writers first: a punch must not wait behind a stream of requests. */
@@ -372,23 +392,156 @@ blk_new (uint32_t block_size, const char *tmpdir)
   pthread_rwlockattr_destroy (&attr);
   pthread_mutex_init (&blk->state_lock, NULL);
   blk->states = (struct statemap) STATEMAP_INIT;
+  blk->dirty_pages = (struct statemap) STATEMAP_INIT;
   rangelock_init (&blk->rmw_locks);
+  pthread_mutex_init (&blk->flush_lock, NULL);
+  return blk;
+}
+
+struct blk *
+blk_new (uint32_t block_size, const char *tmpdir)
+{
+  char *template;
+  int fd;
+
+  if (asprintf (&template, "%s/nbdkit-cow-XXXXXX", tmpdir) == -1) {
+    nbdkit_error ("cow: asprintf: %m");
+    return NULL;
+  }
+  /* mkostemp creates the file 0600; unlinking at once means the overlay
+   * vanishes with the process however it ends.
+   */
+  fd = mkostemp (template, O_CLOEXEC);
+  if (fd == -1) {
+    nbdkit_error ("cow: cannot create the overlay in TMPDIR=%s: %m", tmpdir);
+    free (template);
+    return NULL;
+  }
+  unlink (template);
+  free (template);
+  return blk_alloc (block_size, fd);
+}
+
+/* Reads and checks the header of an existing kept overlay.  Returns 0,
+ * or -1 after nbdkit_error.
+ */
+static int
+read_header (struct blk *blk)
+{
+  uint8_t *buf = malloc (KEPT_HEADER_SIZE + KEPT_NAME_MAX + 1);
+  char *name = (char *) buf + KEPT_HEADER_SIZE;
+  const char *why;
+  ssize_t r;
+
+  if (buf == NULL) {
+    nbdkit_error ("cow: malloc: %m");
+    return -1;
+  }
+  r = pread (blk->overlay_fd, buf, KEPT_HEADER_SIZE, 0);
+  if (r == -1) {
+    nbdkit_error ("cow-file=%s: read: %m", blk->kept_path);
+    free (buf);
+    return -1;
+  }
+  if (r < KEPT_HEADER_SIZE)
+    why = "not a cow overlay (truncated header)";
+  else
+    why = kept_header_decode (buf, &blk->layout, name);
+
+  if (why != NULL)
+    nbdkit_error ("cow-file=%s: %s", blk->kept_path, why);
+  else if (blk->layout.block_size != blk->block_size)
+    nbdkit_error ("cow-file=%s: made with cow-block-size=%" PRIu32
+                  ", not %" PRIu64, blk->kept_path, blk->layout.block_size,
+                  blk->block_size);
+  else if (strcmp (name, blk->kept_name) != 0)
+    nbdkit_error ("cow-file=%s: made for export \"%s\", not \"%s\"",
+                  blk->kept_path, name, blk->kept_name);
+  else {
+    free (buf);
+    return 0;
+  }
+  free (buf);
+  return -1;
+}
+
+struct blk *
+blk_new_kept (uint32_t block_size, const char *path, const char *name)
+{
+  struct blk *blk;
+  struct stat st;
+  int fd;
+
+  if (strlen (name) > KEPT_NAME_MAX) {
+    nbdkit_error ("cow: export name longer than %d bytes", KEPT_NAME_MAX);
+    return NULL;
+  }
+  fd = open (path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd == -1) {
+    nbdkit_error ("cow-file=%s: %m", path);
+    return NULL;
+  }
+  /* The lock dies with the descriptor, so with the process too. */
+  if (flock (fd, LOCK_EX | LOCK_NB) == -1) {
+    if (errno == EWOULDBLOCK)
+      nbdkit_error ("cow-file=%s: in use by another nbdkit", path);
+    else
+      nbdkit_error ("cow-file=%s: flock: %m", path);
+    close (fd);
+    return NULL;
+  }
+  if (fstat (fd, &st) == -1) {
+    nbdkit_error ("cow-file=%s: fstat: %m", path);
+    close (fd);
+    return NULL;
+  }
+  if (!S_ISREG (st.st_mode)) {
+    nbdkit_error ("cow-file=%s: not a regular file", path);
+    close (fd);
+    return NULL;
+  }
+  blk = blk_alloc (block_size, fd);
+  if (blk == NULL)
+    return NULL;
+  blk->kept_path = strdup (path);
+  blk->kept_name = strdup (name);
+  if (blk->kept_path == NULL || blk->kept_name == NULL) {
+    nbdkit_error ("cow: strdup: %m");
+    blk_free (blk);
+    return NULL;
+  }
+  /* An empty file is a new overlay, written once the size is known. */
+  blk->had_header = st.st_size > 0;
+  if (blk->had_header && read_header (blk) == -1) {
+    blk_free (blk);
+    return NULL;
+  }
   return blk;
 }
 
 void
 blk_free (struct blk *blk)
 {
+  int err;
+
   if (blk == NULL)
     return;
+  /* A clean stop keeps what clients wrote, flushed or not. */
+  if (blk->kept_path && blk->size_known && blk_flush (blk, &err) == -1)
+    nbdkit_error ("cow-file=%s: the last flush failed: %s", blk->kept_path,
+                  strerror (err));
   if (blk->map)
     munmap (blk->map, blk->size);
   close (blk->overlay_fd);
   statemap_free (&blk->states);
+  statemap_free (&blk->dirty_pages);
   pthread_mutex_destroy (&blk->state_lock);
   pthread_mutex_destroy (&blk->write_lock);
+  pthread_mutex_destroy (&blk->flush_lock);
   pthread_rwlock_destroy (&blk->punch_lock);
   rangelock_destroy (&blk->rmw_locks);
+  free (blk->kept_path);
+  free (blk->kept_name);
   free (blk);
 }
 
@@ -410,12 +563,12 @@ map_overlay (struct blk *blk)
   return;
 #endif
   if (blk->size == 0 || blk->size > SIZE_MAX ||
-      ftruncate (blk->overlay_fd, blk->size) == -1) {
+      ftruncate (blk->overlay_fd, blk->data_offset + blk->size) == -1) {
     nbdkit_debug ("cow: overlay not mapped: size %" PRIu64 ": %m", blk->size);
     return;
   }
   map = mmap (NULL, blk->size, PROT_READ | PROT_WRITE, MAP_SHARED,
-              blk->overlay_fd, 0);
+              blk->overlay_fd, blk->data_offset);
   if (map == MAP_FAILED) {
     nbdkit_debug ("cow: overlay not mapped: mmap: %m");
     return;
@@ -428,6 +581,159 @@ map_overlay (struct blk *blk)
   nbdkit_debug ("cow: overlay mapped, %" PRIu64 " bytes", blk->size);
 }
 
+/* fsync of the directory holding path, so a new file's name is as
+ * durable as its content.
+ */
+static int
+sync_directory (const char *path)
+{
+  char *dir = strdup (path), *slash;
+  int fd, r;
+
+  if (dir == NULL)
+    return -1;
+  slash = strrchr (dir, '/');
+  if (slash == NULL)
+    strcpy (dir, ".");
+  else if (slash == dir)
+    slash[1] = '\0';
+  else
+    *slash = '\0';
+  fd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  free (dir);
+  if (fd == -1)
+    return -1;
+  r = fsync (fd);
+  close (fd);
+  return r;
+}
+
+/* Lays out a new kept overlay for a base of size bytes and makes its
+ * header durable: the file is sized first, so a header on disk always
+ * comes with the whole file behind it.  Requires state_lock.
+ */
+static int
+create_kept (struct blk *blk, uint64_t size)
+{
+  uint8_t *header;
+  int r;
+
+  kept_layout (blk->block_size, size, &blk->layout);
+  header = malloc (KEPT_HEADER_SIZE);
+  if (header == NULL) {
+    nbdkit_error ("cow: malloc: %m");
+    return -1;
+  }
+  kept_header_encode (&blk->layout, blk->kept_name, header);
+  r = ftruncate (blk->overlay_fd, blk->layout.data_offset + size);
+  if (r == 0)
+    r = fsync (blk->overlay_fd);
+  if (r == 0)
+    r = pwrite_full (blk->overlay_fd, header, KEPT_HEADER_SIZE, 0);
+  if (r == 0)
+    r = fsync (blk->overlay_fd);
+  if (r == 0)
+    r = sync_directory (blk->kept_path);
+  free (header);
+  if (r == -1)
+    nbdkit_error ("cow-file=%s: cannot create the overlay: %m",
+                  blk->kept_path);
+  return r;
+}
+
+/* True if the packed states in buf hold the value 3, which no block
+ * state has: the state area is damaged.
+ */
+static bool
+has_bad_state (const uint8_t *buf, uint64_t len)
+{
+  uint64_t i;
+
+  for (i = 0; i < len; ++i)
+    if ((buf[i] & (buf[i] >> 1) & 0x55) != 0)
+      return true;
+  return false;
+}
+
+/* Loads the states of an existing kept overlay and punches the data
+ * area of every block they do not hold allocated: what a crash left of
+ * unflushed writes there is garbage, and a later write through the map
+ * must only meet space allocated the usual way.  Requires state_lock.
+ */
+static int
+load_kept (struct blk *blk)
+{
+  uint64_t len = blk->layout.states_length, blocks, b;
+  uint8_t *buf;
+  struct stat st;
+
+  if (fstat (blk->overlay_fd, &st) == -1 ||
+      (uint64_t) st.st_size < blk->layout.data_offset + blk->size) {
+    nbdkit_error ("cow-file=%s: truncated: shorter than its header says",
+                  blk->kept_path);
+    return -1;
+  }
+  buf = malloc (len);
+  if (buf == NULL) {
+    nbdkit_error ("cow: malloc: %m");
+    return -1;
+  }
+  if (pread_full (blk->overlay_fd, buf, len, blk->layout.states_offset)
+      == -1) {
+    nbdkit_error ("cow-file=%s: cannot read the block states: %m",
+                  blk->kept_path);
+    free (buf);
+    return -1;
+  }
+  if (has_bad_state (buf, len)) {
+    nbdkit_error ("cow-file=%s: corrupted block states", blk->kept_path);
+    free (buf);
+    return -1;
+  }
+  if (statemap_import (&blk->states, 0, len * 4, buf) == -1) {
+    nbdkit_error ("cow: cannot load the block states: %m");
+    free (buf);
+    return -1;
+  }
+  free (buf);
+
+  blocks = blk_of (blk, blk->size - 1) + 1;
+  for (b = 0; b < blocks; ) {
+    unsigned state;
+    uint64_t end = statemap_run (&blk->states, b, blocks, &state);
+    if (state != BLK_ALLOCATED &&
+        fallocate (blk->overlay_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                   blk->data_offset + blk_start (blk, b),
+                   blk_end (blk, end - 1) - blk_start (blk, b)) == -1)
+      nbdkit_debug ("cow: cannot punch a hole in the overlay: %m");
+    b = end;
+  }
+  return 0;
+}
+
+/* Makes or opens the file of a kept overlay for a base of size bytes.
+ * Requires state_lock.
+ */
+static int
+open_kept (struct blk *blk, uint64_t size)
+{
+  if (!blk->had_header) {
+    if (create_kept (blk, size) == -1)
+      return -1;
+  }
+  else if (blk->layout.base_size != size) {
+    nbdkit_error ("cow-file=%s: made for a base of %" PRIu64 " bytes, "
+                  "this base has %" PRIu64, blk->kept_path,
+                  blk->layout.base_size, size);
+    return -1;
+  }
+  blk->data_offset = blk->layout.data_offset;
+  return blk->had_header ? load_kept (blk) : 0;
+}
+
+/* The first call does the overlay's setup I/O under state_lock: no
+ * request can reach the layer before it returns.
+ */
 int
 blk_set_size (struct blk *blk, uint64_t size)
 {
@@ -436,8 +742,12 @@ blk_set_size (struct blk *blk, uint64_t size)
   pthread_mutex_lock (&blk->state_lock);
   if (!blk->size_known) {
     blk->size = size;
-    blk->size_known = true;
-    map_overlay (blk);
+    if (blk->kept_path && size > 0 && open_kept (blk, size) == -1)
+      r = -1;
+    else {
+      blk->size_known = true;
+      map_overlay (blk);
+    }
   }
   else if (blk->size != size) {
     nbdkit_error ("cow: the base changed size from %" PRIu64 " to %" PRIu64
@@ -445,6 +755,124 @@ blk_set_size (struct blk *blk, uint64_t size)
     r = -1;
   }
   pthread_mutex_unlock (&blk->state_lock);
+  return r;
+}
+
+/*----------------------------------------------------------------------
+ * Flush of a kept overlay (docs/overlay-format.md says why this order
+ * is crash-safe without a journal).
+ */
+
+/* State pages written per round of a flush: 1 MiB. */
+#define FLUSH_BATCH 256
+
+/* Marks state pages dirty again after a failed flush.  Their entries
+ * in dirty_pages exist (they were dirty), so this cannot fail.
+ */
+static void
+redirty_pages (struct blk *blk, const uint64_t *pages, unsigned n)
+{
+  unsigned i;
+
+  pthread_mutex_lock (&blk->state_lock);
+  for (i = 0; i < n; ++i)
+    statemap_set (&blk->dirty_pages, pages[i], 1, 1);
+  pthread_mutex_unlock (&blk->state_lock);
+}
+
+/* Copies up to FLUSH_BATCH dirty state pages from page *next on into
+ * buf, their numbers into pages, and marks them clean.  Returns how
+ * many.  Takes state_lock.
+ */
+static unsigned
+take_dirty_pages (struct blk *blk, uint64_t *next, uint64_t *pages,
+                  uint8_t *buf)
+{
+  uint64_t total = blk->layout.states_length / KEPT_STATE_PAGE;
+  uint64_t p = *next;
+  unsigned n = 0;
+
+  pthread_mutex_lock (&blk->state_lock);
+  while (p < total && n < FLUSH_BATCH) {
+    unsigned dirty;
+    uint64_t end = statemap_run (&blk->dirty_pages, p, total, &dirty);
+    if (!dirty) {
+      p = end;
+      continue;
+    }
+    statemap_export (&blk->states, p * KEPT_BLOCKS_PER_PAGE,
+                     KEPT_BLOCKS_PER_PAGE, buf + n * KEPT_STATE_PAGE);
+    statemap_set (&blk->dirty_pages, p, 1, 0);
+    pages[n++] = p++;
+  }
+  pthread_mutex_unlock (&blk->state_lock);
+  *next = p;
+  return n;
+}
+
+/* Writes n state pages from buf and makes them durable. */
+static int
+write_state_pages (struct blk *blk, const uint64_t *pages,
+                   const uint8_t *buf, unsigned n)
+{
+  unsigned i;
+
+  for (i = 0; i < n; ++i)
+    if (pwrite_full (blk->overlay_fd, buf + i * KEPT_STATE_PAGE,
+                     KEPT_STATE_PAGE, blk->layout.states_offset
+                     + pages[i] * KEPT_STATE_PAGE) == -1)
+      return -1;
+  return fdatasync (blk->overlay_fd);
+}
+
+/* Each round: take the states of some dirty pages, sync the data they
+ * point to, then write and sync the pages.  States taken before the
+ * data sync only ever name data written before it.  Even with nothing
+ * dirty the data is synced: writes into allocated blocks change no
+ * state.  Requires flush_lock.
+ */
+static int
+flush_locked (struct blk *blk, uint64_t *pages, uint8_t *buf, int *err)
+{
+  uint64_t next = 0;
+  unsigned n;
+
+  do {
+    n = take_dirty_pages (blk, &next, pages, buf);
+    if (fdatasync (blk->overlay_fd) == -1 ||
+        write_state_pages (blk, pages, buf, n) == -1) {
+      *err = errno;
+      nbdkit_error ("cow-file=%s: flush: %m", blk->kept_path);
+      redirty_pages (blk, pages, n);
+      return -1;
+    }
+  } while (n == FLUSH_BATCH);
+  return 0;
+}
+
+int
+blk_flush (struct blk *blk, int *err)
+{
+  uint64_t *pages;
+  uint8_t *buf;
+  int r;
+
+  if (blk->kept_path == NULL)
+    return 0;
+  pages = malloc (FLUSH_BATCH * sizeof *pages);
+  buf = malloc (FLUSH_BATCH * KEPT_STATE_PAGE);
+  if (pages == NULL || buf == NULL) {
+    *err = errno;
+    nbdkit_error ("cow: malloc: %m");
+    free (pages);
+    free (buf);
+    return -1;
+  }
+  pthread_mutex_lock (&blk->flush_lock);
+  r = flush_locked (blk, pages, buf, err);
+  pthread_mutex_unlock (&blk->flush_lock);
+  free (pages);
+  free (buf);
   return r;
 }
 

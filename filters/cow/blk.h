@@ -36,11 +36,27 @@ struct blk;
  * Returns NULL after nbdkit_error on failure.
  */
 extern struct blk *blk_new (uint32_t block_size, const char *tmpdir);
+
+/* Opens the kept overlay at path for export name, creating path if it
+ * is missing, and locks it against other processes.  An existing file
+ * must be an overlay for this block size and name (its base size is
+ * checked by blk_set_size).  Returns NULL after nbdkit_error.
+ */
+extern struct blk *blk_new_kept (uint32_t block_size, const char *path,
+                                 const char *name);
+
+/* Frees the overlay; a kept one is flushed first. */
 extern void blk_free (struct blk *blk);
 
-/* Tells the layer the size of the base.  The first call fixes it; a
- * later call with another size fails, because the overlay cannot
- * follow a base that changes under it.  Returns 0 or -1.
+/* Makes every write completed so far durable in a kept overlay; does
+ * nothing for a throw-away one.  Returns 0, or -1 with *err set.
+ */
+extern int blk_flush (struct blk *blk, int *err);
+
+/* Tells the layer the size of the base.  The first call fixes it (and
+ * creates or loads a kept overlay, failing if it was made for another
+ * size); a later call with another size fails, because the overlay
+ * cannot follow a base that changes under it.  Returns 0 or -1.
  */
 extern int blk_set_size (struct blk *blk, uint64_t size);
 

@@ -11,9 +11,12 @@
 #include <config.h>
 
 #include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -28,6 +31,7 @@
 
 static uint32_t block_size = 65536;         /* cow-block-size */
 static bool cow_on_cache;                   /* cow-on-cache */
+static char *cow_file;                      /* cow-file, absolute, or NULL */
 
 /* cow-on-read: off, on, or on while cow_on_read_path exists. */
 static enum { COW_ON_READ_OFF, COW_ON_READ_ON, COW_ON_READ_PATH } cow_on_read;
@@ -111,51 +115,84 @@ cow_config (nbdkit_next_config *next, nbdkit_backend *nxdata,
     cow_on_cache = r;
     return 0;
   }
+  if (strcmp (key, "cow-file") == 0) {
+    if (value[0] == '\0') {
+      nbdkit_error ("cow-file=%s: must name a file", value);
+      return -1;
+    }
+    free (cow_file);
+    /* nbdkit may change directory when it becomes a daemon. */
+    cow_file = nbdkit_absolute_path (value);
+    return cow_file ? 0 : -1;
+  }
   return next (nxdata, key, value);
 }
 
 #define cow_config_help \
   "cow-block-size=<N>    Size of blocks in the overlay (default 64K).\n" \
+  "cow-file=<PATH>       Keep the overlay in PATH across restarts.\n" \
   "cow-on-cache=<BOOL>   Copy cache (prefetch) requests to the overlay.\n" \
   "cow-on-read=<BOOL>|/PATH  Copy reads to the overlay (while PATH exists)."
 
+/* The kept overlay file of an export: PATH for the default export "",
+ * PATH.NAME for the others, NAME with every byte but [A-Za-z0-9_-]
+ * written %XX, so that no name a client sends can leave the directory
+ * of PATH or make an invalid file name.  Names too long for a file
+ * name become PATH.#HASH; the header holds the full name, so two names
+ * with one hash cannot share a file (the second is refused).
+ */
+static char *
+kept_path (const char *exportname)
+{
+  const char *base = strrchr (cow_file, '/') + 1;
+  size_t len = strlen (cow_file), i;
+  char *path, *p;
+
+  if (exportname[0] == '\0')
+    return strdup (cow_file);
+  path = malloc (len + 20 + 3 * strlen (exportname));   /* 20: ".#" hash */
+  if (path == NULL)
+    return NULL;
+  p = path + sprintf (path, "%s.", cow_file);
+  for (i = 0; exportname[i]; ++i) {
+    unsigned char c = exportname[i];
+    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+        (c >= '0' && c <= '9') || c == '_' || c == '-')
+      *p++ = c;
+    else
+      p += sprintf (p, "%%%02X", c);
+  }
+  *p = '\0';
+  if (strlen (base) + (p - (path + len)) > NAME_MAX) {
+    uint64_t hash = UINT64_C (14695981039346656037);   /* FNV-1a */
+    for (i = 0; exportname[i]; ++i)
+      hash = (hash ^ (unsigned char) exportname[i]) * UINT64_C (1099511628211);
+    sprintf (path + len, ".#%016" PRIx64, hash);
+  }
+  return path;
+}
+
 static struct blk *
-new_blk (void)
+new_blk (const char *exportname)
 {
   const char *tmpdir = getenv ("TMPDIR");
+  struct blk *blk;
+  char *path;
 
-  return blk_new (block_size, tmpdir ? tmpdir : "/var/tmp");
-}
-
-/* Overlays are made when exports are first opened, but a bad $TMPDIR
- * should stop nbdkit at start, with the directory named: so make one
- * here and throw it away.
- */
-static int
-cow_get_ready (int thread_model)
-{
-  struct blk *probe = new_blk ();
-
-  if (probe == NULL)
-    return -1;
-  blk_free (probe);
-  return 0;
-}
-
-static void
-cow_unload (void)
-{
-  while (overlays) {
-    struct overlay *o = overlays;
-    overlays = o->next;
-    blk_free (o->blk);
-    free (o->exportname);
-    free (o);
+  if (cow_file == NULL)
+    return blk_new (block_size, tmpdir ? tmpdir : "/var/tmp");
+  path = kept_path (exportname);
+  if (path == NULL) {
+    nbdkit_error ("cow: %m");
+    return NULL;
   }
+  blk = blk_new_kept (block_size, path, exportname);
+  free (path);
+  return blk;
 }
 
 /* The overlay of exportname, made if it is new.  Expects overlays_lock
- * held.
+ * held, or no connections yet.
  */
 static struct overlay *
 get_overlay (const char *exportname)
@@ -172,7 +209,7 @@ get_overlay (const char *exportname)
     free (o);
     return NULL;
   }
-  o->blk = new_blk ();
+  o->blk = new_blk (exportname);
   if (o->blk == NULL) {
     free (o->exportname);
     free (o);
@@ -181,6 +218,68 @@ get_overlay (const char *exportname)
   o->next = overlays;
   overlays = o;
   return o;
+}
+
+/* Overlays are made when exports are first opened, but a bad $TMPDIR
+ * or cow-file should stop nbdkit at start, with the parameter named:
+ * so make a throw-away one here and free it, or open the kept overlay
+ * of the default export (locking it) and keep it.
+ */
+static int
+cow_get_ready (int thread_model)
+{
+  struct blk *probe;
+
+  if (cow_file)
+    return get_overlay ("") ? 0 : -1;
+  probe = new_blk ("");
+  if (probe == NULL)
+    return -1;
+  blk_free (probe);
+  return 0;
+}
+
+/* With cow-file, a file made for a base of another size must also stop
+ * nbdkit at start: ask the plugin for the size of the default export
+ * now.  A plugin that cannot open "" without a client leaves the
+ * check to the first connection.
+ */
+static int
+cow_after_fork (nbdkit_backend *backend)
+{
+  nbdkit_next *next;
+  int64_t size;
+  int r = 0;
+
+  if (cow_file == NULL)
+    return 0;
+  next = nbdkit_next_context_open (backend, 1, "", 1);
+  if (next == NULL) {
+    nbdkit_debug ("cow: cannot open the default export at start");
+    return 0;
+  }
+  if (next->prepare (next) == -1)
+    r = -1;
+  else if ((size = next->get_size (next)) == -1)
+    r = -1;
+  else
+    r = blk_set_size (get_overlay ("")->blk, size);
+  next->finalize (next);
+  nbdkit_next_context_close (next);
+  return r;
+}
+
+static void
+cow_unload (void)
+{
+  while (overlays) {
+    struct overlay *o = overlays;
+    overlays = o->next;
+    blk_free (o->blk);
+    free (o->exportname);
+    free (o);
+  }
+  free (cow_file);
 }
 
 /* The handle of a connection is its export's struct overlay. */
@@ -245,8 +344,9 @@ cow_can_trim (nbdkit_next *next, void *handle)
   return 1;
 }
 
-/* Every connection sees the same overlay, and flush has nothing to
- * wait for, so multiple connections are consistent.
+/* Every connection sees the same overlay, and a flush makes every
+ * completed write of every connection durable, so multiple connections
+ * are consistent.
  */
 static int
 cow_can_multi_conn (nbdkit_next *next, void *handle)
@@ -276,8 +376,10 @@ cow_can_fast_zero (nbdkit_next *next, void *handle)
   return 1;
 }
 
-/* The overlay is throw-away: it dies with nbdkit, so there is nothing
- * a flush or FUA could make more durable.  Both complete at once.
+/* A throw-away overlay dies with nbdkit, so there is nothing a flush
+ * or FUA could make more durable: both complete at once.  A kept one
+ * is made durable by flush, and FUA by nbdkit calling flush after the
+ * write.
  */
 static int
 cow_can_flush (nbdkit_next *next, void *handle)
@@ -288,7 +390,7 @@ cow_can_flush (nbdkit_next *next, void *handle)
 static int
 cow_can_fua (nbdkit_next *next, void *handle)
 {
-  return NBDKIT_FUA_NATIVE;
+  return cow_file ? NBDKIT_FUA_EMULATE : NBDKIT_FUA_NATIVE;
 }
 
 static int
@@ -362,7 +464,8 @@ cow_trim (nbdkit_next *next, void *handle,
 static int
 cow_flush (nbdkit_next *next, void *handle, uint32_t flags, int *err)
 {
-  return 0;
+  struct overlay *o = handle;
+  return blk_flush (o->blk, err);
 }
 
 static int
@@ -459,6 +562,7 @@ static struct nbdkit_filter filter = {
   .config            = cow_config,
   .config_help       = cow_config_help,
   .get_ready         = cow_get_ready,
+  .after_fork        = cow_after_fork,
   .unload            = cow_unload,
   .open              = cow_open,
   .prepare           = cow_prepare,

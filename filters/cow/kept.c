@@ -1,0 +1,144 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* The header of a kept overlay (docs/overlay-format.md).  Every field
+ * is little-endian at a fixed offset, so the file moves between
+ * machines and tools can read it without this code.
+ */
+
+#include <config.h>
+
+#include <string.h>
+
+#include "crc32c.h"
+#include "kept.h"
+
+static const char magic[8] = { 'n', 'b', 'd', 'k', 'C', 'O', 'W', '\n' };
+
+#define FORMAT_VERSION 1
+
+enum {
+  OFF_MAGIC = 0,
+  OFF_VERSION = 8,
+  OFF_HEADER_SIZE = 12,
+  OFF_BLOCK_SIZE = 16,
+  OFF_NAME_LENGTH = 20,
+  OFF_BASE_SIZE = 24,
+  OFF_STATES_OFFSET = 32,
+  OFF_STATES_LENGTH = 40,
+  OFF_DATA_OFFSET = 48,
+  OFF_CRC = 56,
+  OFF_NAME = 4096,
+};
+
+static void
+put_le (uint8_t *p, uint64_t v, unsigned bytes)
+{
+  unsigned i;
+
+  for (i = 0; i < bytes; ++i)
+    p[i] = (uint8_t) (v >> (8 * i));
+}
+
+static uint64_t
+get_le (const uint8_t *p, unsigned bytes)
+{
+  uint64_t v = 0;
+  unsigned i;
+
+  for (i = 0; i < bytes; ++i)
+    v |= (uint64_t) p[i] << (8 * i);
+  return v;
+}
+
+static uint64_t
+round_up (uint64_t v, uint64_t to)
+{
+  return (v + to - 1) / to * to;
+}
+
+void
+kept_layout (uint32_t block_size, uint64_t base_size,
+             struct kept_layout *layout)
+{
+  uint64_t blocks = base_size / block_size + (base_size % block_size != 0);
+  uint64_t pages = blocks / KEPT_BLOCKS_PER_PAGE
+                   + (blocks % KEPT_BLOCKS_PER_PAGE != 0);
+  /* The data area is block-aligned in the file, and page-aligned so
+   * that it can be mapped into memory on its own.
+   */
+  uint64_t align = block_size > 4096 ? block_size : 4096;
+
+  layout->block_size = block_size;
+  layout->base_size = base_size;
+  layout->states_offset = KEPT_HEADER_SIZE;
+  layout->states_length = pages * KEPT_STATE_PAGE;
+  layout->data_offset = round_up (KEPT_HEADER_SIZE + layout->states_length,
+                                  align);
+}
+
+/* The checksum covers the whole header with the checksum field zero. */
+static uint32_t
+header_crc (const uint8_t *buf)
+{
+  static const uint8_t zero[4];
+  uint32_t crc = crc32c (0, buf, OFF_CRC);
+
+  crc = crc32c (crc, zero, sizeof zero);
+  return crc32c (crc, buf + OFF_CRC + 4, KEPT_HEADER_SIZE - OFF_CRC - 4);
+}
+
+void
+kept_header_encode (const struct kept_layout *layout, const char *name,
+                    uint8_t *buf)
+{
+  size_t len = strlen (name);
+
+  memset (buf, 0, KEPT_HEADER_SIZE);
+  memcpy (buf + OFF_MAGIC, magic, sizeof magic);
+  put_le (buf + OFF_VERSION, FORMAT_VERSION, 4);
+  put_le (buf + OFF_HEADER_SIZE, KEPT_HEADER_SIZE, 4);
+  put_le (buf + OFF_BLOCK_SIZE, layout->block_size, 4);
+  put_le (buf + OFF_NAME_LENGTH, len, 4);
+  put_le (buf + OFF_BASE_SIZE, layout->base_size, 8);
+  put_le (buf + OFF_STATES_OFFSET, layout->states_offset, 8);
+  put_le (buf + OFF_STATES_LENGTH, layout->states_length, 8);
+  put_le (buf + OFF_DATA_OFFSET, layout->data_offset, 8);
+  memcpy (buf + OFF_NAME, name, len);
+  put_le (buf + OFF_CRC, header_crc (buf), 4);
+}
+
+const char *
+kept_header_decode (const uint8_t *buf, struct kept_layout *layout,
+                    char *name)
+{
+  struct kept_layout expected;
+  uint64_t block_size, name_length;
+
+  if (memcmp (buf + OFF_MAGIC, magic, sizeof magic) != 0)
+    return "not a cow overlay (bad magic)";
+  if (get_le (buf + OFF_VERSION, 4) != FORMAT_VERSION)
+    return "unsupported format version";
+  if (get_le (buf + OFF_CRC, 4) != header_crc (buf))
+    return "corrupted header (checksum mismatch)";
+
+  block_size = get_le (buf + OFF_BLOCK_SIZE, 4);
+  name_length = get_le (buf + OFF_NAME_LENGTH, 4);
+  layout->block_size = block_size;
+  layout->base_size = get_le (buf + OFF_BASE_SIZE, 8);
+  layout->states_offset = get_le (buf + OFF_STATES_OFFSET, 8);
+  layout->states_length = get_le (buf + OFF_STATES_LENGTH, 8);
+  layout->data_offset = get_le (buf + OFF_DATA_OFFSET, 8);
+  /* Version 1 files have exactly the layout kept_layout computes. */
+  if (block_size == 0 || (block_size & (block_size - 1)) != 0 ||
+      get_le (buf + OFF_HEADER_SIZE, 4) != KEPT_HEADER_SIZE ||
+      name_length > KEPT_NAME_MAX)
+    return "inconsistent header";
+  kept_layout (layout->block_size, layout->base_size, &expected);
+  if (layout->states_offset != expected.states_offset ||
+      layout->states_length != expected.states_length ||
+      layout->data_offset != expected.data_offset)
+    return "inconsistent header";
+  memcpy (name, buf + OFF_NAME, name_length);
+  name[name_length] = '\0';
+  return NULL;
+}

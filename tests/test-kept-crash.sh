@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# kill -9 at random moments, requests in flight and flushes now and
+# then: after every restart nothing flushed is lost and nothing never
+# written appears (tests/kept_crash.py has the model).
+. "$abs_top_srcdir/tests/functions.sh"
+
+make_base "$tmp/base" $((2 * 1024 * 1024))
+/usr/bin/python3 "$abs_top_srcdir/tests/kept_crash.py" "$NBDKIT" \
+  "$tmp/base" "$tmp/ov" "$tmp/sock" "${KEPT_CRASH_ROUNDS:-30}" "$RANDOM" ||
+  fail "see above"

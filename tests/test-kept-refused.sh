@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# cow-file=PATH refuses, at start and naming the file, what it cannot
+# safely use: a file that is not an overlay, a truncated or corrupted
+# one, one made for another block size or base size, and one that
+# another nbdkit has open.
+. "$abs_top_srcdir/tests/functions.sh"
+
+truncate -s 10M "$tmp/base"
+ov="$tmp/ov"
+
+# A good overlay to damage.
+start_nbdkit "$tmp/sock" --filter=cow file "$tmp/base" cow-file="$ov"
+nbdsh -u "nbd+unix:///?socket=$tmp/sock" -c "h.pwrite(b'data', 0); h.flush()"
+
+# Another server on the same file, while the first runs.
+expect_start_failure "cow-file=$ov: in use by another nbdkit" \
+  --filter=cow file "$tmp/base" cow-file="$ov"
+stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
+
+expect_start_failure "cow-file=$ov: made with cow-block-size=65536, not 4096" \
+  --filter=cow file "$tmp/base" cow-file="$ov" cow-block-size=4K
+truncate -s 11M "$tmp/base11"
+# The base size, and what needs it (the states, the file length), are
+# checked in .after_fork, once nbdkit has started serving; with --run
+# the exit status may be the command's, so these run nbdkit alone.
+expect_after_fork_failure ()
+{
+  pattern=$1; shift
+  rm -f "$tmp/sock2"
+  if timeout 60 "$NBDKIT" -f -U "$tmp/sock2" "$@" 2>"$tmp/err"; then
+    fail "nbdkit served with: $*"
+  fi
+  grep -Eq -- "$pattern" "$tmp/err" || fail "wrong message for $*: $(cat "$tmp/err")"
+}
+expect_after_fork_failure "cow-file=$ov: made for a base of 10485760 bytes, this base has 11534336" \
+  --filter=cow file "$tmp/base11" cow-file="$ov"
+
+cp "$ov" "$tmp/good"
+damage ()
+{
+  cp "$tmp/good" "$ov"
+  printf "$2" | dd of="$ov" bs=1 seek="$1" conv=notrunc 2>/dev/null
+}
+damage 0 'X'          # the magic
+expect_start_failure "cow-file=$ov: not a cow overlay" \
+  --filter=cow file "$tmp/base" cow-file="$ov"
+damage 24 '\001'      # the base size, under the checksum
+expect_start_failure "cow-file=$ov: corrupted header" \
+  --filter=cow file "$tmp/base" cow-file="$ov"
+damage 8192 '\377'    # block states of value 3
+expect_after_fork_failure "cow-file=$ov: corrupted block states" \
+  --filter=cow file "$tmp/base" cow-file="$ov"
+head -c 5000 "$tmp/good" > "$ov"
+expect_start_failure "cow-file=$ov: not a cow overlay \(truncated header\)" \
+  --filter=cow file "$tmp/base" cow-file="$ov"
+head -c 100000 "$tmp/good" > "$ov"
+expect_after_fork_failure "cow-file=$ov: truncated" \
+  --filter=cow file "$tmp/base" cow-file="$ov"
+echo "some text file" > "$ov"
+expect_start_failure "cow-file=$ov: not a cow overlay" \
+  --filter=cow file "$tmp/base" cow-file="$ov"
+expect_start_failure "cow-file=$tmp: not a regular file|cow-file=$tmp: Is a directory" \
+  --filter=cow file "$tmp/base" cow-file="$tmp"
+expect_start_failure "cow-file=: must name a file" \
+  --filter=cow file "$tmp/base" cow-file=
