@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <time.h>
 
 #include "rangelock.h"
 
@@ -53,11 +54,21 @@ unlink_range (struct rangelock *locks, struct rangelock_range *range)
     locks->tail = range->prev;
 }
 
-void
+static uint64_t
+now_ns (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (uint64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+uint64_t
 rangelock_lock (struct rangelock *locks, struct rangelock_range *range,
                 uint64_t first, uint64_t n)
 {
   const struct rangelock_range *r;
+  uint64_t waited = 0;
 
   range->first = first;
   range->end = first + n;
@@ -73,12 +84,17 @@ rangelock_lock (struct rangelock *locks, struct rangelock_range *range,
    * rangelock_unlock signals only ranges whose count it takes to zero.
    */
   if (range->blockers > 0) {
+    uint64_t start = now_ns ();
     pthread_cond_init (&range->unblocked, NULL);
     while (range->blockers > 0)
       pthread_cond_wait (&range->unblocked, &locks->lock);
     pthread_cond_destroy (&range->unblocked);
+    waited = now_ns () - start;
+    if (waited == 0)
+      waited = 1;               /* it did wait, however short */
   }
   pthread_mutex_unlock (&locks->lock);
+  return waited;
 }
 
 void

@@ -58,9 +58,11 @@ extern void rangelock_destroy (struct rangelock *locks);
 
 /* Locks blocks [first, first+n), n >= 1, waiting for overlapping
  * ranges locked or requested before.  *range records the lock until
- * rangelock_unlock.
+ * rangelock_unlock.  Returns how many nanoseconds it waited for them:
+ * 0 if none was ahead (the clock is read only when one was), so that
+ * callers can report lock contention at no cost without it.
  */
-extern void rangelock_lock (struct rangelock *locks,
+extern uint64_t rangelock_lock (struct rangelock *locks,
                             struct rangelock_range *range,
                             uint64_t first, uint64_t n);
 

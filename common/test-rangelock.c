@@ -11,6 +11,8 @@
  *    only after the holder unlocks.
  *  - Arrival order among overlapping ranges: a range waiting behind a
  *    holder is granted before a later overlapping range.
+ *  - The wait reported: 0 for a range granted at once, at least the
+ *    time the holder kept it for one that waited.
  */
 
 #include <config.h>
@@ -96,6 +98,7 @@ check_exclusion (void)
 /* A thread that locks one range, posts `got`, waits for `go`, unlocks. */
 struct locker {
   uint64_t first, n;
+  uint64_t waited_ns;           /* what rangelock_lock returned */
   sem_t got, go;
   pthread_t thread;
 };
@@ -106,7 +109,7 @@ locker_run (void *arg)
   struct locker *l = arg;
   struct rangelock_range range;
 
-  rangelock_lock (&locks, &range, l->first, l->n);
+  l->waited_ns = rangelock_lock (&locks, &range, l->first, l->n);
   sem_post (&l->got);
   while (sem_wait (&l->go) == -1 && errno == EINTR)
     ;
@@ -169,6 +172,26 @@ check_disjoint_do_not_wait (void)
   locker_finish (&held);
   locker_finish (&adjacent);
   locker_finish (&far);
+  if (held.waited_ns != 0 || adjacent.waited_ns != 0 || far.waited_ns != 0)
+    fail ("a range granted at once reported a wait");
+}
+
+/* Waits until the list holds n ranges, locked or waiting. */
+static void
+wait_for_ranges (unsigned n)
+{
+  for (;;) {
+    const struct rangelock_range *r;
+    unsigned k = 0;
+
+    pthread_mutex_lock (&locks.lock);
+    for (r = locks.head; r; r = r->next)
+      k++;
+    pthread_mutex_unlock (&locks.lock);
+    if (k >= n)
+      return;
+    usleep (1000);
+  }
 }
 
 static void
@@ -182,6 +205,7 @@ check_overlaps_wait_in_order (void)
   locker_start (&waiter, 19, 5);        /* overlaps the held range */
   if (locker_got (&waiter, 200))
     fail ("an overlapping range was granted while held");
+  wait_for_ranges (2);          /* the waiter is queued from here on */
   locker_start (&later, 22, 1);         /* overlaps only the waiter */
   if (locker_got (&later, 200))
     fail ("a later range overtook an earlier overlapping one");
@@ -195,6 +219,9 @@ check_overlaps_wait_in_order (void)
   if (!locker_got (&later, 10000))
     fail ("the last waiter was not woken");
   locker_finish (&later);
+  /* The waiter was queued before the 200 ms check of the later one. */
+  if (waiter.waited_ns < 200000000)
+    fail ("a range that waited reported less than it waited");
 }
 
 int

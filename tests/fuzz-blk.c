@@ -186,11 +186,15 @@ check_read (const uint8_t *buf, uint64_t offset, uint32_t count)
     }
 }
 
-/* Every run the layer reports as BLK_ZERO must be zero in the model. */
+/* Every run the layer reports as BLK_ZERO must be zero in the model,
+ * and the statistics must count the blocks of each state the runs
+ * show.
+ */
 static void
-check_zero_runs (struct blk *blk)
+check_states (struct blk *blk)
 {
-  uint64_t offset = 0;
+  uint64_t offset = 0, blocks[3] = { 0, 0, 0 };
+  struct blk_stats stats;
 
   while (offset < disk_size) {
     enum blk_state state;
@@ -198,6 +202,7 @@ check_zero_runs (struct blk *blk)
 
     if (end <= offset)
       abort ();
+    blocks[state] += (end + block_size - 1) / block_size - offset / block_size;
     if (state == BLK_ZERO)
       for (; offset < end; ++offset)
         if (!model_allows (offset, 0)) {
@@ -206,6 +211,14 @@ check_zero_runs (struct blk *blk)
           abort ();
         }
     offset = end;
+  }
+  blk_get_stats (blk, &stats);
+  if (memcmp (blocks, stats.blocks, sizeof blocks) != 0) {
+    fprintf (stderr, "fuzz-blk: statistics count blocks %" PRIu64 "/%" PRIu64
+             "/%" PRIu64 ", runs show %" PRIu64 "/%" PRIu64 "/%" PRIu64 "\n",
+             stats.blocks[0], stats.blocks[1], stats.blocks[2],
+             blocks[0], blocks[1], blocks[2]);
+    abort ();
   }
 }
 
@@ -328,7 +341,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     abort ();
   for (i = 0; i < MAX_OPS && in.n > 0; ++i) {
     run_op (blk, i, &in, buf);
-    check_zero_runs (blk);
+    check_states (blk);
   }
   /* Faults off: the whole disk must read as the model says. */
   if (blk_read (blk, &base, buf, disk_size, 0, false, &(int) { 0 }) == -1)

@@ -44,6 +44,7 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <nbdkit-filter.h>
@@ -55,6 +56,7 @@
 #include "kept.h"
 #include "rangelock.h"
 #include "scratch.h"
+#include "shardctr.h"
 #include "statemap.h"
 
 /* Copy-ups read the base in chunks of this many bytes (or one block,
@@ -119,6 +121,9 @@ struct blk {
    */
   struct statemap dirty_pages;
   pthread_mutex_t flush_lock;
+
+  /* Statistics: enum counter, added to without any lock. */
+  struct shardctr counters;
 };
 
 /*----------------------------------------------------------------------
@@ -161,6 +166,93 @@ whole_blocks (const struct blk *blk, uint64_t offset, uint64_t end,
 }
 
 /*----------------------------------------------------------------------
+ * Counters and timed locks, for the statistics.  Counting must add no
+ * contention to the request path: the counters are sharded by thread
+ * (common/shardctr.h), and each lock is tried first, so only a thread
+ * that has to wait anyway reads the clock.
+ */
+
+enum counter {
+  COPY_UPS_READ,                /* blocks, see struct blk_stats */
+  COPY_UPS_CACHE,
+  COPY_UPS_RMW,
+  BASE_READS,
+  BASE_READ_BYTES,
+  LOCK_WAITS,                   /* one per enum blk_lock from here */
+  LOCK_WAIT_NS = LOCK_WAITS + BLK_LOCKS,
+  COUNTERS = LOCK_WAIT_NS + BLK_LOCKS
+};
+
+static void
+stat_add (struct blk *blk, enum counter counter, uint64_t n)
+{
+  shardctr_add (&blk->counters, counter, n);
+}
+
+static uint64_t
+now_ns (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (uint64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void
+count_wait (struct blk *blk, enum blk_lock lock, uint64_t ns)
+{
+  stat_add (blk, LOCK_WAITS + lock, 1);
+  stat_add (blk, LOCK_WAIT_NS + lock, ns);
+}
+
+static void
+lock_mutex (struct blk *blk, pthread_mutex_t *mutex, enum blk_lock lock)
+{
+  uint64_t start;
+
+  if (pthread_mutex_trylock (mutex) == 0)
+    return;
+  start = now_ns ();
+  pthread_mutex_lock (mutex);
+  count_wait (blk, lock, now_ns () - start);
+}
+
+/* Takes punch_lock exclusively (to punch) or shared (to use the map). */
+static void
+lock_punch (struct blk *blk, bool exclusive)
+{
+  uint64_t start;
+
+  if ((exclusive ? pthread_rwlock_trywrlock
+                 : pthread_rwlock_tryrdlock) (&blk->punch_lock) == 0)
+    return;
+  start = now_ns ();
+  (exclusive ? pthread_rwlock_wrlock
+             : pthread_rwlock_rdlock) (&blk->punch_lock);
+  count_wait (blk, BLK_LOCK_PUNCH, now_ns () - start);
+}
+
+static void
+lock_rmw (struct blk *blk, struct rangelock_range *held,
+          uint64_t first, uint64_t n)
+{
+  uint64_t waited = rangelock_lock (&blk->rmw_locks, held, first, n);
+
+  if (waited)
+    count_wait (blk, BLK_LOCK_RMW, waited);
+}
+
+/* Every read of the base goes through here, to be counted. */
+static int
+base_read (struct blk *blk, const struct blk_base *base, void *buf,
+           uint32_t len, uint64_t offset, int *err)
+{
+  stat_add (blk, BASE_READS, 1);
+  stat_add (blk, BASE_READ_BYTES, len);
+  return base->pread (base->opaque, buf, len, offset, err);
+}
+
+/*----------------------------------------------------------------------
  * The state map.  Each function takes and drops state_lock itself.
  */
 
@@ -169,7 +261,7 @@ get_state (struct blk *blk, uint64_t b)
 {
   unsigned s;
 
-  pthread_mutex_lock (&blk->state_lock);
+  lock_mutex (blk, &blk->state_lock, BLK_LOCK_STATE);
   s = statemap_get (&blk->states, b);
   pthread_mutex_unlock (&blk->state_lock);
   return s;
@@ -184,7 +276,7 @@ state_run (struct blk *blk, uint64_t b, uint64_t stop, enum blk_state *state)
   unsigned s;
   uint64_t end;
 
-  pthread_mutex_lock (&blk->state_lock);
+  lock_mutex (blk, &blk->state_lock, BLK_LOCK_STATE);
   end = statemap_run (&blk->states, b, stop, &s);
   pthread_mutex_unlock (&blk->state_lock);
   *state = s;
@@ -207,7 +299,7 @@ reserve_states (struct blk *blk, uint64_t first, uint64_t n, int *err)
 {
   int r;
 
-  pthread_mutex_lock (&blk->state_lock);
+  lock_mutex (blk, &blk->state_lock, BLK_LOCK_STATE);
   r = statemap_reserve (&blk->states, first, n);
   if (r == 0 && blk->kept_path)
     r = statemap_reserve (&blk->dirty_pages, first / KEPT_BLOCKS_PER_PAGE,
@@ -225,7 +317,7 @@ reserve_states (struct blk *blk, uint64_t first, uint64_t n, int *err)
 static void
 set_states (struct blk *blk, uint64_t first, uint64_t n, enum blk_state state)
 {
-  pthread_mutex_lock (&blk->state_lock);
+  lock_mutex (blk, &blk->state_lock, BLK_LOCK_STATE);
   statemap_set (&blk->states, first, n, state);
   if (blk->kept_path)
     statemap_set (&blk->dirty_pages, first / KEPT_BLOCKS_PER_PAGE,
@@ -290,8 +382,8 @@ overlay_punch (struct blk *blk, uint64_t count, uint64_t offset)
 {
   int r;
 
-  pthread_rwlock_wrlock (&blk->punch_lock);
-  pthread_mutex_lock (&blk->write_lock);
+  lock_punch (blk, true);
+  lock_mutex (blk, &blk->write_lock, BLK_LOCK_WRITE);
   r = fallocate (blk->overlay_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
                  blk->data_offset + offset, count);
   pthread_mutex_unlock (&blk->write_lock);
@@ -340,7 +432,7 @@ overlay_write (struct blk *blk, const void *buf, uint64_t count,
 {
   int r;
 
-  pthread_mutex_lock (&blk->write_lock);
+  lock_mutex (blk, &blk->write_lock, BLK_LOCK_WRITE);
   r = overlay_write_locked (blk, buf, count, offset, err);
   pthread_mutex_unlock (&blk->write_lock);
   return r;
@@ -374,8 +466,9 @@ blk_alloc (uint32_t block_size, int overlay_fd)
   pthread_rwlockattr_t attr;
 
   blk = calloc (1, sizeof *blk);
-  if (blk == NULL) {
+  if (blk == NULL || shardctr_init (&blk->counters, COUNTERS) == -1) {
     nbdkit_error ("cow: calloc: %m");
+    free (blk);
     close (overlay_fd);
     return NULL;
   }
@@ -540,6 +633,7 @@ blk_free (struct blk *blk)
   pthread_mutex_destroy (&blk->flush_lock);
   pthread_rwlock_destroy (&blk->punch_lock);
   rangelock_destroy (&blk->rmw_locks);
+  shardctr_free (&blk->counters);
   free (blk->kept_path);
   free (blk->kept_name);
   free (blk);
@@ -739,7 +833,7 @@ blk_set_size (struct blk *blk, uint64_t size)
 {
   int r = 0;
 
-  pthread_mutex_lock (&blk->state_lock);
+  lock_mutex (blk, &blk->state_lock, BLK_LOCK_STATE);
   if (!blk->size_known) {
     blk->size = size;
     if (blk->kept_path && size > 0 && open_kept (blk, size) == -1)
@@ -774,7 +868,7 @@ redirty_pages (struct blk *blk, const uint64_t *pages, unsigned n)
 {
   unsigned i;
 
-  pthread_mutex_lock (&blk->state_lock);
+  lock_mutex (blk, &blk->state_lock, BLK_LOCK_STATE);
   for (i = 0; i < n; ++i)
     statemap_set (&blk->dirty_pages, pages[i], 1, 1);
   pthread_mutex_unlock (&blk->state_lock);
@@ -792,7 +886,7 @@ take_dirty_pages (struct blk *blk, uint64_t *next, uint64_t *pages,
   uint64_t p = *next;
   unsigned n = 0;
 
-  pthread_mutex_lock (&blk->state_lock);
+  lock_mutex (blk, &blk->state_lock, BLK_LOCK_STATE);
   while (p < total && n < FLUSH_BATCH) {
     unsigned dirty;
     uint64_t end = statemap_run (&blk->dirty_pages, p, total, &dirty);
@@ -868,7 +962,7 @@ blk_flush (struct blk *blk, int *err)
     free (buf);
     return -1;
   }
-  pthread_mutex_lock (&blk->flush_lock);
+  lock_mutex (blk, &blk->flush_lock, BLK_LOCK_FLUSH);
   r = flush_locked (blk, pages, buf, err);
   pthread_mutex_unlock (&blk->flush_lock);
   free (pages);
@@ -922,11 +1016,12 @@ store_copy_up (struct blk *blk, const char *buf, uint64_t first, uint64_t n,
 }
 
 /* Copies blocks [first, first+n), all BLK_NOT_ALLOCATED, from the base
- * into the overlay and marks them allocated.  Requires their rmw locks.
+ * into the overlay and marks them allocated, counting them in kind.
+ * Requires their rmw locks.
  */
 static int
 copy_up_run (struct blk *blk, const struct blk_base *base,
-             uint64_t first, uint64_t n, int *err)
+             uint64_t first, uint64_t n, enum counter kind, int *err)
 {
   uint64_t chunk = COPY_UP_CHUNK >> blk->block_shift;
   char *buf;
@@ -947,11 +1042,13 @@ copy_up_run (struct blk *blk, const struct blk_base *base,
     uint64_t start = blk_start (blk, first);
     uint64_t len = blk_end (blk, first + c - 1) - start;
 
-    r = base->pread (base->opaque, buf, len, start, err);
+    r = base_read (blk, base, buf, len, start, err);
     if (r == 0)
       r = reserve_states (blk, first, c, err);
     if (r == 0)
       r = store_copy_up (blk, buf, first, c, err);
+    if (r == 0)
+      stat_add (blk, kind, c);
     first += c;
     n -= c;
   }
@@ -959,9 +1056,12 @@ copy_up_run (struct blk *blk, const struct blk_base *base,
   return r;
 }
 
-int
-blk_copy_up (struct blk *blk, const struct blk_base *base,
-             uint32_t count, uint64_t offset, int *err)
+/* Copies the unallocated blocks touching the range, counting them in
+ * kind (cow-on-read or cow-on-cache).
+ */
+static int
+copy_up (struct blk *blk, const struct blk_base *base,
+         uint32_t count, uint64_t offset, enum counter kind, int *err)
 {
   struct rangelock_range held;
   uint64_t first, stop, b;
@@ -984,16 +1084,23 @@ blk_copy_up (struct blk *blk, const struct blk_base *base,
     return 0;
 
   /* Under the rmw locks the states are stable: look again and copy. */
-  rangelock_lock (&blk->rmw_locks, &held, first, stop - first);
+  lock_rmw (blk, &held, first, stop - first);
   for (b = first; b < stop && r == 0; ) {
     enum blk_state state;
     uint64_t end = state_run (blk, b, stop, &state);
     if (state == BLK_NOT_ALLOCATED)
-      r = copy_up_run (blk, base, b, end - b, err);
+      r = copy_up_run (blk, base, b, end - b, kind, err);
     b = end;
   }
   rangelock_unlock (&blk->rmw_locks, &held);
   return r;
+}
+
+int
+blk_copy_up (struct blk *blk, const struct blk_base *base,
+             uint32_t count, uint64_t offset, int *err)
+{
+  return copy_up (blk, base, count, offset, COPY_UPS_CACHE, err);
 }
 
 /*----------------------------------------------------------------------
@@ -1011,7 +1118,8 @@ blk_read (struct blk *blk, const struct blk_base *base,
   /* After a copy-up every block of the range is allocated or zero, and
    * stays so: the loop below then reads only the overlay.
    */
-  if (cow_on_read && blk_copy_up (blk, base, count, offset, err) == -1)
+  if (cow_on_read &&
+      copy_up (blk, base, count, offset, COPY_UPS_READ, err) == -1)
     return -1;
 
   while (offset < end) {
@@ -1020,7 +1128,7 @@ blk_read (struct blk *blk, const struct blk_base *base,
     uint32_t n;
     int r = 0;
 
-    pthread_rwlock_rdlock (&blk->punch_lock);
+    lock_punch (blk, false);
     run_end = blk_state_run (blk, offset, end, &state);
     n = run_end - offset;
     if (state == BLK_ALLOCATED)
@@ -1031,7 +1139,7 @@ blk_read (struct blk *blk, const struct blk_base *base,
       memset (p, 0, n);
     else if (state == BLK_NOT_ALLOCATED)
       /* Exactly the bytes asked for: no whole-block bounce. */
-      r = base->pread (base->opaque, p, n, offset, err);
+      r = base_read (blk, base, p, n, offset, err);
     if (r == -1)
       return -1;
     p += n;
@@ -1070,8 +1178,9 @@ rmw_fill (struct blk *blk, const struct blk_base *base, enum blk_state state,
 
   block_part (blk, b, offset, end, &from, &to);
   if (state == BLK_NOT_ALLOCATED) {
-    if (base->pread (base->opaque, data, len, start, err) == -1)
+    if (base_read (blk, base, data, len, start, err) == -1)
       return -1;
+    stat_add (blk, COPY_UPS_RMW, 1);
     *zero_rest = is_zero (data, len);
   }
   else {
@@ -1195,7 +1304,7 @@ blk_write (struct blk *blk, const struct blk_base *base,
   /* Fast path: every block is already in the overlay, so no copy-up
    * can be running on any of them (see the top of this file).
    */
-  pthread_rwlock_rdlock (&blk->punch_lock);
+  lock_punch (blk, false);
   allocated = all_in_state (blk, first, last - first + 1, BLK_ALLOCATED);
   if (allocated)
     r = overlay_store (blk, buf, count, offset, err);
@@ -1203,7 +1312,7 @@ blk_write (struct blk *blk, const struct blk_base *base,
   if (allocated)
     return r;
 
-  rangelock_lock (&blk->rmw_locks, &held, first, last - first + 1);
+  lock_rmw (blk, &held, first, last - first + 1);
   r = write_locked (blk, base, buf, offset, end, first, last, err);
   rangelock_unlock (&blk->rmw_locks, &held);
   return r;
@@ -1225,7 +1334,7 @@ discard_blocks (struct blk *blk, uint64_t first, uint64_t n, int *err)
   uint64_t start = blk_start (blk, first);
   int r;
 
-  rangelock_lock (&blk->rmw_locks, &held, first, n);
+  lock_rmw (blk, &held, first, n);
   r = reserve_states (blk, first, n, err);
   if (r == 0) {
     set_states (blk, first, n, BLK_ZERO);
@@ -1273,4 +1382,84 @@ int
 blk_trim (struct blk *blk, uint32_t count, uint64_t offset, int *err)
 {
   return discard_range (blk, NULL, count, offset, false, err);
+}
+
+/*----------------------------------------------------------------------
+ * Statistics.
+ */
+
+const char *
+blk_lock_name (enum blk_lock lock)
+{
+  static const char *const names[BLK_LOCKS] = {
+    [BLK_LOCK_RMW] = "rmw_locks",
+    [BLK_LOCK_PUNCH] = "punch_lock",
+    [BLK_LOCK_STATE] = "state_lock",
+    [BLK_LOCK_WRITE] = "write_lock",
+    [BLK_LOCK_FLUSH] = "flush_lock",
+  };
+  return names[lock];
+}
+
+/* Runs of states looked at per hold of state_lock: a walk of a large,
+ * fragmented map must not keep requests waiting.
+ */
+#define STATS_RUNS_PER_LOCK 1024
+
+static void
+count_states (struct blk *blk, uint64_t blocks[3])
+{
+  uint64_t total = (blk->size + blk->block_size - 1) >> blk->block_shift;
+  uint64_t b = 0;
+
+  blocks[0] = blocks[1] = blocks[2] = 0;
+  while (b < total) {
+    unsigned runs;
+
+    lock_mutex (blk, &blk->state_lock, BLK_LOCK_STATE);
+    for (runs = 0; runs < STATS_RUNS_PER_LOCK && b < total; ++runs) {
+      unsigned state;
+      uint64_t end = statemap_run (&blk->states, b, total, &state);
+      blocks[state] += end - b;
+      b = end;
+    }
+    pthread_mutex_unlock (&blk->state_lock);
+  }
+}
+
+/* size_known is read under state_lock: the stats thread can run before
+ * the first connection sets the size.
+ */
+static bool
+size_is_known (struct blk *blk)
+{
+  bool known;
+
+  lock_mutex (blk, &blk->state_lock, BLK_LOCK_STATE);
+  known = blk->size_known;
+  pthread_mutex_unlock (&blk->state_lock);
+  return known;
+}
+
+void
+blk_get_stats (struct blk *blk, struct blk_stats *stats)
+{
+  struct stat st;
+  unsigned i;
+
+  memset (stats, 0, sizeof *stats);
+  stats->block_size = blk->block_size;
+  if (size_is_known (blk))
+    count_states (blk, stats->blocks);
+  if (fstat (blk->overlay_fd, &st) == 0)
+    stats->overlay_bytes = (uint64_t) st.st_blocks * 512;
+  stats->copy_ups_read = shardctr_sum (&blk->counters, COPY_UPS_READ);
+  stats->copy_ups_cache = shardctr_sum (&blk->counters, COPY_UPS_CACHE);
+  stats->copy_ups_rmw = shardctr_sum (&blk->counters, COPY_UPS_RMW);
+  stats->base_reads = shardctr_sum (&blk->counters, BASE_READS);
+  stats->base_read_bytes = shardctr_sum (&blk->counters, BASE_READ_BYTES);
+  for (i = 0; i < BLK_LOCKS; ++i) {
+    stats->lock_waits[i] = shardctr_sum (&blk->counters, LOCK_WAITS + i);
+    stats->lock_wait_ns[i] = shardctr_sum (&blk->counters, LOCK_WAIT_NS + i);
+  }
 }

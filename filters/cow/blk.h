@@ -90,4 +90,38 @@ extern int blk_copy_up (struct blk *blk, const struct blk_base *base,
 extern uint64_t blk_state_run (struct blk *blk, uint64_t offset,
                                uint64_t end, enum blk_state *state);
 
+/* Statistics (cow-stats=FILE; docs/design.md says how they are kept
+ * cheap).  The locks of the layer whose waits are timed:
+ */
+enum blk_lock {
+  BLK_LOCK_RMW,                 /* rmw_locks */
+  BLK_LOCK_PUNCH,               /* punch_lock, shared or exclusive */
+  BLK_LOCK_STATE,               /* state_lock */
+  BLK_LOCK_WRITE,               /* write_lock */
+  BLK_LOCK_FLUSH,               /* flush_lock */
+  BLK_LOCKS
+};
+
+/* The name of a lock in docs/design.md and in the statistics. */
+extern const char *blk_lock_name (enum blk_lock lock);
+
+struct blk_stats {
+  uint64_t block_size;
+  uint64_t blocks[3];           /* blocks in each enum blk_state */
+  uint64_t overlay_bytes;       /* disk space the overlay file takes */
+  /* Blocks copied up from the base: by cow-on-read, by cow-on-cache,
+   * and read to complete a partial write (read-modify-write).
+   */
+  uint64_t copy_ups_read, copy_ups_cache, copy_ups_rmw;
+  uint64_t base_reads, base_read_bytes;   /* calls of base->pread */
+  uint64_t lock_waits[BLK_LOCKS];         /* times a thread had to wait */
+  uint64_t lock_wait_ns[BLK_LOCKS];       /* and for how long, in total */
+};
+
+/* Fills *stats.  Counters are read while requests run, so they are
+ * each exact but not taken at one instant; the state map is walked in
+ * short stretches under state_lock.
+ */
+extern void blk_get_stats (struct blk *blk, struct blk_stats *stats);
+
 #endif /* COW_BLK_H */

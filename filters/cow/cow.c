@@ -19,12 +19,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <nbdkit-filter.h>
 
 #include "blk.h"
 #include "ispowerof2.h"
+#include "shardctr.h"
+#include "stats.h"
 
 #define MIN_BLOCK_SIZE 4096
 #define MAX_BLOCK_SIZE (32 * 1024 * 1024)   /* NBD's largest preferred size */
@@ -32,6 +35,7 @@
 static uint32_t block_size = 65536;         /* cow-block-size */
 static bool cow_on_cache;                   /* cow-on-cache */
 static char *cow_file;                      /* cow-file, absolute, or NULL */
+static char *stats_path;                    /* cow-stats, absolute, or NULL */
 
 /* cow-on-read: off, on, or on while cow_on_read_path exists. */
 static enum { COW_ON_READ_OFF, COW_ON_READ_ON, COW_ON_READ_PATH } cow_on_read;
@@ -46,12 +50,13 @@ static const char *cow_on_read_path;
 struct overlay {
   char *exportname;
   struct blk *blk;
-  struct overlay *next;
+  struct shardctr requests;     /* count and bytes of each cow_request */
+  struct overlay *next;         /* never changes once in the list */
 };
 
 /* Protects the list (not the overlays: each connection's handle points
  * to its overlay, which outlives every connection).  Taken only in
- * .open, never during requests.
+ * .open and by the statistics to read the head, never during requests.
  */
 static pthread_mutex_t overlays_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct overlay *overlays;
@@ -99,6 +104,19 @@ parse_cow_on_read (const char *value)
 }
 
 static int
+parse_path (const char *key, const char *value, char **path)
+{
+  if (value[0] == '\0') {
+    nbdkit_error ("%s=%s: must name a file", key, value);
+    return -1;
+  }
+  free (*path);
+  /* nbdkit may change directory when it becomes a daemon. */
+  *path = nbdkit_absolute_path (value);
+  return *path ? 0 : -1;
+}
+
+static int
 cow_config (nbdkit_next_config *next, nbdkit_backend *nxdata,
             const char *key, const char *value)
 {
@@ -115,16 +133,10 @@ cow_config (nbdkit_next_config *next, nbdkit_backend *nxdata,
     cow_on_cache = r;
     return 0;
   }
-  if (strcmp (key, "cow-file") == 0) {
-    if (value[0] == '\0') {
-      nbdkit_error ("cow-file=%s: must name a file", value);
-      return -1;
-    }
-    free (cow_file);
-    /* nbdkit may change directory when it becomes a daemon. */
-    cow_file = nbdkit_absolute_path (value);
-    return cow_file ? 0 : -1;
-  }
+  if (strcmp (key, "cow-file") == 0)
+    return parse_path (key, value, &cow_file);
+  if (strcmp (key, "cow-stats") == 0)
+    return parse_path (key, value, &stats_path);
   return next (nxdata, key, value);
 }
 
@@ -132,7 +144,8 @@ cow_config (nbdkit_next_config *next, nbdkit_backend *nxdata,
   "cow-block-size=<N>    Size of blocks in the overlay (default 64K).\n" \
   "cow-file=<PATH>       Keep the overlay in PATH across restarts.\n" \
   "cow-on-cache=<BOOL>   Copy cache (prefetch) requests to the overlay.\n" \
-  "cow-on-read=<BOOL>|/PATH  Copy reads to the overlay (while PATH exists)."
+  "cow-on-read=<BOOL>|/PATH  Copy reads to the overlay (while PATH exists).\n" \
+  "cow-stats=<FILE>      Write statistics to FILE every second and at exit."
 
 /* The kept overlay file of an export: PATH for the default export "",
  * PATH.NAME for the others, NAME with every byte but [A-Za-z0-9_-]
@@ -204,13 +217,17 @@ get_overlay (const char *exportname)
       return o;
 
   o = calloc (1, sizeof *o);
-  if (o == NULL || (o->exportname = strdup (exportname)) == NULL) {
+  if (o == NULL || (o->exportname = strdup (exportname)) == NULL ||
+      shardctr_init (&o->requests, 2 * REQ_TYPES) == -1) {
     nbdkit_error ("cow: %m");
+    if (o)
+      free (o->exportname);
     free (o);
     return NULL;
   }
   o->blk = new_blk (exportname);
   if (o->blk == NULL) {
+    shardctr_free (&o->requests);
     free (o->exportname);
     free (o);
     return NULL;
@@ -219,6 +236,154 @@ get_overlay (const char *exportname)
   overlays = o;
   return o;
 }
+
+/*----------------------------------------------------------------------
+ * Statistics: cow-stats=FILE, rewritten every STATS_INTERVAL seconds
+ * by a thread and once more when the last connection has closed.
+ */
+
+#define STATS_INTERVAL 1
+
+static void
+count_request (struct overlay *o, enum cow_request type, uint64_t bytes)
+{
+  shardctr_add (&o->requests, 2 * type, 1);
+  if (bytes)
+    shardctr_add (&o->requests, 2 * type + 1, bytes);
+}
+
+static struct timespec stats_start;         /* set in .get_ready */
+
+/* Whether the last write failed, so a failing disk logs one error, not
+ * one a second.  Used by one thread at a time: .get_ready, then the
+ * stats thread, then .cleanup after joining it.
+ */
+static bool stats_failing;
+
+static double
+seconds_since_start (void)
+{
+  struct timespec now;
+
+  clock_gettime (CLOCK_MONOTONIC, &now);
+  return (now.tv_sec - stats_start.tv_sec) +
+         (now.tv_nsec - stats_start.tv_nsec) / 1e9;
+}
+
+/* Writes the report of every overlay, oldest first.  The list is read
+ * without overlays_lock past its head: entries are only ever added at
+ * the head, complete, under the lock, and not freed before .unload.
+ */
+static int
+write_stats (void)
+{
+  struct overlay *head, *o;
+  struct export_stats *exports;
+  size_t n = 0, i;
+  int r;
+
+  pthread_mutex_lock (&overlays_lock);
+  head = overlays;
+  pthread_mutex_unlock (&overlays_lock);
+
+  for (o = head; o; o = o->next)
+    n++;
+  exports = calloc (n ? n : 1, sizeof *exports);
+  if (exports == NULL)
+    r = -1;
+  else {
+    for (o = head, i = n; o; o = o->next) {
+      struct export_stats *e = &exports[--i];
+      unsigned t;
+
+      e->name = o->exportname;
+      blk_get_stats (o->blk, &e->blk);
+      for (t = 0; t < REQ_TYPES; ++t) {
+        e->requests[t] = shardctr_sum (&o->requests, 2 * t);
+        e->request_bytes[t] = shardctr_sum (&o->requests, 2 * t + 1);
+      }
+    }
+    r = stats_write (stats_path, seconds_since_start (), exports, n);
+  }
+  if (r == -1 && !stats_failing)
+    nbdkit_error ("cow-stats=%s: cannot write the statistics: %m",
+                  stats_path);
+  stats_failing = r == -1;
+  free (exports);
+  return r;
+}
+
+/* The thread is told to stop through stats_stop under stats_lock. */
+static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t stats_wake;           /* CLOCK_MONOTONIC */
+static bool stats_stop;
+static pthread_t stats_thread;
+static bool stats_thread_running;           /* main thread only */
+
+static void *
+stats_loop (void *arg)
+{
+  struct timespec next;
+
+  clock_gettime (CLOCK_MONOTONIC, &next);
+  pthread_mutex_lock (&stats_lock);
+  while (!stats_stop) {
+    next.tv_sec += STATS_INTERVAL;
+    while (!stats_stop &&
+           pthread_cond_timedwait (&stats_wake, &stats_lock, &next) == 0)
+      ;
+    if (stats_stop)
+      break;
+    pthread_mutex_unlock (&stats_lock);
+    write_stats ();
+    pthread_mutex_lock (&stats_lock);
+  }
+  pthread_mutex_unlock (&stats_lock);
+  return NULL;
+}
+
+static int
+start_stats_thread (void)
+{
+  pthread_condattr_t attr;
+  int err;
+
+  pthread_condattr_init (&attr);
+  pthread_condattr_setclock (&attr, CLOCK_MONOTONIC);
+  pthread_cond_init (&stats_wake, &attr);
+  pthread_condattr_destroy (&attr);
+  err = pthread_create (&stats_thread, NULL, stats_loop, NULL);
+  if (err != 0) {
+    errno = err;
+    nbdkit_error ("cow-stats=%s: cannot start a thread: %m", stats_path);
+    pthread_cond_destroy (&stats_wake);
+    return -1;
+  }
+  stats_thread_running = true;
+  return 0;
+}
+
+/* Stops the thread, if running, and writes the final report. */
+static void
+finish_stats (void)
+{
+  if (stats_path == NULL)
+    return;
+  if (stats_thread_running) {
+    pthread_mutex_lock (&stats_lock);
+    stats_stop = true;
+    pthread_cond_signal (&stats_wake);
+    pthread_mutex_unlock (&stats_lock);
+    pthread_join (stats_thread, NULL);
+    pthread_cond_destroy (&stats_wake);
+    stats_thread_running = false;
+  }
+  write_stats ();
+}
+
+/*----------------------------------------------------------------------
+ * Life cycle.
+ */
 
 /* Overlays are made when exports are first opened, but a bad $TMPDIR
  * or cow-file should stop nbdkit at start, with the parameter named:
@@ -230,13 +395,19 @@ cow_get_ready (int thread_model)
 {
   struct blk *probe;
 
-  if (cow_file)
-    return get_overlay ("") ? 0 : -1;
-  probe = new_blk ("");
-  if (probe == NULL)
-    return -1;
-  blk_free (probe);
-  return 0;
+  if (cow_file) {
+    if (get_overlay ("") == NULL)
+      return -1;
+  }
+  else {
+    probe = new_blk ("");
+    if (probe == NULL)
+      return -1;
+    blk_free (probe);
+  }
+  /* A cow-stats file that cannot be written stops nbdkit here too. */
+  clock_gettime (CLOCK_MONOTONIC, &stats_start);
+  return stats_path ? write_stats () : 0;
 }
 
 /* With cow-file, a file made for a base of another size must also stop
@@ -251,6 +422,9 @@ cow_after_fork (nbdkit_backend *backend)
   int64_t size;
   int r = 0;
 
+  /* Threads must start after nbdkit forks into the background. */
+  if (stats_path && start_stats_thread () == -1)
+    return -1;
   if (cow_file == NULL)
     return 0;
   next = nbdkit_next_context_open (backend, 1, "", 1);
@@ -269,17 +443,27 @@ cow_after_fork (nbdkit_backend *backend)
   return r;
 }
 
+/* All connections are closed: the final statistics. */
+static void
+cow_cleanup (nbdkit_backend *backend)
+{
+  finish_stats ();
+}
+
 static void
 cow_unload (void)
 {
+  finish_stats ();              /* in case .cleanup was not reached */
   while (overlays) {
     struct overlay *o = overlays;
     overlays = o->next;
     blk_free (o->blk);
+    shardctr_free (&o->requests);
     free (o->exportname);
     free (o);
   }
   free (cow_file);
+  free (stats_path);
 }
 
 /* The handle of a connection is its export's struct overlay. */
@@ -430,6 +614,8 @@ cow_pread (nbdkit_next *next, void *handle,
 {
   struct overlay *o = handle;
   const struct blk_base base = { .pread = base_pread, .opaque = next };
+
+  count_request (o, REQ_READ, count);
   return blk_read (o->blk, &base, buf, count, offset, cow_on_read_now (), err);
 }
 
@@ -440,6 +626,8 @@ cow_pwrite (nbdkit_next *next, void *handle,
 {
   struct overlay *o = handle;
   const struct blk_base base = { .pread = base_pread, .opaque = next };
+
+  count_request (o, REQ_WRITE, count);
   return blk_write (o->blk, &base, buf, count, offset, err);
 }
 
@@ -449,6 +637,8 @@ cow_zero (nbdkit_next *next, void *handle,
 {
   struct overlay *o = handle;
   const struct blk_base base = { .pread = base_pread, .opaque = next };
+
+  count_request (o, REQ_ZERO, count);
   return blk_zero (o->blk, &base, count, offset,
                    (flags & NBDKIT_FLAG_MAY_TRIM) != 0, err);
 }
@@ -458,6 +648,8 @@ cow_trim (nbdkit_next *next, void *handle,
           uint32_t count, uint64_t offset, uint32_t flags, int *err)
 {
   struct overlay *o = handle;
+
+  count_request (o, REQ_TRIM, count);
   return blk_trim (o->blk, count, offset, err);
 }
 
@@ -465,6 +657,8 @@ static int
 cow_flush (nbdkit_next *next, void *handle, uint32_t flags, int *err)
 {
   struct overlay *o = handle;
+
+  count_request (o, REQ_FLUSH, 0);
   return blk_flush (o->blk, err);
 }
 
@@ -475,6 +669,7 @@ cow_cache (nbdkit_next *next, void *handle,
   struct overlay *o = handle;
   const struct blk_base base = { .pread = base_pread, .opaque = next };
 
+  count_request (o, REQ_CACHE, count);
   if (cow_on_cache)
     return blk_copy_up (o->blk, &base, count, offset, err);
   return next->cache (next, count, offset, flags, err);
@@ -529,6 +724,7 @@ cow_extents (nbdkit_next *next, void *handle,
   struct overlay *o = handle;
   uint64_t end = offset + count;
 
+  count_request (o, REQ_EXTENTS, count);
   while (offset < end) {
     enum blk_state state;
     uint64_t run_end = blk_state_run (o->blk, offset, end, &state);
@@ -563,6 +759,7 @@ static struct nbdkit_filter filter = {
   .config_help       = cow_config_help,
   .get_ready         = cow_get_ready,
   .after_fork        = cow_after_fork,
+  .cleanup           = cow_cleanup,
   .unload            = cow_unload,
   .open              = cow_open,
   .prepare           = cow_prepare,
