@@ -3,13 +3,20 @@
 # workloads each change was about.
 #
 # usage: before_after.py --before SO --after SO --work DIR [--rounds N]
-# (benchmarks/before-after REV builds REV and runs this.)
+#                        [--after-args 'KEY=VALUE ...']
+# (benchmarks/before-after REV [ARGS] builds REV and runs this.)
+# --after-args gives the after filter more parameters, e.g. cow-stats
+# or cow-file; a relative path in them lands in the scratch directory,
+# which is emptied after every measurement.
 
 import argparse
 import os
 import statistics
 
 from bench import Bench, progress
+
+# Parameters of --after-args whose relative paths go to the scratch dir.
+PATH_PARAMS = ("cow-file", "cow-stats")
 
 # name, slow base, cow-block-size, fio rw, bs, jobs
 CASES = [
@@ -22,6 +29,17 @@ CASES = [
 ]
 
 
+def after_params(after_args, tmp):
+    """--after-args as a list, relative paths of PATH_PARAMS in tmp."""
+    params = []
+    for arg in after_args.split():
+        key, _, value = arg.partition("=")
+        if key in PATH_PARAMS and not value.startswith("/"):
+            arg = "%s=%s/%s" % (key, tmp, value)
+        params.append(arg)
+    return params
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--before", required=True)
@@ -29,6 +47,7 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--runtime", type=int, default=4)
+    ap.add_argument("--after-args", default="")
     args = ap.parse_args()
     args.quick = False
     os.makedirs(os.path.join(args.work, "tmp"), exist_ok=True)
@@ -40,9 +59,11 @@ def main():
         for _ in range(args.rounds):
             for which in ("before", "after"):
                 delay = (["delay"], ["delay-read=1ms"]) if slow else ([], [])
+                extra = after_params(args.after_args, b.tmp)
                 b.nbdkit("srv", [getattr(args, which)] + delay[0],
                          ["memory", "1G"],
-                         delay[1] + ["cow-block-size=" + block])
+                         delay[1] + ["cow-block-size=" + block] +
+                         (extra if which == "after" else []))
                 r = b.fio("nbd+unix:///?socket=" + b.sock("srv"), rw, bs, jobs)
                 b.stop_all()
                 iops[which].append(r["iops"])
