@@ -4,8 +4,8 @@
 
 #include <pthread.h>
 #include <stdbool.h>
-#include <time.h>
 
+#include "monotonic.h"
 #include "rangelock.h"
 
 void
@@ -54,15 +54,6 @@ unlink_range (struct rangelock *locks, struct rangelock_range *range)
     locks->tail = range->prev;
 }
 
-static uint64_t
-now_ns (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (uint64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 uint64_t
 rangelock_lock (struct rangelock *locks, struct rangelock_range *range,
                 uint64_t first, uint64_t n)
@@ -84,12 +75,12 @@ rangelock_lock (struct rangelock *locks, struct rangelock_range *range,
    * rangelock_unlock signals only ranges whose count it takes to zero.
    */
   if (range->blockers > 0) {
-    uint64_t start = now_ns ();
+    uint64_t start = monotonic_ns ();
     pthread_cond_init (&range->unblocked, NULL);
     while (range->blockers > 0)
       pthread_cond_wait (&range->unblocked, &locks->lock);
     pthread_cond_destroy (&range->unblocked);
-    waited = now_ns () - start;
+    waited = monotonic_ns () - start;
     if (waited == 0)
       waited = 1;               /* it did wait, however short */
   }

@@ -44,7 +44,6 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <nbdkit-filter.h>
@@ -54,6 +53,7 @@
 #include "ispowerof2.h"
 #include "iszero.h"
 #include "kept.h"
+#include "monotonic.h"
 #include "rangelock.h"
 #include "scratch.h"
 #include "shardctr.h"
@@ -189,15 +189,6 @@ stat_add (struct blk *blk, enum counter counter, uint64_t n)
   shardctr_add (&blk->counters, counter, n);
 }
 
-static uint64_t
-now_ns (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (uint64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static void
 count_wait (struct blk *blk, enum blk_lock lock, uint64_t ns)
 {
@@ -212,9 +203,9 @@ lock_mutex (struct blk *blk, pthread_mutex_t *mutex, enum blk_lock lock)
 
   if (pthread_mutex_trylock (mutex) == 0)
     return;
-  start = now_ns ();
+  start = monotonic_ns ();
   pthread_mutex_lock (mutex);
-  count_wait (blk, lock, now_ns () - start);
+  count_wait (blk, lock, monotonic_ns () - start);
 }
 
 /* Takes punch_lock exclusively (to punch) or shared (to use the map). */
@@ -226,10 +217,10 @@ lock_punch (struct blk *blk, bool exclusive)
   if ((exclusive ? pthread_rwlock_trywrlock
                  : pthread_rwlock_tryrdlock) (&blk->punch_lock) == 0)
     return;
-  start = now_ns ();
+  start = monotonic_ns ();
   (exclusive ? pthread_rwlock_wrlock
              : pthread_rwlock_rdlock) (&blk->punch_lock);
-  count_wait (blk, BLK_LOCK_PUNCH, now_ns () - start);
+  count_wait (blk, BLK_LOCK_PUNCH, monotonic_ns () - start);
 }
 
 static void

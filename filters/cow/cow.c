@@ -26,6 +26,7 @@
 
 #include "blk.h"
 #include "ispowerof2.h"
+#include "monotonic.h"
 #include "shardctr.h"
 #include "stats.h"
 
@@ -252,23 +253,13 @@ count_request (struct overlay *o, enum cow_request type, uint64_t bytes)
     shardctr_add (&o->requests, 2 * type + 1, bytes);
 }
 
-static struct timespec stats_start;         /* set in .get_ready */
+static uint64_t stats_start_ns;             /* set in .get_ready */
 
 /* Whether the last write failed, so a failing disk logs one error, not
  * one a second.  Used by one thread at a time: .get_ready, then the
  * stats thread, then .cleanup after joining it.
  */
 static bool stats_failing;
-
-static double
-seconds_since_start (void)
-{
-  struct timespec now;
-
-  clock_gettime (CLOCK_MONOTONIC, &now);
-  return (now.tv_sec - stats_start.tv_sec) +
-         (now.tv_nsec - stats_start.tv_nsec) / 1e9;
-}
 
 /* Writes the report of every overlay, oldest first.  The list is read
  * without overlays_lock past its head: entries are only ever added at
@@ -303,7 +294,8 @@ write_stats (void)
         e->request_bytes[t] = shardctr_sum (&o->requests, 2 * t + 1);
       }
     }
-    r = stats_write (stats_path, seconds_since_start (), exports, n);
+    r = stats_write (stats_path, (monotonic_ns () - stats_start_ns) / 1e9,
+                     exports, n);
   }
   if (r == -1 && !stats_failing)
     nbdkit_error ("cow-stats=%s: cannot write the statistics: %m",
@@ -406,7 +398,7 @@ cow_get_ready (int thread_model)
     blk_free (probe);
   }
   /* A cow-stats file that cannot be written stops nbdkit here too. */
-  clock_gettime (CLOCK_MONOTONIC, &stats_start);
+  stats_start_ns = monotonic_ns ();
   return stats_path ? write_stats () : 0;
 }
 
