@@ -282,20 +282,30 @@ all_in_state (struct blk *blk, uint64_t first, uint64_t n,
   return state_run (blk, first, first + n, &s) == first + n && s == state;
 }
 
+/* The state pages of a kept overlay holding blocks [first, first+n):
+ * their entries in dirty_pages are [*page, *page + *pages).
+ */
+static void
+state_pages_of (uint64_t first, uint64_t n, uint64_t *page, uint64_t *pages)
+{
+  *page = first / KEPT_BLOCKS_PER_PAGE;
+  *pages = (first + n - 1) / KEPT_BLOCKS_PER_PAGE - *page + 1;
+}
+
 /* Makes room in the map before the I/O of a state change, so that the
  * final set_states cannot fail after the data has been written.
  */
 static int
 reserve_states (struct blk *blk, uint64_t first, uint64_t n, int *err)
 {
+  uint64_t page, pages;
   int r;
 
+  state_pages_of (first, n, &page, &pages);
   lock_mutex (blk, &blk->state_lock, BLK_LOCK_STATE);
   r = statemap_reserve (&blk->states, first, n);
   if (r == 0 && blk->kept_path)
-    r = statemap_reserve (&blk->dirty_pages, first / KEPT_BLOCKS_PER_PAGE,
-                          (first + n - 1) / KEPT_BLOCKS_PER_PAGE
-                          - first / KEPT_BLOCKS_PER_PAGE + 1);
+    r = statemap_reserve (&blk->dirty_pages, page, pages);
   pthread_mutex_unlock (&blk->state_lock);
   if (r == -1) {
     *err = errno;
@@ -308,12 +318,13 @@ reserve_states (struct blk *blk, uint64_t first, uint64_t n, int *err)
 static void
 set_states (struct blk *blk, uint64_t first, uint64_t n, enum blk_state state)
 {
+  uint64_t page, pages;
+
+  state_pages_of (first, n, &page, &pages);
   lock_mutex (blk, &blk->state_lock, BLK_LOCK_STATE);
   statemap_set (&blk->states, first, n, state);
   if (blk->kept_path)
-    statemap_set (&blk->dirty_pages, first / KEPT_BLOCKS_PER_PAGE,
-                  (first + n - 1) / KEPT_BLOCKS_PER_PAGE
-                  - first / KEPT_BLOCKS_PER_PAGE + 1, 1);
+    statemap_set (&blk->dirty_pages, page, pages, 1);
   pthread_mutex_unlock (&blk->state_lock);
 }
 
@@ -366,8 +377,18 @@ overlay_read (struct blk *blk, void *buf, uint64_t count, uint64_t offset,
 }
 
 /* Deallocates a range, which then reads as zeros.  Returns 0, or -1
- * with errno set if the filesystem cannot punch holes.
+ * with errno set if the filesystem cannot punch holes.  Requires that
+ * nothing else uses the range (overlay_punch, or setup).
  */
+static int
+punch_hole (struct blk *blk, uint64_t count, uint64_t offset)
+{
+  return fallocate (blk->overlay_fd,
+                    FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                    blk->data_offset + offset, count);
+}
+
+/* punch_hole while requests run. */
 static int
 overlay_punch (struct blk *blk, uint64_t count, uint64_t offset)
 {
@@ -375,8 +396,7 @@ overlay_punch (struct blk *blk, uint64_t count, uint64_t offset)
 
   lock_punch (blk, true);
   lock_mutex (blk, &blk->write_lock, BLK_LOCK_WRITE);
-  r = fallocate (blk->overlay_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-                 blk->data_offset + offset, count);
+  r = punch_hole (blk, count, offset);
   pthread_mutex_unlock (&blk->write_lock);
   pthread_rwlock_unlock (&blk->punch_lock);
   return r;
@@ -787,9 +807,8 @@ load_kept (struct blk *blk)
     unsigned state;
     uint64_t end = statemap_run (&blk->states, b, blocks, &state);
     if (state != BLK_ALLOCATED &&
-        fallocate (blk->overlay_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-                   blk->data_offset + blk_start (blk, b),
-                   blk_end (blk, end - 1) - blk_start (blk, b)) == -1)
+        punch_hole (blk, blk_end (blk, end - 1) - blk_start (blk, b),
+                    blk_start (blk, b)) == -1)
       nbdkit_debug ("cow: cannot punch a hole in the overlay: %m");
     b = end;
   }
