@@ -355,22 +355,19 @@ start_stats_thread (void)
   return 0;
 }
 
-/* Stops the thread, if running, and writes the final report. */
+/* Stops the thread, if running. */
 static void
-finish_stats (void)
+stop_stats_thread (void)
 {
-  if (stats_path == NULL)
+  if (!stats_thread_running)
     return;
-  if (stats_thread_running) {
-    pthread_mutex_lock (&stats_lock);
-    stats_stop = true;
-    pthread_cond_signal (&stats_wake);
-    pthread_mutex_unlock (&stats_lock);
-    pthread_join (stats_thread, NULL);
-    pthread_cond_destroy (&stats_wake);
-    stats_thread_running = false;
-  }
-  write_stats ();
+  pthread_mutex_lock (&stats_lock);
+  stats_stop = true;
+  pthread_cond_signal (&stats_wake);
+  pthread_mutex_unlock (&stats_lock);
+  pthread_join (stats_thread, NULL);
+  pthread_cond_destroy (&stats_wake);
+  stats_thread_running = false;
 }
 
 /*----------------------------------------------------------------------
@@ -439,13 +436,19 @@ cow_after_fork (nbdkit_backend *backend)
 static void
 cow_cleanup (nbdkit_backend *backend)
 {
-  finish_stats ();
+  if (stats_path == NULL)
+    return;
+  stop_stats_thread ();
+  write_stats ();
 }
 
 static void
 cow_unload (void)
 {
-  finish_stats ();              /* in case .cleanup was not reached */
+  /* In case .cleanup was not reached (a start that failed after
+   * .after_fork): the thread must not outlive the overlays it reads.
+   */
+  stop_stats_thread ();
   while (overlays) {
     struct overlay *o = overlays;
     overlays = o->next;
