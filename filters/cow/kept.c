@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "crc32c.h"
+#include "ispowerof2.h"
 #include "kept.h"
 
 static const char magic[8] = { 'n', 'b', 'd', 'k', 'C', 'O', 'W', '\n' };
@@ -129,7 +130,7 @@ kept_header_decode (const uint8_t *buf, struct kept_layout *layout,
   layout->states_length = get_le (buf + OFF_STATES_LENGTH, 8);
   layout->data_offset = get_le (buf + OFF_DATA_OFFSET, 8);
   /* Version 1 files have exactly the layout kept_layout computes. */
-  if (block_size == 0 || (block_size & (block_size - 1)) != 0 ||
+  if (!is_power_of_2 (block_size) ||
       get_le (buf + OFF_HEADER_SIZE, 4) != KEPT_HEADER_SIZE ||
       name_length > KEPT_NAME_MAX)
     return "inconsistent header";
