@@ -106,10 +106,9 @@ class Bench:
         elif peer == DISTRO:
             p = self.nbdkit("srv", [self.args.distro_filter] + delay[0],
                             plugin, delay[1] + bs)
-        elif peer == OURS:
-            p = self.nbdkit("srv", [ours] + delay[0], plugin, delay[1] + bs)
-        elif peer == KEPT:
-            kept = ["cow-file=" + os.path.join(self.tmp, "kept.cow")]
+        elif peer in (OURS, KEPT):
+            kept = (["cow-file=" + os.path.join(self.tmp, "kept.cow")]
+                    if peer == KEPT else [])
             p = self.nbdkit("srv", [ours] + delay[0], plugin,
                             delay[1] + bs + kept)
         elif peer == SERIAL:
