@@ -341,7 +341,8 @@ set_states (struct blk *blk, uint64_t first, uint64_t n, enum blk_state state)
  * the space of a block becoming allocated is always allocated with
  * system calls (overlay_write), where a full filesystem is an ordinary
  * ENOSPC, and only blocks whose space was allocated that way are ever
- * written through the map (overlay_store).  Holes are punched only in
+ * written through the map (overlay_store), and only in throw-away
+ * overlays, which no crash outlives.  Holes are punched only in
  * blocks that have left the allocated state (discard_blocks), and only
  * while no access through the map is under way (punch_lock).
  */
@@ -450,13 +451,18 @@ overlay_write (struct blk *blk, const void *buf, uint64_t count,
 }
 
 /* Writes buf, or zeros if buf is NULL, into blocks that are already
- * allocated in the overlay: through the map if there is one.
+ * allocated in the overlay: through the map if there is one, except in
+ * a kept overlay.  A kept overlay promises that kill -9 leaves each 4K
+ * page of a write in flight old or new.  A memcpy into the map can be
+ * stopped anywhere, and the page cache keeps the half-copied page; a
+ * write(2) copies page by page and gives way to a fatal signal only
+ * between pages (tests/test-kept-crash.sh found the torn pages).
  */
 static int
 overlay_store (struct blk *blk, const void *buf, uint64_t count,
                uint64_t offset, int *err)
 {
-  if (blk->map == NULL)
+  if (blk->map == NULL || blk->kept_path)
     return overlay_write (blk, buf, count, offset, err);
   if (buf)
     memcpy (blk->map + offset, buf, count);
