@@ -4,11 +4,18 @@
 # as its last flushed value or as one written after it, never older,
 # never anything else.
 #
-# usage: kept_crash.py NBDKIT BASE OVERLAY SOCKET ROUNDS SEED
+# With POWER_SHIM (tests/power-log.c, tests/test-kept-power.sh) the
+# crash is a power loss: after the kill, the overlay is replaced by
+# what a disk may hold then, built from the shim's log of the calls
+# nbdkit made on it (power_image), and the same must hold.
+#
+# usage: kept_crash.py NBDKIT BASE OVERLAY SOCKET ROUNDS SEED [POWER_SHIM]
 
 import os
 import random
+import shutil
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -17,11 +24,13 @@ import nbd
 
 nbdkit, base, overlay, sock, rounds, seed = sys.argv[1:7]
 rounds, seed = int(rounds), int(seed)
+power_shim = sys.argv[7] if len(sys.argv) > 7 else None
 rng = random.Random(seed)
 UNIT = 4096
 size = os.path.getsize(base)
 units = size // UNIT
 IN_FLIGHT = 16
+BLOCK_UNITS = 65536 // UNIT     # units in a block (cow-block-size=64K)
 
 with open(base, 'rb') as f:
     base_data = f.read()
@@ -31,15 +40,25 @@ values = [[base_data[u * UNIT:(u + 1) * UNIT]] for u in range(units)]
 durable = [0] * units
 
 
-def start():
+def start(logged=False):
     if os.path.exists(sock):
         os.unlink(sock)
+    env = dict(os.environ)
+    if logged:
+        shutil.copyfile(overlay, overlay + '.start')
+        open(overlay + '.log', 'wb').close()
+        env.update(NBDKIT_PRELOAD=power_shim,
+                   COW_POWER_FILE=os.path.realpath(overlay),
+                   COW_POWER_LOG=overlay + '.log',
+                   COW_POWER_CUT='50', COW_POWER_SEED=str(rng.randrange(1 << 30)))
     p = subprocess.Popen([nbdkit, '-f', '-U', sock, '--filter=cow', 'file',
                           base, 'cow-file=' + overlay],
-                         stderr=open(overlay + '.err', 'a'))
+                         stderr=open(overlay + '.err', 'a'), env=env)
     for _ in range(200):
         if os.path.exists(sock):
             return p
+        if logged and p.poll() == -signal.SIGKILL:
+            return None                 # the shim cut the power
         time.sleep(0.05)
     sys.exit('nbdkit did not start')
 
@@ -49,8 +68,11 @@ def fail(msg):
 
 
 def verify(h):
+    chunk = 256
     for u in range(units):
-        got = bytes(h.pread(UNIT, u * UNIT))
+        if u % chunk == 0:
+            data = h.pread(min(chunk, units - u) * UNIT, u * UNIT)
+        got = bytes(data[u % chunk * UNIT:(u % chunk + 1) * UNIT])
         allowed = values[u][durable[u]:]
         if got not in allowed:
             old = got in values[u]
@@ -66,9 +88,124 @@ def value(u, seq):
     return (stamp * (UNIT // len(stamp) + 1))[:UNIT]
 
 
+# The records of tests/power-log.c.
+RECORD = struct.Struct('=IIQQQ')
+PWRITE, FALLOCATE, FTRUNCATE, RETURNED, SYNC_START, SYNC_DONE = range(1, 7)
+FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, FALLOC_FL_ZERO_RANGE = 1, 2, 16
+PAGE = 4096
+
+
+class Call:
+    def __init__(self, kind, mode, seq, offset, length, data):
+        self.kind, self.mode, self.seq = kind, mode, seq
+        self.offset, self.length, self.data = offset, length, data
+        self.returned = None            # index of its RETURNED record
+
+    def pages(self):
+        return range(self.offset // PAGE,
+                     (self.offset + self.length + PAGE - 1) // PAGE)
+
+    def apply(self, img, lo=0, hi=None):
+        """Its effect on img within the bytes [lo, hi)."""
+        lo = max(lo, self.offset)
+        hi = self.offset + self.length if hi is None else \
+            min(hi, self.offset + self.length)
+        if self.kind == FTRUNCATE:
+            del img[self.length:]
+            img.extend(bytes(self.length - len(img)))
+            return
+        if self.kind == FALLOCATE and self.mode & FALLOC_FL_KEEP_SIZE:
+            hi = min(hi, len(img))
+        if hi <= lo:
+            return
+        if len(img) < hi:
+            img.extend(bytes(hi - len(img)))
+        if self.kind == PWRITE:
+            img[lo:hi] = self.data[lo - self.offset:hi - self.offset]
+        elif self.mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE):
+            img[lo:hi] = bytes(hi - lo)
+
+
+def read_log(path):
+    """The calls logged, in the order they started, and the index of
+    the SYNC_START record of the last sync that succeeded (-1 if none).
+    A record cut short by the kill is dropped.
+    """
+    with open(path, 'rb') as f:
+        log = f.read()
+    calls, sync_at, synced, at, index = {}, {}, -1, 0, 0
+    while at + RECORD.size <= len(log):
+        kind, mode, seq, offset, length = RECORD.unpack_from(log, at)
+        at += RECORD.size
+        data = None
+        if kind == PWRITE:
+            if at + length > len(log):
+                break
+            data, at = log[at:at + length], at + length
+        if kind in (PWRITE, FALLOCATE, FTRUNCATE):
+            calls[seq] = Call(kind, mode, seq, offset, length, data)
+        elif kind == RETURNED:
+            calls[seq].returned = index
+        elif kind == SYNC_START:
+            sync_at[seq] = index
+        elif kind == SYNC_DONE:
+            synced = sync_at[seq]
+        index += 1
+    return [calls[s] for s in sorted(calls)], synced
+
+
+def power_image():
+    """What the overlay may hold after a power loss now: the calls a
+    successful sync covered (those returned before it started) are on
+    disk; of the later ones, each 4K page holds the effect of a random
+    number of them, in order, as page writeback may have left it.
+    Sizes change at once (they only change at open, before a sync).
+    """
+    with open(overlay + '.start', 'rb') as f:
+        img = bytearray(f.read())
+    calls, synced = read_log(overlay + '.log')
+    later = []
+    last_synced = {}                    # page: seq of its last synced call
+    for c in calls:
+        if c.kind == FTRUNCATE:
+            c.apply(img)
+        elif c.returned is not None and c.returned < synced:
+            c.apply(img)
+            for page in c.pages():
+                last_synced[page] = c.seq
+        else:
+            later.append(c)
+    pending = {}
+    for c in later:
+        for page in c.pages():
+            if c.seq > last_synced.get(page, -1):
+                pending.setdefault(page, []).append(c)
+    for page, page_calls in pending.items():
+        # None, all or some: the extremes are the telling cases.
+        n = rng.choice((0, len(page_calls), rng.randint(0, len(page_calls))))
+        for c in page_calls[:n]:
+            c.apply(img, page * PAGE, (page + 1) * PAGE)
+    with open(overlay, 'wb') as f:
+        f.write(img)
+
+
+# Blocks never written, in a random order: some writes go to one of
+# them, so that copy-ups of base data (the state change a crash could
+# get wrong) keep happening round after round.
+fresh = list(range(units // BLOCK_UNITS))
+rng.shuffle(fresh)
+
 seq = 0
-for r in range(rounds):
+if power_shim and not os.path.exists(overlay):
+    # The file's creation is not what this tests: make it first.
     p = start()
+    p.terminate()
+    p.wait()
+for r in range(rounds):
+    p = start(logged=power_shim is not None)
+    while p is None:
+        power_image()
+        p = start(logged=True)
     h = nbd.NBD()
     h.connect_unix(sock)
     verify(h)
@@ -78,11 +215,15 @@ for r in range(rounds):
         completed[u] = len(values[u]) - 1
     deadline = time.time() + rng.uniform(0.05, 0.6)
 
-    def write_done(u, index):
+    def write_done(us):
+        """Completion of a write that added a value to each unit of us."""
+        indexes = [len(values[u]) - 1 for u in us]
+
         def cb(err):
-            busy.discard(u)
-            if err.value == 0:
-                completed[u] = max(completed[u], index)
+            for u, index in zip(us, indexes):
+                busy.discard(u)
+                if err.value == 0:
+                    completed[u] = max(completed[u], index)
             return 1
         return cb
 
@@ -94,29 +235,48 @@ for r in range(rounds):
             return 1
         return cb
 
-    while time.time() < deadline:
-        while h.aio_in_flight() < IN_FLIGHT:
-            if rng.random() < 0.05:
-                snapshot = {u: completed[u] for u in range(units)}
-                h.aio_flush(completion=flush_done(snapshot))
-                continue
-            u = rng.randrange(units)
-            if u in busy:
-                break
-            busy.add(u)
-            seq += 1
-            if rng.random() < 0.1:
-                values[u].append(bytes(UNIT))
-                h.aio_zero(UNIT, u * UNIT,
-                           completion=write_done(u, len(values[u]) - 1))
-            else:
-                values[u].append(value(u, seq))
-                h.aio_pwrite(values[u][-1], u * UNIT,
-                             completion=write_done(u, len(values[u]) - 1))
-        h.poll(-1)
+    # With POWER_SHIM the shim may cut the power itself, at a sync
+    # (COW_POWER_CUT): the connection then fails.
+    try:
+        while time.time() < deadline:
+            while h.aio_in_flight() < IN_FLIGHT:
+                if rng.random() < 0.05:
+                    snapshot = {u: completed[u] for u in range(units)}
+                    h.aio_flush(completion=flush_done(snapshot))
+                    continue
+                if rng.random() < 0.02:
+                    # A whole block zeroed, so that blocks keep changing
+                    # state (and the state area keeps being written).
+                    first = rng.randrange(units // BLOCK_UNITS) * BLOCK_UNITS
+                    us = range(first, first + BLOCK_UNITS)
+                    if busy.intersection(us):
+                        break
+                else:
+                    us = [rng.randrange(units)]
+                    if fresh and rng.random() < 0.02:
+                        us = [fresh.pop() * BLOCK_UNITS +
+                              rng.randrange(BLOCK_UNITS)]
+                    if us[0] in busy:
+                        break
+                busy.update(us)
+                seq += 1
+                if len(us) > 1 or rng.random() < 0.1:
+                    for u in us:
+                        values[u].append(bytes(UNIT))
+                    h.aio_zero(len(us) * UNIT, us[0] * UNIT,
+                               completion=write_done(us))
+                else:
+                    values[us[0]].append(value(us[0], seq))
+                    h.aio_pwrite(values[us[0]][-1], us[0] * UNIT,
+                                 completion=write_done(us))
+            h.poll(-1)
+    except nbd.Error:
+        pass
     # Requests are still in flight: the crash comes now.
     p.send_signal(signal.SIGKILL)
     p.wait()
+    if power_shim:
+        power_image()
     try:
         h.close()
     except Exception:
@@ -131,4 +291,5 @@ verify(h)
 h.shutdown()
 p.terminate()
 p.wait()
-print('kept_crash: %d rounds, %d writes, nothing flushed lost' % (rounds, seq))
+print('kept_crash: %d %s, %d writes, nothing flushed lost' %
+      (rounds, 'power losses' if power_shim else 'kills', seq))
