@@ -4,9 +4,11 @@
 #
 # usage: before_after.py --before SO --after SO --work DIR [--rounds N]
 #                        [--after-args 'KEY=VALUE ...']
-# (benchmarks/before-after REV [ARGS] builds REV and runs this.)
-# --after-args gives the after filter more parameters, e.g. cow-stats
-# or cow-file; a relative path in them lands in the scratch directory,
+#                        [--both-args 'KEY=VALUE ...']
+# (benchmarks/before-after REV [ARGS [BOTH]] builds REV and runs this.)
+# --after-args gives the after filter more parameters, e.g. cow-stats;
+# --both-args gives them to both, e.g. cow-file to compare kept
+# overlays.  A relative path in them lands in the scratch directory,
 # which is emptied after every measurement.
 
 import argparse
@@ -29,10 +31,10 @@ CASES = [
 ]
 
 
-def after_params(after_args, tmp):
-    """--after-args as a list, relative paths of PATH_PARAMS in tmp."""
+def extra_params(args, tmp):
+    """Parameters as a list, relative paths of PATH_PARAMS in tmp."""
     params = []
-    for arg in after_args.split():
+    for arg in args.split():
         key, _, value = arg.partition("=")
         if key in PATH_PARAMS and not value.startswith("/"):
             arg = "%s=%s/%s" % (key, tmp, value)
@@ -48,6 +50,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--runtime", type=int, default=4)
     ap.add_argument("--after-args", default="")
+    ap.add_argument("--both-args", default="")
     args = ap.parse_args()
     args.quick = False
     os.makedirs(os.path.join(args.work, "tmp"), exist_ok=True)
@@ -59,11 +62,12 @@ def main():
         for _ in range(args.rounds):
             for which in ("before", "after"):
                 delay = (["delay"], ["delay-read=1ms"]) if slow else ([], [])
-                extra = after_params(args.after_args, b.tmp)
+                extra = extra_params(args.both_args, b.tmp)
+                if which == "after":
+                    extra += extra_params(args.after_args, b.tmp)
                 b.nbdkit("srv", [getattr(args, which)] + delay[0],
                          ["memory", "1G"],
-                         delay[1] + ["cow-block-size=" + block] +
-                         (extra if which == "after" else []))
+                         delay[1] + ["cow-block-size=" + block] + extra)
                 r = b.fio("nbd+unix:///?socket=" + b.sock("srv"), rw, bs, jobs)
                 b.stop_all()
                 iops[which].append(r["iops"])
