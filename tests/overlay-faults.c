@@ -25,6 +25,8 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "fd-target.h"
+
 static atomic_uint counter;
 
 /* While COW_FAULT_FILE exists, COW_FAULT_RATE of every 100 writes
@@ -33,15 +35,10 @@ static atomic_uint counter;
 static int
 is_overlay (int fd)
 {
-  char link[64], target[4096];
-  ssize_t n;
+  char target[4096];
 
-  snprintf (link, sizeof link, "/proc/self/fd/%d", fd);
-  n = readlink (link, target, sizeof target - 1);
-  if (n <= 0)
-    return 0;
-  target[n] = '\0';
-  return strstr (target, "/nbdkit-cow-") != NULL;
+  return fd_target (fd, target, sizeof target) &&
+         strstr (target, "/nbdkit-cow-") != NULL;
 }
 
 static int

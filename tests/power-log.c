@@ -35,6 +35,8 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "fd-target.h"
+
 enum kind {
   KIND_PWRITE = 1,      /* offset, len, then len bytes */
   KIND_FALLOCATE = 2,   /* mode, offset, len */
@@ -60,17 +62,10 @@ static int
 is_watched (int fd)
 {
   const char *file = getenv ("COW_POWER_FILE");
-  char link[64], target[4096];
-  ssize_t n;
+  char target[4096];
 
-  if (file == NULL)
-    return 0;
-  snprintf (link, sizeof link, "/proc/self/fd/%d", fd);
-  n = readlink (link, target, sizeof target - 1);
-  if (n <= 0)
-    return 0;
-  target[n] = '\0';
-  return strcmp (target, file) == 0;
+  return file && fd_target (fd, target, sizeof target) &&
+         strcmp (target, file) == 0;
 }
 
 /* The log must hold every record whole, or the test cannot trust it. */
