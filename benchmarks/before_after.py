@@ -1,6 +1,6 @@
 # Before/after figures for docs/performance.md: the filter built from
 # an earlier commit against the one built here, interleaved, on the
-# workloads each change was about.
+# workloads each change was about: fio cases, then the pipeline.
 #
 # usage: before_after.py --before SO --after SO --work DIR [--rounds N]
 #                        [--after-args 'KEY=VALUE ...']
@@ -42,12 +42,18 @@ def extra_params(args, tmp):
     return params
 
 
+def order(rnd):
+    """Which filter runs first in round rnd: each in turn, as a run
+    leaves the machine busier (writeback, freed memory) for the next."""
+    return ("before", "after") if rnd % 2 == 0 else ("after", "before")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--before", required=True)
     ap.add_argument("--after", required=True)
     ap.add_argument("--work", required=True)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--runtime", type=int, default=4)
     ap.add_argument("--after-args", default="")
     ap.add_argument("--both-args", default="")
@@ -59,8 +65,8 @@ def main():
     print("|---|---:|---:|---:|")
     for name, slow, block, rw, bs, jobs in CASES:
         iops = {"before": [], "after": []}
-        for _ in range(args.rounds):
-            for which in ("before", "after"):
+        for rnd in range(args.rounds):
+            for which in order(rnd):
                 delay = (["delay"], ["delay-read=1ms"]) if slow else ([], [])
                 extra = extra_params(args.both_args, b.tmp)
                 if which == "after":
@@ -75,6 +81,34 @@ def main():
         after = statistics.median(iops["after"])
         progress("| %s | %.0f | %.0f | %.2f |" % (name, before, after,
                                                  after / before))
+    pipeline(b, args)
+
+
+def pipeline(b, args):
+    """The pipeline of benchmarks/run from its sparse-random source:
+    the burst of guest-like writes, then nbdcopy out; seconds."""
+    out = os.path.join(b.work, "out.img")
+    secs = {which: [] for which in ("before", "after")}
+    for rnd in range(args.rounds):
+        for which in order(rnd):
+            extra = extra_params(args.both_args, b.tmp)
+            if which == "after":
+                extra += extra_params(args.after_args, b.tmp)
+            b.nbdkit("srv", [getattr(args, which)],
+                     ["sparse-random", "4G", "seed=42"], extra)
+            uri = "nbd+unix:///?socket=" + b.sock("srv")
+            secs[which].append((b.burst(uri), b.copy_out(uri, out)))
+            b.stop_all()
+    os.unlink(out)
+    print()
+    print("| pipeline, sparse-random 4G | before (s) | after (s) "
+          "| before / after |")
+    print("|---|---:|---:|---:|")
+    for i, step in enumerate(("writes", "copy out")):
+        before = statistics.median(t[i] for t in secs["before"])
+        after = statistics.median(t[i] for t in secs["after"])
+        progress("| %s | %.2f | %.2f | %.2f |" % (step, before, after,
+                                                  before / after))
 
 
 if __name__ == "__main__":

@@ -271,23 +271,33 @@ class Bench:
             if os.path.exists(out):
                 os.unlink(out)
 
-    def pipeline_one(self, peer, plugin, slow, out):
-        uri, _ = self.serve(peer, plugin, slow)
-        burst = ["fio", "--name=guest", "--ioengine=nbd", "--uri=" + uri,
-                 "--rw=randwrite", "--bssplit=4k/50:16k/20:64k/20:1m/10",
-                 "--numjobs=4", "--iodepth=16", "--randrepeat=1",
-                 "--io_size=%s" % ("32m" if self.args.quick else "128m")]
-        w = self.run(burst)
+    def burst(self, uri):
+        """Guest-like random writes through the export at uri."""
+        return self.run(["fio", "--name=guest", "--ioengine=nbd",
+                         "--uri=" + uri, "--rw=randwrite",
+                         "--bssplit=4k/50:16k/20:64k/20:1m/10",
+                         "--numjobs=4", "--iodepth=16", "--randrepeat=1",
+                         "--io_size=%s" % ("32m" if self.args.quick
+                                           else "128m")])
+
+    def copy_out(self, uri, out):
         if os.path.exists(out):
             os.unlink(out)
+        return self.run(["nbdcopy", "--connections=4", uri, out])
+
+    def pipeline_one(self, peer, plugin, slow, out):
+        uri, _ = self.serve(peer, plugin, slow)
+        w = self.burst(uri)
         if peer == QEMU:
+            if os.path.exists(out):
+                os.unlink(out)
             self.procs[-1].terminate()          # qemu-nbd holds the qcow2
             self.procs[-1].wait()
             c = self.run(["qemu-img", "convert", "-W", "-m", "16", "-f",
                           "qcow2", "-O", "raw",
                           os.path.join(self.tmp, "overlay.qcow2"), out])
         else:
-            c = self.run(["nbdcopy", "--connections=4", uri, out])
+            c = self.copy_out(uri, out)
         self.stop_all()
         return w, c
 

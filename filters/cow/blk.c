@@ -64,6 +64,12 @@
  */
 #define COPY_UP_CHUNK (4 * 1024 * 1024)
 
+/* Reads of allocated blocks shorter than this copy from the map, longer
+ * ones use pread (overlay_read).  It is the kernel's default
+ * fault-around window: a shorter read costs a fault or two at most.
+ */
+#define MAP_READ_MAX (64 * 1024)
+
 /* Writes of zeros where the overlay cannot punch holes use this. */
 static const char zero_buf[65536];
 
@@ -360,12 +366,17 @@ overlay_error (const char *what, uint64_t count, uint64_t offset, int *err)
                   ": %m", what, count, offset);
 }
 
-/* Reads bytes of allocated blocks. */
+/* Reads bytes of allocated blocks.  Short reads copy from the map: no
+ * system call, and the pages stay mapped for the next one.  Long reads
+ * use pread: a page first touched through the map costs a fault and
+ * its page-table entries besides the copy, and a long read (nbdcopy
+ * copying the disk out) touches each page once (docs/performance.md).
+ */
 static int
 overlay_read (struct blk *blk, void *buf, uint64_t count, uint64_t offset,
               int *err)
 {
-  if (blk->map) {
+  if (blk->map && count < MAP_READ_MAX) {
     memcpy (buf, blk->map + offset, count);
     return 0;
   }
@@ -492,6 +503,11 @@ blk_alloc (uint32_t block_size, int overlay_fd)
   blk->block_size = block_size;
   blk->block_shift = log_2_bits (block_size);
   blk->overlay_fd = overlay_fd;
+  /* No readahead: the overlay is read where clients ask, and blocks
+   * allocated with FALLOC_FL_ZERO_RANGE are unwritten extents whose
+   * readahead would only fill zeroed pages nobody asked for.
+   */
+  posix_fadvise (overlay_fd, 0, 0, POSIX_FADV_RANDOM);
 
   pthread_mutex_init (&blk->write_lock, NULL);
   /* Writers first: a punch must not wait behind a stream of requests. */
