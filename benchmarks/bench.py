@@ -2,6 +2,7 @@
 # needs, builds the filter and runs this; see benchmarks/README.md.
 #
 # usage: bench.py --filter SO --distro-filter SO --out DIR [--quick]
+#                 [--targets-only]
 #
 # Every measurement starts fresh servers (so every overlay starts
 # empty) and the peers of one measurement run one after another,
@@ -36,6 +37,22 @@ WORKLOADS = [  # name, fio rw, fio bs
     ("64K sequential write", "write", "64k"),
     ("1M sequential write", "write", "1m"),
 ]
+SCENARIOS = [  # name, slow base, cow-block-size, peers
+    ("fast base, 64K blocks", False, "64K", PEERS),
+    ("slow base (1 ms reads), 64K blocks", True, "64K", PEERS),
+    ("fast base, 4K blocks", False, "4K", BLOCK_PEERS),
+    ("fast base, 1M blocks", False, "1M", BLOCK_PEERS),
+]
+FAST64, SLOW64, FAST4, FAST1M = (s[0] for s in SCENARIOS)
+# The fio cells each ratio target compares, measured again in target
+# runs: scenario, workload, jobs, peers.  The 8-jobs-against-1 target
+# adds every scenario and workload with 1 and 8 jobs (target_cells).
+RATIO_CELLS = [
+    (FAST64, WORKLOADS[0], 4, [NONE, DISTRO, OURS, KEPT]),
+    (SLOW64, WORKLOADS[0], 4, [DISTRO, OURS, KEPT]),
+    (FAST1M, WORKLOADS[1], 4, [NONE, OURS, KEPT]),
+]
+TARGET_ROUNDS = 5
 JOBS = [1, 2, 4, 8]
 IODEPTH = 16
 DISK = "1G"
@@ -175,10 +192,7 @@ class Bench:
 
     def fio_matrix(self, results):
         """Every workload x jobs x peer, for each scenario."""
-        scenarios = [("fast base, 64K blocks", False, "64K", PEERS),
-                     ("slow base (1 ms reads), 64K blocks", True, "64K", PEERS),
-                     ("fast base, 4K blocks", False, "4K", BLOCK_PEERS),
-                     ("fast base, 1M blocks", False, "1M", BLOCK_PEERS)]
+        scenarios = SCENARIOS
         if self.args.quick:
             scenarios = [scenarios[0], scenarios[1], scenarios[3]]
         jobs = [1, 4, 8] if self.args.quick else JOBS
@@ -205,6 +219,29 @@ class Bench:
                                             rounds=rounds))
                         progress("%s | %s | %d jobs | %s: %.0f IOPS" %
                                  (scen, wname, j, peer, best[peer]["iops"]))
+
+    # ---- target runs ---------------------------------------------------
+
+    def target_runs(self, results):
+        """The fio cells the targets compare, again in TARGET_ROUNDS
+        rounds, each round every cell's peers back to back in a rotated
+        order.  One figure moves by 20-30% between runs on this machine
+        (benchmarks/README.md), so a target is judged on the median of
+        the per-round ratios, not on one best-of-2 figure of the tables."""
+        rounds = 1 if self.args.quick else TARGET_ROUNDS
+        for rnd in range(rounds):
+            for scen, (wname, rw, bs), jobs, peers in target_cells():
+                _, slow, block, _ = next(s for s in SCENARIOS
+                                         if s[0] == scen)
+                k = rnd % len(peers)
+                for peer in peers[k:] + peers[:k]:
+                    uri, _ = self.serve(peer, ["memory", DISK], slow, block)
+                    r = self.fio(uri, rw, bs, jobs)
+                    self.stop_all()
+                    results.append({"scenario": scen, "workload": wname,
+                                    "jobs": jobs, "peer": peer,
+                                    "round": rnd, "iops": r["iops"]})
+            progress("target runs: round %d of %d done" % (rnd + 1, rounds))
 
     # ---- pipeline ------------------------------------------------------
 
@@ -330,6 +367,20 @@ class Bench:
         os.unlink(empty)
 
 
+def target_cells():
+    """RATIO_CELLS, then for the 8-jobs-against-1 target every scenario
+    and workload with ours and ours with cow-file: a cell here is one
+    peer at one number of jobs, so its 1-job and 8-jobs runs are
+    neighbours in every round."""
+    cells = list(RATIO_CELLS)
+    for scen, _, _, _ in SCENARIOS:
+        for wl in WORKLOADS:
+            for peer in (OURS, KEPT):
+                cells.append((scen, wl, 1, [peer]))
+                cells.append((scen, wl, 8, [peer]))
+    return cells
+
+
 def progress(msg):
     print(msg, flush=True)
 
@@ -369,18 +420,22 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--runtime", type=int, default=3)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--targets-only", action="store_true")
     args = ap.parse_args()
     os.makedirs(os.path.join(args.work, "tmp"), exist_ok=True)
     os.makedirs(args.out, exist_ok=True)
 
     b = Bench(args)
     results = {"machine": machine(), "runtime": args.runtime,
-               "quick": args.quick, "fio": [], "pipeline": [], "zeroes": []}
+               "quick": args.quick, "fio": [], "pipeline": [], "zeroes": [],
+               "targets": []}
     started = time.time()
     try:
-        b.fio_matrix(results["fio"])
-        b.pipeline(results["pipeline"])
-        b.zeroes(results["zeroes"])
+        if not args.targets_only:
+            b.fio_matrix(results["fio"])
+            b.pipeline(results["pipeline"])
+            b.zeroes(results["zeroes"])
+        b.target_runs(results["targets"])
     finally:
         b.stop_all()
     results["minutes"] = (time.time() - started) / 60
