@@ -8,9 +8,7 @@
  *
  * The overlay is recognised by its name (nbdkit-cow-*, unlinked), so
  * the plugin's own files and sockets are never touched.  It covers
- * pwrite and fallocate, the calls the filter writes the overlay with,
- * and refuses to map the overlay into memory, so that every write
- * takes those calls (writes through a map could not fail cleanly).
+ * pwrite and fallocate, the calls the filter writes the overlay with.
  */
 
 #define _GNU_SOURCE 1
@@ -20,8 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/syscall.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -52,25 +48,6 @@ should_fail (int fd)
   if (atomic_fetch_add (&counter, 1) % 100 >= (unsigned) (rate ? atoi (rate) : 10))
     return 0;
   return is_overlay (fd);
-}
-
-/* The real mmap is the system call itself: dlsym may allocate, and
- * allocating may call mmap.
- */
-void *
-mmap (void *addr, size_t length, int prot, int flags, int fd, off_t offset)
-{
-  if (fd >= 0 && is_overlay (fd)) {
-    errno = ENODEV;
-    return MAP_FAILED;
-  }
-  return (void *) syscall (SYS_mmap, addr, length, prot, flags, fd, offset);
-}
-
-void *
-mmap64 (void *addr, size_t length, int prot, int flags, int fd, off_t offset)
-{
-  return mmap (addr, length, prot, flags, fd, offset);
 }
 
 ssize_t

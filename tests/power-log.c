@@ -17,9 +17,7 @@
  * Each call on the file writes a record before it starts and one when
  * it has returned, so the log shows which changes a sync may have
  * missed: those not yet returned when the sync started.  A record is
- * struct record followed, for pwrite, by the bytes written.  Writes
- * through a memory map are not seen: a kept overlay must not make any
- * (docs/overlay-format.md), and the test fails if it does.
+ * struct record followed, for pwrite, by the bytes written.
  */
 
 #define _GNU_SOURCE 1

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A full overlay filesystem gives the client ENOSPC (or EIO), nbdkit
 # keeps serving, earlier data stays intact and the failed blocks are
-# not marked allocated: they still read as the base.
+# not marked allocated: they still read as the base.  Blocks already
+# in the overlay keep taking writes and zeros: their space is held.
 . "$abs_top_srcdir/tests/functions.sh"
 
 mkdir "$tmp/small"
@@ -32,5 +33,8 @@ def pattern(offset, count):
 assert h.pread(524288, 0) == b"a" * 524288, "earlier data lost"
 off = failed * 4 * 1048576
 assert h.pread(1048576, off) == pattern(off, 1048576), "failed write left state"
+h.pwrite(b"c" * 4096, 4096)
+h.zero(4096, 8192, nbd.CMD_FLAG_NO_HOLE)
+assert h.pread(16384, 0) == b"a" * 4096 + b"c" * 4096 + bytes(4096) + b"a" * 4096
 h.pread(4096, 90 * 1048576)      # still serving
 '

@@ -66,7 +66,7 @@ expect disk "[(k, v['count'], v['bytes']) for k, v in e['requests'].items()]" \
   "[('read', 1, 8192), ('write', 2, 69632), ('zero', 1, 262144), ('trim', 1, 131072), ('flush', 1, 0), ('cache', 1, 131072), ('extents', 1, 65536)]"
 expect disk "e['overlay_bytes_on_disk'] >= 4 * 65536" True
 expect disk "sorted(e['lock_waits'])" \
-  "['flush_lock', 'punch_lock', 'rmw_locks', 'state_lock', 'write_lock']"
+  "['flush_lock', 'rmw_locks', 'state_lock', 'write_lock']"
 expect 'odd"name' "e['requests']['read']" "{'count': 1, 'bytes': 512}"
 expect 'odd"name' "e['blocks']" "{'not_allocated': 16, 'allocated': 0, 'zero': 0}"
 

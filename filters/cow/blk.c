@@ -20,16 +20,15 @@
  *    So a write that finds all its blocks allocated may go straight to
  *    the overlay with no rmw lock: no copy-up can be running on them.
  *
- *  - punch_lock (a rwlock) is held shared over each access through the
- *    overlay's memory map, exclusively over punching holes.
- *    write_lock (a mutex) is held over each system call that writes
- *    the overlay.  Both guard I/O, not data.
+ *  - write_lock (a mutex) is held over each system call that writes
+ *    the overlay, and over the state lookup of a fast-path write too:
+ *    punches take it, so no write lands in a block after its punch.
  *
  *  - flush_lock (a mutex) lets one flush of a kept overlay run at a
- *    time; it takes state_lock and write_lock inside.
+ *    time; it takes state_lock inside.
  *
- *  - Order: rmw_locks, then punch_lock, then state_lock or write_lock;
- *    flush_lock, then state_lock or write_lock.
+ *  - Order: rmw_locks, then write_lock, then state_lock; flush_lock,
+ *    then state_lock.
  */
 
 #include <config.h>
@@ -42,7 +41,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -64,12 +62,6 @@
  */
 #define COPY_UP_CHUNK (4 * 1024 * 1024)
 
-/* Reads of allocated blocks shorter than this copy from the map, longer
- * ones use pread (overlay_read).  It is the kernel's default
- * fault-around window: a shorter read costs a fault or two at most.
- */
-#define MAP_READ_MAX (64 * 1024)
-
 /* Writes of zeros where the overlay cannot punch holes use this. */
 static const char zero_buf[65536];
 
@@ -85,23 +77,14 @@ struct blk {
    */
   uint64_t size;
   bool size_known;
-  char *map;                    /* the overlay in memory, or NULL */
 
   /* Held over every system call that writes the overlay.  The kernel
    * serializes them anyway (the inode lock), but its waiters spin, which
    * on few cores starved the threads doing useful work; a mutex waits
-   * asleep.  Innermost, like state_lock, and never held with it.
+   * asleep.  A fast-path write also holds it over its state lookup
+   * (write_allocated).  Only state_lock is ever taken inside it.
    */
   pthread_mutex_t write_lock;
-
-  /* Held shared by every access through the map, from the state
-   * lookup that finds the blocks allocated until the memcpy is done;
-   * held exclusively to punch holes.  A client may race a read or
-   * write of a block with a trim of it; without this lock the memcpy
-   * could touch the block's pages after the punch, and a fault on a
-   * hole of a full filesystem is SIGBUS.
-   */
-  pthread_rwlock_t punch_lock;
 
   pthread_mutex_t state_lock;   /* protects states; never held over I/O */
   struct statemap states;       /* enum blk_state of each block */
@@ -214,21 +197,6 @@ lock_mutex (struct blk *blk, pthread_mutex_t *mutex, enum blk_lock lock)
   count_wait (blk, lock, monotonic_ns () - start);
 }
 
-/* Takes punch_lock exclusively (to punch) or shared (to use the map). */
-static void
-lock_punch (struct blk *blk, bool exclusive)
-{
-  uint64_t start;
-
-  if ((exclusive ? pthread_rwlock_trywrlock
-                 : pthread_rwlock_tryrdlock) (&blk->punch_lock) == 0)
-    return;
-  start = monotonic_ns ();
-  (exclusive ? pthread_rwlock_wrlock
-             : pthread_rwlock_rdlock) (&blk->punch_lock);
-  count_wait (blk, BLK_LOCK_PUNCH, monotonic_ns () - start);
-}
-
 static void
 lock_rmw (struct blk *blk, struct rangelock_range *held,
           uint64_t first, uint64_t n)
@@ -336,21 +304,12 @@ set_states (struct blk *blk, uint64_t first, uint64_t n, enum blk_state state)
 
 /*----------------------------------------------------------------------
  * Overlay I/O.  The overlay maps disk offsets one to one, so it is as
- * sparse as the disk is untouched.
- *
- * Where it can, the layer also maps the overlay into memory (see
- * map_overlay) and moves the data of allocated blocks with memcpy: no
- * system call on the hot path, and above all no inode lock, which the
- * kernel takes for every write(2) to a file and which serialized all
- * parallel writes (docs/performance.md).  A store through the map into
- * space the filesystem has not allocated could fail only as SIGBUS, so
- * the space of a block becoming allocated is always allocated with
- * system calls (overlay_write), where a full filesystem is an ordinary
- * ENOSPC, and only blocks whose space was allocated that way are ever
- * written through the map (overlay_store), and only in throw-away
- * overlays, which no crash outlives.  Holes are punched only in
- * blocks that have left the allocated state (discard_blocks), and only
- * while no access through the map is under way (punch_lock).
+ * sparse as the disk is untouched.  Data moves with pread and pwrite
+ * only.  The overlay used to be mapped into memory too, but a store
+ * through a map costs a page fault and page-table changes per new page,
+ * which on a paravirtualized guest made it 3x slower than pwrite
+ * (docs/performance.md, section 9), and a full filesystem would meet a
+ * store through it as SIGBUS instead of ENOSPC.
  */
 
 static void
@@ -366,20 +325,14 @@ overlay_error (const char *what, uint64_t count, uint64_t offset, int *err)
                   ": %m", what, count, offset);
 }
 
-/* Reads bytes of allocated blocks.  Short reads copy from the map: no
- * system call, and the pages stay mapped for the next one.  Long reads
- * use pread: a page first touched through the map costs a fault and
- * its page-table entries besides the copy, and a long read (nbdcopy
- * copying the disk out) touches each page once (docs/performance.md).
+/* Reads bytes of allocated blocks.  No lock: a block leaves the
+ * allocated state only by a zero or trim of it, which a read that
+ * overlaps it in time may see or not.
  */
 static int
 overlay_read (struct blk *blk, void *buf, uint64_t count, uint64_t offset,
               int *err)
 {
-  if (blk->map && count < MAP_READ_MAX) {
-    memcpy (buf, blk->map + offset, count);
-    return 0;
-  }
   if (pread_full (blk->overlay_fd, buf, count, blk->data_offset + offset)
       == -1) {
     overlay_error ("read", count, offset, err);
@@ -406,18 +359,18 @@ overlay_punch (struct blk *blk, uint64_t count, uint64_t offset)
 {
   int r;
 
-  lock_punch (blk, true);
   lock_mutex (blk, &blk->write_lock, BLK_LOCK_WRITE);
   r = punch_hole (blk, count, offset);
   pthread_mutex_unlock (&blk->write_lock);
-  pthread_rwlock_unlock (&blk->punch_lock);
   return r;
 }
 
-/* Writes buf, or zeros if buf is NULL, with system calls, which
- * allocate space as they go.  Zeros stay allocated: the client did not
- * allow a hole, and the map may be written there later.  Requires
- * write_lock.
+/* Writes buf, or zeros if buf is NULL, allocating space as it goes.
+ * Zeros stay allocated: the client did not allow a hole, and later
+ * writes into the block should not fail for want of space.  A kill -9
+ * leaves each 4K page of it old or new: write(2) copies page by page
+ * and gives way to a fatal signal only between pages, which a kept
+ * overlay relies on (docs/overlay-format.md).  Requires write_lock.
  */
 static int
 overlay_write_locked (struct blk *blk, const void *buf, uint64_t count,
@@ -446,9 +399,6 @@ overlay_write_locked (struct blk *blk, const void *buf, uint64_t count,
   return 0;
 }
 
-/* Writes buf, or zeros if buf is NULL, with system calls: for blocks
- * becoming allocated now, whose space this allocates.
- */
 static int
 overlay_write (struct blk *blk, const void *buf, uint64_t count,
                uint64_t offset, int *err)
@@ -461,27 +411,6 @@ overlay_write (struct blk *blk, const void *buf, uint64_t count,
   return r;
 }
 
-/* Writes buf, or zeros if buf is NULL, into blocks that are already
- * allocated in the overlay: through the map if there is one, except in
- * a kept overlay.  A kept overlay promises that kill -9 leaves each 4K
- * page of a write in flight old or new.  A memcpy into the map can be
- * stopped anywhere, and the page cache keeps the half-copied page; a
- * write(2) copies page by page and gives way to a fatal signal only
- * between pages (tests/test-kept-crash.sh found the torn pages).
- */
-static int
-overlay_store (struct blk *blk, const void *buf, uint64_t count,
-               uint64_t offset, int *err)
-{
-  if (blk->map == NULL || blk->kept_path)
-    return overlay_write (blk, buf, count, offset, err);
-  if (buf)
-    memcpy (blk->map + offset, buf, count);
-  else
-    memset (blk->map + offset, 0, count);
-  return 0;
-}
-
 /*----------------------------------------------------------------------
  * Life cycle.
  */
@@ -491,7 +420,6 @@ static struct blk *
 blk_alloc (uint32_t block_size, int overlay_fd)
 {
   struct blk *blk;
-  pthread_rwlockattr_t attr;
 
   blk = calloc (1, sizeof *blk);
   if (blk == NULL || shardctr_init (&blk->counters, COUNTERS) == -1) {
@@ -510,12 +438,6 @@ blk_alloc (uint32_t block_size, int overlay_fd)
   posix_fadvise (overlay_fd, 0, 0, POSIX_FADV_RANDOM);
 
   pthread_mutex_init (&blk->write_lock, NULL);
-  /* Writers first: a punch must not wait behind a stream of requests. */
-  pthread_rwlockattr_init (&attr);
-  pthread_rwlockattr_setkind_np (&attr,
-                                 PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-  pthread_rwlock_init (&blk->punch_lock, &attr);
-  pthread_rwlockattr_destroy (&attr);
   pthread_mutex_init (&blk->state_lock, NULL);
   blk->states = (struct statemap) STATEMAP_INIT;
   blk->dirty_pages = (struct statemap) STATEMAP_INIT;
@@ -656,15 +578,12 @@ blk_free (struct blk *blk)
   if (blk->kept_path && blk->size_known && blk_flush (blk, &err) == -1)
     nbdkit_error ("cow-file=%s: the last flush failed: %s", blk->kept_path,
                   strerror (err));
-  if (blk->map)
-    munmap (blk->map, blk->size);
   close (blk->overlay_fd);
   statemap_free (&blk->states);
   statemap_free (&blk->dirty_pages);
   pthread_mutex_destroy (&blk->state_lock);
   pthread_mutex_destroy (&blk->write_lock);
   pthread_mutex_destroy (&blk->flush_lock);
-  pthread_rwlock_destroy (&blk->punch_lock);
   rangelock_destroy (&blk->rmw_locks);
   shardctr_free (&blk->counters);
   free (blk->kept_path);
@@ -672,40 +591,18 @@ blk_free (struct blk *blk)
   free (blk);
 }
 
-/* Maps the overlay into memory once the size is known, if the
- * filesystem can hold a file of that size and the address space has
- * room; otherwise every transfer uses pread and pwrite, which is only
- * slower.  Under ThreadSanitizer the overlay is never mapped: clients
- * may overlap requests (NBD leaves the outcome to them), and TSan
- * would report memcpy on the map where pwrite is invisible to it.
- * Requires state_lock.
+/* Sizes a throw-away overlay to the disk once the size is known, so
+ * that no write has to extend the file (a change of its size, which
+ * the filesystem journals).  A filesystem that cannot hold a file of
+ * that size refuses; then the writes it cannot hold fail one by one,
+ * with a message saying why (overlay_error).  Requires state_lock.
  */
 static void
-map_overlay (struct blk *blk)
+size_overlay (struct blk *blk)
 {
-  void *map;
-
-#if defined(__SANITIZE_THREAD__)
-  nbdkit_debug ("cow: overlay not mapped under ThreadSanitizer");
-  return;
-#endif
-  if (blk->size == 0 || blk->size > SIZE_MAX ||
-      ftruncate (blk->overlay_fd, blk->data_offset + blk->size) == -1) {
-    nbdkit_debug ("cow: overlay not mapped: size %" PRIu64 ": %m", blk->size);
-    return;
-  }
-  map = mmap (NULL, blk->size, PROT_READ | PROT_WRITE, MAP_SHARED,
-              blk->overlay_fd, blk->data_offset);
-  if (map == MAP_FAILED) {
-    nbdkit_debug ("cow: overlay not mapped: mmap: %m");
-    return;
-  }
-  /* Faults on the map are random by nature; readahead around each one
-   * filled pages nobody asked for (docs/performance.md).
-   */
-  madvise (map, blk->size, MADV_RANDOM);
-  blk->map = map;
-  nbdkit_debug ("cow: overlay mapped, %" PRIu64 " bytes", blk->size);
+  if (ftruncate (blk->overlay_fd, blk->size) == -1)
+    nbdkit_debug ("cow: overlay not sized to %" PRIu64 " bytes: %m",
+                  blk->size);
 }
 
 /* fsync of the directory holding path, so a new file's name is as
@@ -784,8 +681,8 @@ has_bad_state (const uint8_t *buf, uint64_t len)
 
 /* Loads the states of an existing kept overlay and punches the data
  * area of every block they do not hold allocated: what a crash left of
- * unflushed writes there is garbage, and a later write through the map
- * must only meet space allocated the usual way.  Requires state_lock.
+ * unflushed writes there is garbage that would only take space.
+ * Requires state_lock.
  */
 static int
 load_kept (struct blk *blk)
@@ -872,7 +769,8 @@ blk_set_size (struct blk *blk, uint64_t size)
       r = -1;
     else {
       blk->size_known = true;
-      map_overlay (blk);
+      if (!blk->kept_path)
+        size_overlay (blk);
     }
   }
   else if (blk->size != size) {
@@ -1160,14 +1058,11 @@ blk_read (struct blk *blk, const struct blk_base *base,
     uint32_t n;
     int r = 0;
 
-    lock_punch (blk, false);
     run_end = blk_state_run (blk, offset, end, &state);
     n = run_end - offset;
     if (state == BLK_ALLOCATED)
       r = overlay_read (blk, p, n, offset, err);
-    pthread_rwlock_unlock (&blk->punch_lock);
-
-    if (state == BLK_ZERO)
+    else if (state == BLK_ZERO)
       memset (p, 0, n);
     else if (state == BLK_NOT_ALLOCATED)
       /* Exactly the bytes asked for: no whole-block bounce. */
@@ -1234,12 +1129,12 @@ is_partial (const struct blk *blk, uint64_t b, uint64_t offset, uint64_t end)
 
 /* Writes partial block b, whose new content rmw_fill built in data,
  * into the overlay.  If the rest of the block is zeros, the block is
- * zeroed in the overlay (overlay_write of zeros: FALLOC_FL_ZERO_RANGE,
- * which allocates the space without writing it, where the filesystem
- * has it) and only the bytes of [offset, end) are stored: copying 64K
- * of zeros for every 4K write into a fresh block was the largest cost
- * of small random writes (docs/performance.md).  Requires the rmw lock
- * of b, which keeps punches away from it.
+ * zeroed in the overlay (overlay_write_locked of zeros:
+ * FALLOC_FL_ZERO_RANGE, which allocates the space without writing it,
+ * where the filesystem has it) and only the bytes of [offset, end) are
+ * written: copying 64K of zeros for every 4K write into a fresh block
+ * was the largest cost of small random writes (docs/performance.md).
+ * Requires the rmw lock of b, which keeps punches away from it.
  */
 static int
 write_block (struct blk *blk, uint64_t b, const char *data, bool zero_rest,
@@ -1247,13 +1142,18 @@ write_block (struct blk *blk, uint64_t b, const char *data, bool zero_rest,
 {
   uint64_t start = blk_start (blk, b), len = blk_end (blk, b) - start;
   uint64_t from, to;
+  int r;
 
   if (!zero_rest)
     return overlay_write (blk, data, len, start, err);
-  if (overlay_write (blk, NULL, len, start, err) == -1)
-    return -1;
   block_part (blk, b, offset, end, &from, &to);
-  return overlay_store (blk, data + (from - start), to - from, from, err);
+  lock_mutex (blk, &blk->write_lock, BLK_LOCK_WRITE);
+  r = overlay_write_locked (blk, NULL, len, start, err);
+  if (r == 0)
+    r = overlay_write_locked (blk, data + (from - start), to - from, from,
+                              err);
+  pthread_mutex_unlock (&blk->write_lock);
+  return r;
 }
 
 /* Writes [offset, end) of buf (zeros if NULL) into blocks [first, last]
@@ -1318,6 +1218,30 @@ write_locked (struct blk *blk, const struct blk_base *base, const char *buf,
   return r;
 }
 
+/* The fast path of blk_write: if blocks [first, last] are all
+ * allocated, no copy-up can be running on any of them (see the top of
+ * this file), so the bytes go straight to the overlay, with no rmw
+ * lock, and *done is set.  The state lookup and the write hold
+ * write_lock together, as every punch does (overlay_punch): a block
+ * that a zero or trim racing this write discards is either punched
+ * after the write or seen in its new state here, never written after
+ * its punch, where the bytes would hold space no state accounts for.
+ */
+static int
+write_allocated (struct blk *blk, const void *buf, uint64_t count,
+                 uint64_t offset, uint64_t first, uint64_t last, bool *done,
+                 int *err)
+{
+  int r = 0;
+
+  lock_mutex (blk, &blk->write_lock, BLK_LOCK_WRITE);
+  *done = all_in_state (blk, first, last - first + 1, BLK_ALLOCATED);
+  if (*done)
+    r = overlay_write_locked (blk, buf, count, offset, err);
+  pthread_mutex_unlock (&blk->write_lock);
+  return r;
+}
+
 /* buf NULL means zeros (blk_zero and the partial ends of a discard). */
 int
 blk_write (struct blk *blk, const struct blk_base *base,
@@ -1325,23 +1249,16 @@ blk_write (struct blk *blk, const struct blk_base *base,
 {
   struct rangelock_range held;
   uint64_t end = offset + count, first, last;
-  bool allocated;
-  int r = 0;
+  bool done;
+  int r;
 
   if (count == 0)
     return 0;
   first = blk_of (blk, offset);
   last = blk_of (blk, end - 1);
 
-  /* Fast path: every block is already in the overlay, so no copy-up
-   * can be running on any of them (see the top of this file).
-   */
-  lock_punch (blk, false);
-  allocated = all_in_state (blk, first, last - first + 1, BLK_ALLOCATED);
-  if (allocated)
-    r = overlay_store (blk, buf, count, offset, err);
-  pthread_rwlock_unlock (&blk->punch_lock);
-  if (allocated)
+  r = write_allocated (blk, buf, count, offset, first, last, &done, err);
+  if (done)
     return r;
 
   lock_rmw (blk, &held, first, last - first + 1);
@@ -1425,7 +1342,6 @@ blk_lock_name (enum blk_lock lock)
 {
   static const char *const names[BLK_LOCKS] = {
     [BLK_LOCK_RMW] = "rmw_locks",
-    [BLK_LOCK_PUNCH] = "punch_lock",
     [BLK_LOCK_STATE] = "state_lock",
     [BLK_LOCK_WRITE] = "write_lock",
     [BLK_LOCK_FLUSH] = "flush_lock",

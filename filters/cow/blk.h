@@ -95,7 +95,6 @@ extern uint64_t blk_state_run (struct blk *blk, uint64_t offset,
  */
 enum blk_lock {
   BLK_LOCK_RMW,                 /* rmw_locks */
-  BLK_LOCK_PUNCH,               /* punch_lock, shared or exclusive */
   BLK_LOCK_STATE,               /* state_lock */
   BLK_LOCK_WRITE,               /* write_lock */
   BLK_LOCK_FLUSH,               /* flush_lock */

@@ -64,8 +64,8 @@ kept_layout (uint32_t block_size, uint64_t base_size,
   uint64_t blocks = base_size / block_size + (base_size % block_size != 0);
   uint64_t pages = blocks / KEPT_BLOCKS_PER_PAGE
                    + (blocks % KEPT_BLOCKS_PER_PAGE != 0);
-  /* The data area is block-aligned in the file, and page-aligned so
-   * that it can be mapped into memory on its own.
+  /* The data area is block- and page-aligned in the file, so that a
+   * block's pages hold nothing else and a punch frees them whole.
    */
   uint64_t align = block_size > 4096 ? block_size : 4096;
 
