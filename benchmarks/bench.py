@@ -43,7 +43,7 @@ SCENARIOS = [  # name, slow base, cow-block-size, peers
     ("fast base, 4K blocks", False, "4K", BLOCK_PEERS),
     ("fast base, 1M blocks", False, "1M", BLOCK_PEERS),
 ]
-FAST64, SLOW64, FAST4, FAST1M = (s[0] for s in SCENARIOS)
+FAST64, SLOW64, _, FAST1M = (s[0] for s in SCENARIOS)
 # The fio cells each ratio target compares, measured again in target
 # runs: scenario, workload, jobs, peers.  The 8-jobs-against-1 target
 # adds every scenario and workload with 1 and 8 jobs (target_cells).

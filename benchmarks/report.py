@@ -11,8 +11,8 @@ import statistics
 import subprocess
 import sys
 
-from bench import (DISTRO, FAST1M, FAST4, FAST64, KEPT, NONE, OURS, PEERS,
-                   QEMU, SERIAL, SLOW64, WORKLOADS)
+from bench import (DISTRO, FAST1M, FAST64, KEPT, NONE, OURS, PEERS, QEMU,
+                   SCENARIOS, SERIAL, SLOW64, WORKLOADS)
 
 
 def fio_value(fio, scen, wl, jobs, peer, key="iops"):
@@ -155,7 +155,7 @@ def check_targets_of(res, me, t):
         t.check("%s: %s / %s" % (what, me, peer), median(rs), ">=", goal,
                 spread=rs)
     worst, where = None, ""
-    for scen in (FAST64, SLOW64, FAST4, FAST1M):
+    for scen, _, _, _ in SCENARIOS:
         for wl, _, _ in WORKLOADS:
             rs = fio_ratios(res, scen, wl, (me, 8), (me, 1))
             if rs and (worst is None or median(rs) < median(worst)):
@@ -227,7 +227,7 @@ def fio_section(res, d):
            "base: nbdkit memory %s)" % (16, res["runtime"], "1G"), "",
            "Each figure is the best of %d rounds, the peers in a rotated "
            "order each round (benchmarks/README.md says why)." % rounds, ""]
-    for i, scen in enumerate([FAST64, SLOW64, FAST4, FAST1M]):
+    for i, (scen, _, _, _) in enumerate(SCENARIOS):
         if not any(r["scenario"] == scen for r in res["fio"]):
             continue
         png = "fio-%d.png" % (i + 1)
