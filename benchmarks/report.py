@@ -261,10 +261,15 @@ def pipeline_section(res, d):
 
 
 def zeroes_section(res):
+    rounds = res["zeroes"][0].get("rounds", 1)
+    how = ("One round." if rounds == 1 else
+           "Each row is the round with the median data / zeros ratio of "
+           "%d, the peers in a rotated order each round; the overlay "
+           "columns are the largest any round left." % rounds)
     out = ["", "## Zeroes", "",
            "`nbdcopy --connections=4` of a 1 GiB image into the export over "
            "a non-zero base (nbdkit pattern; memory for no filter): once "
-           "all data, once all zeros but its first 4 MiB.", "",
+           "all data, once all zeros but its first 4 MiB.  " + how, "",
            "| peer | data in (s) | overlay after (MiB) | zeros in (s) | "
            "overlay after (MiB) | data / zeros |",
            "|---|---:|---:|---:|---:|---:|"]
