@@ -36,6 +36,18 @@ export TMPDIR
 fail () { echo "FAIL: $*" >&2; exit 1; }
 skip () { echo "SKIP: $*"; exit 77; }
 
+# Python for nbdsh -c "$EXPECT_EIO" -c ...: expect_eio(WHAT, FN) fails
+# the script unless FN() raises nbd.Error with errno EIO.
+EXPECT_EIO='
+def expect_eio(what, fn):
+    try:
+        fn()
+    except nbd.Error as e:
+        assert e.errno == "EIO", "%s: errno %s" % (what, e.errno)
+        return
+    raise AssertionError("%s succeeded while the base failed" % what)
+'
+
 # expect_start_failure PATTERN NBDKIT-ARGS...: nbdkit must refuse to
 # start, printing PATTERN (a grep -E regexp) on stderr.
 expect_start_failure ()

@@ -8,7 +8,8 @@
  * with and without trim, trims and copy-ups at any offset and length,
  * each optionally with a fault: the n-th base read fails, the n-th
  * overlay read or write fails, or hole punching is unsupported.  The
- * base is an in-memory pattern; the overlay is a real file.
+ * base is an in-memory pattern with holes (see chunk_of); the overlay
+ * is a real file.
  *
  * The model holds, for each byte, its value and, after a failed
  * request, the one other value it may have (a failed write leaves each
@@ -111,10 +112,22 @@ __wrap_fallocate (int fd, int mode, off_t offset, off_t len)
 
 static uint64_t disk_size, block_size;
 
+/* The base in 64K chunks, in turn: data; zeros it reports as zeros
+ * (the hole of a sparse image, which the layer need not read); zeros
+ * it does not report (which the layer finds only by reading).
+ */
+enum chunk { DATA, HOLE, UNREPORTED_ZEROS };
+
+static enum chunk
+chunk_of (uint64_t x)
+{
+  return (x >> 16) % 3;
+}
+
 static uint8_t
 base_byte (uint64_t x)
 {
-  return (uint8_t) (x * 131 + (x >> 9) + 7);
+  return chunk_of (x) == DATA ? (uint8_t) (x * 131 + (x >> 9) + 7) : 0;
 }
 
 static int
@@ -135,7 +148,34 @@ base_pread (void *opaque, void *buf, uint32_t count, uint64_t offset,
   return 0;
 }
 
-static const struct blk_base base = { .pread = base_pread };
+/* Reports the chunks from offset on, HOLE as zero and the rest as
+ * data, but never more than three of them: a plugin may answer for a
+ * prefix only.
+ */
+static int
+base_describe (void *opaque, uint32_t count, uint64_t offset,
+               void (*found) (void *found_opaque, uint64_t offset,
+                              uint64_t length, bool zero),
+               void *found_opaque)
+{
+  uint64_t at = offset, end = offset + count;
+  int chunks;
+
+  if (end > disk_size)
+    abort ();                   /* the layer asked past the base */
+  for (chunks = 0; chunks < 3 && at < end; ++chunks) {
+    uint64_t next = (at | 0xffff) + 1;
+
+    if (next > end)
+      next = end;
+    found (found_opaque, at, next - at, chunk_of (at) == HOLE);
+    at = next;
+  }
+  return 0;
+}
+
+static const struct blk_base base = { .pread = base_pread,
+                                      .describe = base_describe };
 
 enum certainty { EXACT, TWO, ANY };
 static uint8_t value[MAX_DISK], other[MAX_DISK], certainty[MAX_DISK];

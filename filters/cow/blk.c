@@ -86,8 +86,10 @@ struct blk {
    */
   pthread_mutex_t write_lock;
 
-  pthread_mutex_t state_lock;   /* protects states; never held over I/O */
+  /* Protects states and base_map; never held over I/O. */
+  pthread_mutex_t state_lock;
   struct statemap states;       /* enum blk_state of each block */
+  struct statemap base_map;     /* enum base_known of each block */
 
   struct rangelock rmw_locks;   /* state changes and their I/O, by block */
 
@@ -221,15 +223,22 @@ base_read (struct blk *blk, const struct blk_base *base, void *buf,
  * The state map.  Each function takes and drops state_lock itself.
  */
 
-static enum blk_state
-get_state (struct blk *blk, uint64_t b)
+/* Entry b of map, one of the maps under state_lock. */
+static unsigned
+locked_get (struct blk *blk, const struct statemap *map, uint64_t b)
 {
   unsigned s;
 
   lock_mutex (blk, &blk->state_lock, BLK_LOCK_STATE);
-  s = statemap_get (&blk->states, b);
+  s = statemap_get (map, b);
   pthread_mutex_unlock (&blk->state_lock);
   return s;
+}
+
+static enum blk_state
+get_state (struct blk *blk, uint64_t b)
+{
+  return locked_get (blk, &blk->states, b);
 }
 
 /* Sets *state to the state of block b and returns the end of its run,
@@ -440,6 +449,7 @@ blk_alloc (uint32_t block_size, int overlay_fd)
   pthread_mutex_init (&blk->write_lock, NULL);
   pthread_mutex_init (&blk->state_lock, NULL);
   blk->states = (struct statemap) STATEMAP_INIT;
+  blk->base_map = (struct statemap) STATEMAP_INIT;
   blk->dirty_pages = (struct statemap) STATEMAP_INIT;
   rangelock_init (&blk->rmw_locks);
   pthread_mutex_init (&blk->flush_lock, NULL);
@@ -580,6 +590,7 @@ blk_free (struct blk *blk)
                   strerror (err));
   close (blk->overlay_fd);
   statemap_free (&blk->states);
+  statemap_free (&blk->base_map);
   statemap_free (&blk->dirty_pages);
   pthread_mutex_destroy (&blk->state_lock);
   pthread_mutex_destroy (&blk->write_lock);
@@ -1090,10 +1101,95 @@ block_part (const struct blk *blk, uint64_t b, uint64_t offset, uint64_t end,
   *to = end < stop ? end : stop;
 }
 
+/*----------------------------------------------------------------------
+ * What the base holds, as far as its extents tell: learnt a window at
+ * a time and kept, since the base never changes under the filter.
+ */
+
+enum base_known {
+  BASE_UNKNOWN = 0,             /* not asked yet, or no answer */
+  BASE_ZERO = 1,                /* the whole block reads as zeros */
+  BASE_DATA = 2,                /* it may hold data: read it */
+};
+
+/* One extents call covers this much of the base: with 64K blocks, the
+ * copy-ups of 1024 blocks, so that a base whose extents cost a round
+ * trip (the nbd plugin) pays about one per 1024 blocks, not one more
+ * per copy-up.  It is at least one block of any size cow.c accepts.
+ */
+#define BASE_MAP_WINDOW (64 * 1024 * 1024)
+
+/* Marks blocks [first, end) as known, if the map has room: it is a
+ * cache, and a block left unknown is only read again.
+ */
+static void
+mark_base (struct blk *blk, uint64_t first, uint64_t end,
+           enum base_known known)
+{
+  if (first >= end)
+    return;
+  lock_mutex (blk, &blk->state_lock, BLK_LOCK_STATE);
+  if (statemap_reserve (&blk->base_map, first, end - first) == 0)
+    statemap_set (&blk->base_map, first, end - first, known);
+  pthread_mutex_unlock (&blk->state_lock);
+}
+
+/* The found callback of describe: a block is zero only if the run
+ * covers all of it, and a block that any run of data touches is data.
+ */
+static void
+found_base_run (void *opaque, uint64_t offset, uint64_t length, bool zero)
+{
+  struct blk *blk = opaque;
+  uint64_t end = offset + length < blk->size ? offset + length : blk->size;
+
+  if (offset >= end)
+    return;
+  if (zero) {
+    uint64_t first = blk_of (blk, offset + blk->block_size - 1);
+    uint64_t stop = end == blk->size ? blk_of (blk, end - 1) + 1
+                                     : blk_of (blk, end);
+    mark_base (blk, first, stop, BASE_ZERO);
+  }
+  else
+    mark_base (blk, blk_of (blk, offset), blk_of (blk, end - 1) + 1,
+               BASE_DATA);
+}
+
+static enum base_known
+get_base_known (struct blk *blk, uint64_t b)
+{
+  return locked_get (blk, &blk->base_map, b);
+}
+
+/* True if block b of the base is known to read as zeros, asking the
+ * base about the window from b on if nobody has yet.  Two threads may
+ * ask about the same window at once; they learn the same answer.
+ * Requires the rmw lock of b and no other lock.
+ */
+static bool
+base_reads_zeros (struct blk *blk, const struct blk_base *base, uint64_t b)
+{
+  uint64_t start = blk_start (blk, b), count = blk->size - start;
+  enum base_known known = get_base_known (blk, b);
+
+  if (known != BASE_UNKNOWN || base->describe == NULL)
+    return known == BASE_ZERO;
+  if (count > BASE_MAP_WINDOW)
+    count = BASE_MAP_WINDOW;
+  if (base->describe (base->opaque, count, start, found_base_run, blk) == -1)
+    return false;
+  return get_base_known (blk, b) == BASE_ZERO;
+}
+
 /* Builds in data the new content of partial block b: its current
  * content (base or zeros) with the bytes of [offset, end) from buf
  * (zeros if buf is NULL) on top.  Sets *zero_rest if the current
- * content is all zeros.  Requires the rmw lock of b.
+ * content is all zeros.  A block over a part of the base that is known
+ * to read as zeros (a hole of a sparse image) is not read at all: the
+ * first write into each such block would otherwise fetch a whole block
+ * of zeros, up to 1M of them, only to find they are zeros.  Requires
+ * the rmw lock of b.
  */
 static int
 rmw_fill (struct blk *blk, const struct blk_base *base, enum blk_state state,
@@ -1104,7 +1200,7 @@ rmw_fill (struct blk *blk, const struct blk_base *base, enum blk_state state,
   uint64_t from, to;
 
   block_part (blk, b, offset, end, &from, &to);
-  if (state == BLK_NOT_ALLOCATED) {
+  if (state == BLK_NOT_ALLOCATED && !base_reads_zeros (blk, base, b)) {
     if (base_read (blk, base, data, len, start, err) == -1)
       return -1;
     stat_add (blk, COPY_UPS_RMW, 1);

@@ -26,6 +26,15 @@ enum blk_state {
 struct blk_base {
   int (*pread) (void *opaque, void *buf, uint32_t count, uint64_t offset,
                 int *err);
+  /* Tells what the base holds over [offset, offset+count), or over a
+   * prefix of it: calls found (found_opaque, ...) for runs in order,
+   * zero true only where the base is known to read as zeros.  Returns
+   * -1 if it cannot tell.  May be NULL: then the base is always read.
+   */
+  int (*describe) (void *opaque, uint32_t count, uint64_t offset,
+                   void (*found) (void *found_opaque, uint64_t offset,
+                                  uint64_t length, bool zero),
+                   void *found_opaque);
   void *opaque;
 };
 

@@ -602,13 +602,51 @@ base_pread (void *opaque, void *buf, uint32_t count, uint64_t offset,
   return next->pread (next, buf, count, offset, 0, err);
 }
 
+/* Reports the plugin's extents over [offset, offset+count), one call,
+ * to the block layer's map of the base (blk_base.describe).
+ */
+static int
+base_describe (void *opaque, uint32_t count, uint64_t offset,
+               void (*found) (void *found_opaque, uint64_t offset,
+                              uint64_t length, bool zero),
+               void *found_opaque)
+{
+  nbdkit_next *next = opaque;
+  struct nbdkit_extents *extents;
+  size_t i;
+  int err, r;
+
+  if (next->can_extents (next) != 1)
+    return -1;
+  extents = nbdkit_extents_new (offset, offset + count);
+  if (extents == NULL)
+    return -1;
+  r = next->extents (next, count, offset, 0, extents, &err);
+  for (i = 0; r == 0 && i < nbdkit_extents_count (extents); ++i) {
+    struct nbdkit_extent e = nbdkit_get_extent (extents, i);
+    found (found_opaque, e.offset, e.length,
+           (e.type & NBDKIT_EXTENT_ZERO) != 0);
+  }
+  nbdkit_extents_free (extents);
+  return r;
+}
+
+/* The plugin as the block layer sees it. */
+static struct blk_base
+base_of (nbdkit_next *next)
+{
+  return (struct blk_base) { .pread = base_pread,
+                             .describe = base_describe,
+                             .opaque = next };
+}
+
 static int
 cow_pread (nbdkit_next *next, void *handle,
            void *buf, uint32_t count, uint64_t offset, uint32_t flags,
            int *err)
 {
   struct overlay *o = handle;
-  const struct blk_base base = { .pread = base_pread, .opaque = next };
+  const struct blk_base base = base_of (next);
 
   count_request (o, REQ_READ, count);
   return blk_read (o->blk, &base, buf, count, offset, cow_on_read_now (), err);
@@ -620,7 +658,7 @@ cow_pwrite (nbdkit_next *next, void *handle,
             int *err)
 {
   struct overlay *o = handle;
-  const struct blk_base base = { .pread = base_pread, .opaque = next };
+  const struct blk_base base = base_of (next);
 
   count_request (o, REQ_WRITE, count);
   return blk_write (o->blk, &base, buf, count, offset, err);
@@ -631,7 +669,7 @@ cow_zero (nbdkit_next *next, void *handle,
           uint32_t count, uint64_t offset, uint32_t flags, int *err)
 {
   struct overlay *o = handle;
-  const struct blk_base base = { .pread = base_pread, .opaque = next };
+  const struct blk_base base = base_of (next);
 
   count_request (o, REQ_ZERO, count);
   return blk_zero (o->blk, &base, count, offset,
@@ -662,7 +700,7 @@ cow_cache (nbdkit_next *next, void *handle,
            uint32_t count, uint64_t offset, uint32_t flags, int *err)
 {
   struct overlay *o = handle;
-  const struct blk_base base = { .pread = base_pread, .opaque = next };
+  const struct blk_base base = base_of (next);
 
   count_request (o, REQ_CACHE, count);
   if (cow_on_cache)
