@@ -1146,9 +1146,9 @@ found_base_run (void *opaque, uint64_t offset, uint64_t length, bool zero)
   if (offset >= end)
     return;
   if (zero) {
-    uint64_t first = blk_of (blk, offset + blk->block_size - 1);
-    uint64_t stop = end == blk->size ? blk_of (blk, end - 1) + 1
-                                     : blk_of (blk, end);
+    uint64_t first, stop;
+
+    whole_blocks (blk, offset, end, &first, &stop);
     mark_base (blk, first, stop, BASE_ZERO);
   }
   else
