@@ -154,9 +154,7 @@ base_pread (void *opaque, void *buf, uint32_t count, uint64_t offset,
  */
 static int
 base_describe (void *opaque, uint32_t count, uint64_t offset,
-               void (*found) (void *found_opaque, uint64_t offset,
-                              uint64_t length, bool zero),
-               void *found_opaque)
+               blk_found_run *found, void *found_opaque)
 {
   uint64_t at = offset, end = offset + count;
   int chunks;

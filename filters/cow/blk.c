@@ -1134,7 +1134,7 @@ mark_base (struct blk *blk, uint64_t first, uint64_t end,
   pthread_mutex_unlock (&blk->state_lock);
 }
 
-/* The found callback of describe: a block is zero only if the run
+/* The blk_found_run of describe: a block is zero only if the run
  * covers all of it, and a block that any run of data touches is data.
  */
 static void

@@ -23,6 +23,10 @@ enum blk_state {
 /* How the block layer reads the base (the plugin below the filter).
  * pread returns 0, or -1 with *err set to a positive errno.
  */
+/* One run of the base as describe reports it. */
+typedef void blk_found_run (void *found_opaque, uint64_t offset,
+                            uint64_t length, bool zero);
+
 struct blk_base {
   int (*pread) (void *opaque, void *buf, uint32_t count, uint64_t offset,
                 int *err);
@@ -32,9 +36,7 @@ struct blk_base {
    * -1 if it cannot tell.  May be NULL: then the base is always read.
    */
   int (*describe) (void *opaque, uint32_t count, uint64_t offset,
-                   void (*found) (void *found_opaque, uint64_t offset,
-                                  uint64_t length, bool zero),
-                   void *found_opaque);
+                   blk_found_run *found, void *found_opaque);
   void *opaque;
 };
 

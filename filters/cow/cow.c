@@ -607,9 +607,7 @@ base_pread (void *opaque, void *buf, uint32_t count, uint64_t offset,
  */
 static int
 base_describe (void *opaque, uint32_t count, uint64_t offset,
-               void (*found) (void *found_opaque, uint64_t offset,
-                              uint64_t length, bool zero),
-               void *found_opaque)
+               blk_found_run *found, void *found_opaque)
 {
   nbdkit_next *next = opaque;
   struct nbdkit_extents *extents;
