@@ -34,3 +34,4 @@ assert h.pread(65536, 65536) == block1
 h.pwrite(b"y" * 100, 65536 + 7)
 assert h.pread(65536, 65536) == block1[:7] + b"y" * 100 + block1[107:]
 '
+expect_extent "$uri" 65536 data
