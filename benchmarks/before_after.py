@@ -15,19 +15,27 @@ import argparse
 import os
 import statistics
 
-from bench import Bench, progress
+from bench import DATA_BASE, MEMORY_BASE, SLOW_READ, Bench, progress
 
 # Parameters of --after-args whose relative paths go to the scratch dir.
 PATH_PARAMS = ("cow-file", "cow-stats")
 
-# name, slow base, cow-block-size, fio rw, bs, jobs
+# name, base, slow base, cow-block-size, fio rw, bs, jobs
 CASES = [
-    ("4K random write, 4 jobs", False, "64K", "randwrite", "4k", 4),
-    ("4K random write, 8 jobs", False, "64K", "randwrite", "4k", 8),
-    ("4K random write, 8 jobs, 1M blocks", False, "1M", "randwrite", "4k", 8),
-    ("4K random read, 4 jobs, 1M blocks", False, "1M", "randread", "4k", 4),
-    ("64K sequential write, 4 jobs", False, "64K", "write", "64k", 4),
-    ("4K random write, 4 jobs, slow base", True, "64K", "randwrite", "4k", 4),
+    ("4K random write, 4 jobs", MEMORY_BASE, False, "64K", "randwrite", "4k",
+     4),
+    ("4K random write, 8 jobs", MEMORY_BASE, False, "64K", "randwrite", "4k",
+     8),
+    ("4K random write, 8 jobs, 1M blocks", MEMORY_BASE, False, "1M",
+     "randwrite", "4k", 8),
+    ("4K random read, 4 jobs, 1M blocks", MEMORY_BASE, False, "1M",
+     "randread", "4k", 4),
+    ("64K sequential write, 4 jobs", MEMORY_BASE, False, "64K", "write",
+     "64k", 4),
+    ("4K random write, 4 jobs, slow base", MEMORY_BASE, True, "64K",
+     "randwrite", "4k", 4),
+    ("4K random write, 4 jobs, slow base of data", DATA_BASE, True, "64K",
+     "randwrite", "4k", 4),
 ]
 
 
@@ -63,16 +71,17 @@ def main():
     b = Bench(args)
     print("| workload | before (IOPS) | after (IOPS) | after / before |")
     print("|---|---:|---:|---:|")
-    for name, slow, block, rw, bs, jobs in CASES:
+    for name, base, slow, block, rw, bs, jobs in CASES:
         iops = {"before": [], "after": []}
         for rnd in range(args.rounds):
             for which in order(rnd):
-                delay = (["delay"], ["delay-read=1ms"]) if slow else ([], [])
+                delay = ((["delay"], ["delay-read=" + SLOW_READ]) if slow
+                         else ([], []))
                 extra = extra_params(args.both_args, b.tmp)
                 if which == "after":
                     extra += extra_params(args.after_args, b.tmp)
                 b.nbdkit("srv", [getattr(args, which)] + delay[0],
-                         ["memory", "1G"],
+                         base,
                          delay[1] + ["cow-block-size=" + block] + extra)
                 r = b.fio("nbd+unix:///?socket=" + b.sock("srv"), rw, bs, jobs)
                 b.stop_all()

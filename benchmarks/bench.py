@@ -37,27 +37,40 @@ WORKLOADS = [  # name, fio rw, fio bs
     ("64K sequential write", "write", "64k"),
     ("1M sequential write", "write", "1m"),
 ]
-SCENARIOS = [  # name, slow base, cow-block-size, peers
-    ("fast base, 64K blocks", False, "64K", PEERS),
-    ("slow base (1 ms reads), 64K blocks", True, "64K", PEERS),
-    ("fast base, 4K blocks", False, "4K", BLOCK_PEERS),
-    ("fast base, 1M blocks", False, "1M", BLOCK_PEERS),
+DISK = "1G"
+DISK_BYTES = 1 << 30
+SLOW_READ = "1ms"
+# The fio base: all holes until written.
+MEMORY_BASE = ["memory", DISK]
+# A base that is all data: the pattern plugin has no extents, so nbdkit
+# reports every byte of it as data.
+DATA_BASE = ["pattern", DISK]
+SCENARIOS = [  # name, base, slow base, cow-block-size, peers
+    ("fast base, 64K blocks", MEMORY_BASE, False, "64K", PEERS),
+    ("slow base (1 ms reads), 64K blocks", MEMORY_BASE, True, "64K", PEERS),
+    ("fast base, 4K blocks", MEMORY_BASE, False, "4K", BLOCK_PEERS),
+    ("fast base, 1M blocks", MEMORY_BASE, False, "1M", BLOCK_PEERS),
 ]
 FAST64, SLOW64, _, FAST1M = (s[0] for s in SCENARIOS)
+# The slow-base target once more over a base of data, in target runs
+# only.  Ours reads nothing from the holes of the memory base for a
+# first write (docs/performance.md section 12) while nbdkit's filter
+# still does; over data both must read, so only this cell measures
+# how the copy-ups of concurrent writes overlap.
+SLOW_DATA64 = ("slow base of data (1 ms reads), 64K blocks", DATA_BASE, True,
+               "64K", [DISTRO, OURS, KEPT])
 # The fio cells each ratio target compares, measured again in target
 # runs: scenario, workload, jobs, peers.  The 8-jobs-against-1 target
 # adds every scenario and workload with 1 and 8 jobs (target_cells).
 RATIO_CELLS = [
     (FAST64, WORKLOADS[0], 4, [NONE, DISTRO, OURS, KEPT]),
     (SLOW64, WORKLOADS[0], 4, [DISTRO, OURS, KEPT]),
+    (SLOW_DATA64[0], WORKLOADS[0], 4, [DISTRO, OURS, KEPT]),
     (FAST1M, WORKLOADS[1], 4, [NONE, OURS, KEPT]),
 ]
 TARGET_ROUNDS = 5
 JOBS = [1, 2, 4, 8]
 IODEPTH = 16
-DISK = "1G"
-DISK_BYTES = 1 << 30
-SLOW_READ = "1ms"
 
 
 class Bench:
@@ -197,7 +210,7 @@ class Bench:
             scenarios = [scenarios[0], scenarios[1], scenarios[3]]
         jobs = [1, 4, 8] if self.args.quick else JOBS
         rounds = 1 if self.args.quick else 2
-        for scen, slow, block, peers in scenarios:
+        for scen, base, slow, block, peers in scenarios:
             for wname, rw, bs in WORKLOADS:
                 for j in jobs:
                     best = {}
@@ -207,8 +220,7 @@ class Bench:
                     for rnd in range(rounds):
                         k = rnd % len(peers)
                         for peer in peers[k:] + peers[:k]:
-                            uri, _ = self.serve(peer, ["memory", DISK], slow,
-                                                block)
+                            uri, _ = self.serve(peer, base, slow, block)
                             r = self.fio(uri, rw, bs, j)
                             self.stop_all()
                             if peer not in best or r["iops"] > best[peer]["iops"]:
@@ -231,11 +243,11 @@ class Bench:
         rounds = 1 if self.args.quick else TARGET_ROUNDS
         for rnd in range(rounds):
             for scen, (wname, rw, bs), jobs, peers in target_cells():
-                _, slow, block, _ = next(s for s in SCENARIOS
-                                         if s[0] == scen)
+                _, base, slow, block, _ = next(
+                    s for s in SCENARIOS + [SLOW_DATA64] if s[0] == scen)
                 k = rnd % len(peers)
                 for peer in peers[k:] + peers[:k]:
-                    uri, _ = self.serve(peer, ["memory", DISK], slow, block)
+                    uri, _ = self.serve(peer, base, slow, block)
                     r = self.fio(uri, rw, bs, jobs)
                     self.stop_all()
                     results.append({"scenario": scen, "workload": wname,
@@ -344,7 +356,7 @@ class Bench:
         """Both images into a fresh export of peer: times and overlays."""
         row = {"peer": peer}
         for what, image in (("data", data), ("zero", empty)):
-            plugin = ["memory", DISK] if peer == NONE else ["pattern", DISK]
+            plugin = MEMORY_BASE if peer == NONE else DATA_BASE
             uri, p = self.serve(peer, plugin)
             row[what + "_s"] = self.run(["nbdcopy", "--connections=4",
                                          image, uri])
@@ -397,7 +409,7 @@ def target_cells():
     peer at one number of jobs, so its 1-job and 8-jobs runs are
     neighbours in every round."""
     cells = list(RATIO_CELLS)
-    for scen, _, _, _ in SCENARIOS:
+    for scen, _, _, _, _ in SCENARIOS:
         for wl in WORKLOADS:
             for peer in (OURS, KEPT):
                 cells.append((scen, wl, 1, [peer]))
