@@ -13,7 +13,7 @@ start_nbdkit "$tmp/sock" --filter=cow file "$tmp/base" cow-file="$ov"
 nbdsh -u "nbd+unix:///?socket=$tmp/sock" -c "h.pwrite(b'data', 0); h.flush()"
 
 # Another server on the same file, while the first runs.
-expect_start_failure "cow-file=$ov: in use by another nbdkit" \
+expect_start_failure "cow-file=$ov: in use: locked by another process" \
   --filter=cow file "$tmp/base" cow-file="$ov"
 stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
 

@@ -50,7 +50,7 @@
 #include "fullio.h"
 #include "ispowerof2.h"
 #include "iszero.h"
-#include "kept.h"
+#include "keptfile.h"
 #include "monotonic.h"
 #include "rangelock.h"
 #include "scratch.h"
@@ -107,14 +107,13 @@ struct blk {
    */
   uint64_t data_offset;
 
-  /* A kept overlay (cow-file=, docs/overlay-format.md); kept_path is
-   * NULL for a throw-away one.  had_header and layout are fixed by
-   * blk_new_kept and the first blk_set_size.
+  /* A kept overlay (cow-file=, docs/overlay-format.md, keptfile.h);
+   * NULL for a throw-away one.  Its header is fixed by blk_new_kept and
+   * the first blk_set_size.  kept_name is the export's, for the header
+   * of a new file.
    */
-  char *kept_path;
+  struct keptfile *kept;
   char *kept_name;
-  bool had_header;
-  struct kept_layout layout;
   /* Pages of the state area changed since they were last written, one
    * entry per KEPT_BLOCKS_PER_PAGE blocks, 1 if dirty.  Under
    * state_lock.
@@ -296,7 +295,7 @@ reserve_states (struct blk *blk, uint64_t first, uint64_t n, int *err)
   state_pages_of (first, n, &page, &pages);
   lock_mutex (blk, &blk->state_lock, BLK_LOCK_STATE);
   r = statemap_reserve (&blk->states, first, n);
-  if (r == 0 && blk->kept_path)
+  if (r == 0 && blk->kept)
     r = statemap_reserve (&blk->dirty_pages, page, pages);
   pthread_mutex_unlock (&blk->state_lock);
   if (r == -1) {
@@ -315,7 +314,7 @@ set_states (struct blk *blk, uint64_t first, uint64_t n, enum blk_state state)
   state_pages_of (first, n, &page, &pages);
   lock_mutex (blk, &blk->state_lock, BLK_LOCK_STATE);
   statemap_set (&blk->states, first, n, state);
-  if (blk->kept_path)
+  if (blk->kept)
     statemap_set (&blk->dirty_pages, page, pages, 1);
   pthread_mutex_unlock (&blk->state_lock);
 }
@@ -360,25 +359,17 @@ overlay_read (struct blk *blk, void *buf, uint64_t count, uint64_t offset,
 }
 
 /* Deallocates a range, which then reads as zeros.  Returns 0, or -1
- * with errno set if the filesystem cannot punch holes.  Requires that
- * nothing else uses the range (overlay_punch, or setup).
+ * with errno set if the filesystem cannot punch holes.  Takes
+ * write_lock.
  */
-static int
-punch_hole (struct blk *blk, uint64_t count, uint64_t offset)
-{
-  return fallocate (blk->overlay_fd,
-                    FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-                    blk->data_offset + offset, count);
-}
-
-/* punch_hole while requests run. */
 static int
 overlay_punch (struct blk *blk, uint64_t count, uint64_t offset)
 {
   int r;
 
   lock_mutex (blk, &blk->write_lock, BLK_LOCK_WRITE);
-  r = punch_hole (blk, count, offset);
+  r = fallocate (blk->overlay_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                 blk->data_offset + offset, count);
   pthread_mutex_unlock (&blk->write_lock);
   return r;
 }
@@ -500,115 +491,106 @@ blk_new (uint32_t block_size, const char *tmpdir)
   return blk_alloc (block_size, fd);
 }
 
-/* Reads and checks the header of an existing kept overlay.  Returns 0,
- * or -1 after nbdkit_error.
- */
-static int
-read_header (struct blk *blk)
+/* Reports the failure of a call on the kept overlay's file. */
+static void
+kept_error (const struct keptfile *kf)
 {
-  uint8_t *buf = malloc (KEPT_HEADER_SIZE + KEPT_NAME_MAX + 1);
-  char *name = (char *) buf + KEPT_HEADER_SIZE;
-  const char *why;
-  ssize_t r;
+  nbdkit_error ("cow-file=%s", kf->why);
+}
 
-  if (buf == NULL) {
-    nbdkit_error ("cow: malloc: %m");
-    return -1;
-  }
-  r = pread (blk->overlay_fd, buf, KEPT_HEADER_SIZE, 0);
-  if (r == -1) {
-    nbdkit_error ("cow-file=%s: read: %m", blk->kept_path);
-    free (buf);
-    return -1;
-  }
-  if (r < KEPT_HEADER_SIZE)
-    why = "not a cow overlay (truncated header)";
-  else
-    why = kept_header_decode (buf, &blk->layout, name);
+/* The header of an existing kept overlay must match the configuration. */
+static int
+check_kept_header (const struct keptfile *kf, uint32_t block_size,
+                   const char *name)
+{
+  const struct kept_header *h = &kf->header;
 
-  if (why != NULL)
-    nbdkit_error ("cow-file=%s: %s", blk->kept_path, why);
-  else if (blk->layout.block_size != blk->block_size)
+  if (h->layout.block_size != block_size) {
     nbdkit_error ("cow-file=%s: made with cow-block-size=%" PRIu32
-                  ", not %" PRIu64, blk->kept_path, blk->layout.block_size,
-                  blk->block_size);
-  else if (strcmp (name, blk->kept_name) != 0)
-    nbdkit_error ("cow-file=%s: made for export \"%s\", not \"%s\"",
-                  blk->kept_path, name, blk->kept_name);
-  else {
-    free (buf);
-    return 0;
+                  ", not %" PRIu32, kf->path, h->layout.block_size,
+                  block_size);
+    return -1;
   }
-  free (buf);
-  return -1;
+  if (strcmp (h->name, name) != 0) {
+    nbdkit_error ("cow-file=%s: made for export \"%s\", not \"%s\"",
+                  kf->path, h->name, name);
+    return -1;
+  }
+  return 0;
 }
 
 struct blk *
 blk_new_kept (uint32_t block_size, const char *path, const char *name)
 {
+  struct keptfile *kf;
   struct blk *blk;
-  struct stat st;
-  int fd;
 
   if (strlen (name) > KEPT_NAME_MAX) {
     nbdkit_error ("cow: export name longer than %d bytes", KEPT_NAME_MAX);
     return NULL;
   }
-  fd = open (path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd == -1) {
-    nbdkit_error ("cow-file=%s: %m", path);
+  kf = malloc (sizeof *kf);
+  if (kf == NULL) {
+    nbdkit_error ("cow: malloc: %m");
     return NULL;
   }
-  /* The lock dies with the descriptor, so with the process too. */
-  if (flock (fd, LOCK_EX | LOCK_NB) == -1) {
-    if (errno == EWOULDBLOCK)
-      nbdkit_error ("cow-file=%s: in use by another nbdkit", path);
-    else
-      nbdkit_error ("cow-file=%s: flock: %m", path);
-    close (fd);
+  if (keptfile_open (kf, path, KEPTFILE_CREATE) == -1) {
+    kept_error (kf);
+    free (kf);
     return NULL;
   }
-  if (fstat (fd, &st) == -1) {
-    nbdkit_error ("cow-file=%s: fstat: %m", path);
-    close (fd);
+  if (kf->has_header && check_kept_header (kf, block_size, name) == -1) {
+    keptfile_close (kf);
+    free (kf);
     return NULL;
   }
-  if (!S_ISREG (st.st_mode)) {
-    nbdkit_error ("cow-file=%s: not a regular file", path);
-    close (fd);
+  blk = blk_alloc (block_size, kf->fd);
+  if (blk == NULL) {
+    kf->fd = -1;                /* blk_alloc closed it */
+    keptfile_close (kf);
+    free (kf);
     return NULL;
   }
-  blk = blk_alloc (block_size, fd);
-  if (blk == NULL)
-    return NULL;
-  blk->kept_path = strdup (path);
+  blk->kept = kf;
   blk->kept_name = strdup (name);
-  if (blk->kept_path == NULL || blk->kept_name == NULL) {
+  if (blk->kept_name == NULL) {
     nbdkit_error ("cow: strdup: %m");
-    blk_free (blk);
-    return NULL;
-  }
-  /* An empty file is a new overlay, written once the size is known. */
-  blk->had_header = st.st_size > 0;
-  if (blk->had_header && read_header (blk) == -1) {
     blk_free (blk);
     return NULL;
   }
   return blk;
 }
 
+/* A clean stop of a kept overlay: what clients wrote is kept, flushed
+ * or not, and the file is marked closed cleanly, unless the flush
+ * failed.
+ */
+static void
+close_kept (struct blk *blk)
+{
+  struct keptfile *kf = blk->kept;
+  int err;
+
+  if (blk->size_known) {
+    if (blk_flush (blk, &err) == -1)
+      nbdkit_error ("cow-file=%s: the last flush failed: %s", kf->path,
+                    strerror (err));
+    else if (keptfile_set_flags (kf, 0, kf->header.recoveries) == -1)
+      kept_error (kf);
+  }
+  keptfile_close (kf);
+  free (kf);
+}
+
 void
 blk_free (struct blk *blk)
 {
-  int err;
-
   if (blk == NULL)
     return;
-  /* A clean stop keeps what clients wrote, flushed or not. */
-  if (blk->kept_path && blk->size_known && blk_flush (blk, &err) == -1)
-    nbdkit_error ("cow-file=%s: the last flush failed: %s", blk->kept_path,
-                  strerror (err));
-  close (blk->overlay_fd);
+  if (blk->kept)
+    close_kept (blk);           /* closes overlay_fd */
+  else
+    close (blk->overlay_fd);
   statemap_free (&blk->states);
   statemap_free (&blk->base_map);
   statemap_free (&blk->dirty_pages);
@@ -617,7 +599,6 @@ blk_free (struct blk *blk)
   pthread_mutex_destroy (&blk->flush_lock);
   rangelock_destroy (&blk->rmw_locks);
   shardctr_free (&blk->counters);
-  free (blk->kept_path);
   free (blk->kept_name);
   free (blk);
 }
@@ -636,131 +617,29 @@ size_overlay (struct blk *blk)
                   blk->size);
 }
 
-/* fsync of the directory holding path, so a new file's name is as
- * durable as its content.
- */
-static int
-sync_directory (const char *path)
-{
-  char *dir = strdup (path), *slash;
-  int fd, r;
-
-  if (dir == NULL)
-    return -1;
-  slash = strrchr (dir, '/');
-  if (slash == NULL)
-    strcpy (dir, ".");
-  else if (slash == dir)
-    slash[1] = '\0';
-  else
-    *slash = '\0';
-  fd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  free (dir);
-  if (fd == -1)
-    return -1;
-  r = fsync (fd);
-  close (fd);
-  return r;
-}
-
-/* Lays out a new kept overlay for a base of size bytes and makes its
- * header durable: the file is sized first, so a header on disk always
- * comes with the whole file behind it.  Requires state_lock.
- */
-static int
-create_kept (struct blk *blk, uint64_t size)
-{
-  uint8_t *header;
-  int r;
-
-  kept_layout (blk->block_size, size, &blk->layout);
-  header = malloc (KEPT_HEADER_SIZE);
-  if (header == NULL) {
-    nbdkit_error ("cow: malloc: %m");
-    return -1;
-  }
-  kept_header_encode (&blk->layout, blk->kept_name, header);
-  r = ftruncate (blk->overlay_fd, blk->layout.data_offset + size);
-  if (r == 0)
-    r = fsync (blk->overlay_fd);
-  if (r == 0)
-    r = pwrite_full (blk->overlay_fd, header, KEPT_HEADER_SIZE, 0);
-  if (r == 0)
-    r = fsync (blk->overlay_fd);
-  if (r == 0)
-    r = sync_directory (blk->kept_path);
-  free (header);
-  if (r == -1)
-    nbdkit_error ("cow-file=%s: cannot create the overlay: %m",
-                  blk->kept_path);
-  return r;
-}
-
-/* True if the packed states in buf hold the value 3, which no block
- * state has: the state area is damaged.
- */
-static bool
-has_bad_state (const uint8_t *buf, uint64_t len)
-{
-  uint64_t i;
-
-  for (i = 0; i < len; ++i)
-    if ((buf[i] & (buf[i] >> 1) & 0x55) != 0)
-      return true;
-  return false;
-}
-
-/* Loads the states of an existing kept overlay and punches the data
- * area of every block they do not hold allocated: what a crash left of
- * unflushed writes there is garbage that would only take space.
- * Requires state_lock.
+/* Opens a kept overlay that has a header: loads its states and punches
+ * what a crash left in the data of the others.  A file not closed
+ * cleanly is counted as recovered.  Requires state_lock.
  */
 static int
 load_kept (struct blk *blk)
 {
-  uint64_t len = blk->layout.states_length, blocks, b;
-  uint8_t *buf;
-  struct stat st;
+  struct keptfile *kf = blk->kept;
+  const struct kept_header *h = &kf->header;
+  bool crashed = (h->flags & KEPT_OPEN) != 0;
 
-  if (fstat (blk->overlay_fd, &st) == -1 ||
-      (uint64_t) st.st_size < blk->layout.data_offset + blk->size) {
-    nbdkit_error ("cow-file=%s: truncated: shorter than its header says",
-                  blk->kept_path);
+  if (keptfile_check_length (kf) == -1 ||
+      keptfile_load_states (kf, &blk->states, NULL) == -1) {
+    kept_error (kf);
     return -1;
   }
-  buf = malloc (len);
-  if (buf == NULL) {
-    nbdkit_error ("cow: malloc: %m");
+  keptfile_punch_unallocated (kf, &blk->states);
+  if (crashed)
+    nbdkit_debug ("cow-file=%s: not closed cleanly: it holds what was "
+                  "flushed before", kf->path);
+  if (keptfile_set_flags (kf, KEPT_OPEN, h->recoveries + crashed) == -1) {
+    kept_error (kf);
     return -1;
-  }
-  if (pread_full (blk->overlay_fd, buf, len, blk->layout.states_offset)
-      == -1) {
-    nbdkit_error ("cow-file=%s: cannot read the block states: %m",
-                  blk->kept_path);
-    free (buf);
-    return -1;
-  }
-  if (has_bad_state (buf, len)) {
-    nbdkit_error ("cow-file=%s: corrupted block states", blk->kept_path);
-    free (buf);
-    return -1;
-  }
-  if (statemap_import (&blk->states, 0, len * 4, buf) == -1) {
-    nbdkit_error ("cow: cannot load the block states: %m");
-    free (buf);
-    return -1;
-  }
-  free (buf);
-
-  blocks = blk_of (blk, blk->size - 1) + 1;
-  for (b = 0; b < blocks; ) {
-    unsigned state;
-    uint64_t end = statemap_run (&blk->states, b, blocks, &state);
-    if (state != BLK_ALLOCATED &&
-        punch_hole (blk, blk_end (blk, end - 1) - blk_start (blk, b),
-                    blk_start (blk, b)) == -1)
-      nbdkit_debug ("cow: cannot punch a hole in the overlay: %m");
-    b = end;
   }
   return 0;
 }
@@ -771,18 +650,24 @@ load_kept (struct blk *blk)
 static int
 open_kept (struct blk *blk, uint64_t size)
 {
-  if (!blk->had_header) {
-    if (create_kept (blk, size) == -1)
+  struct keptfile *kf = blk->kept;
+
+  if (!kf->has_header) {
+    if (keptfile_create (kf, blk->block_size, size, blk->kept_name) == -1) {
+      kept_error (kf);
       return -1;
+    }
   }
-  else if (blk->layout.base_size != size) {
+  else if (kf->header.layout.base_size != size) {
     nbdkit_error ("cow-file=%s: made for a base of %" PRIu64 " bytes, "
-                  "this base has %" PRIu64, blk->kept_path,
-                  blk->layout.base_size, size);
+                  "this base has %" PRIu64, kf->path,
+                  kf->header.layout.base_size, size);
     return -1;
   }
-  blk->data_offset = blk->layout.data_offset;
-  return blk->had_header ? load_kept (blk) : 0;
+  else if (load_kept (blk) == -1)
+    return -1;
+  blk->data_offset = kf->header.layout.data_offset;
+  return 0;
 }
 
 /* The first call does the overlay's setup I/O under state_lock: no
@@ -796,11 +681,11 @@ blk_set_size (struct blk *blk, uint64_t size)
   lock_mutex (blk, &blk->state_lock, BLK_LOCK_STATE);
   if (!blk->size_known) {
     blk->size = size;
-    if (blk->kept_path && size > 0 && open_kept (blk, size) == -1)
+    if (blk->kept && size > 0 && open_kept (blk, size) == -1)
       r = -1;
     else {
       blk->size_known = true;
-      if (!blk->kept_path)
+      if (!blk->kept)
         size_overlay (blk);
     }
   }
@@ -818,15 +703,13 @@ blk_set_size (struct blk *blk, uint64_t size)
  * is crash-safe without a journal).
  */
 
-/* State pages written per round of a flush: 1 MiB. */
-#define FLUSH_BATCH 256
-
-/* Marks state pages dirty again after a failed flush.  Their entries
- * in dirty_pages exist (they were dirty), so this cannot fail.
+/* The keptfile_redirty_pages of a flush.  The pages' entries in
+ * dirty_pages exist (they were dirty), so this cannot fail.
  */
 static void
-redirty_pages (struct blk *blk, const uint64_t *pages, unsigned n)
+redirty_pages (void *opaque, const uint64_t *pages, unsigned n)
 {
+  struct blk *blk = opaque;
   unsigned i;
 
   lock_mutex (blk, &blk->state_lock, BLK_LOCK_STATE);
@@ -835,20 +718,21 @@ redirty_pages (struct blk *blk, const uint64_t *pages, unsigned n)
   pthread_mutex_unlock (&blk->state_lock);
 }
 
-/* Copies up to FLUSH_BATCH dirty state pages from page *next on into
- * buf, their numbers into pages, and marks them clean.  Returns how
- * many.  Takes state_lock.
+/* The keptfile_take_pages of a flush: copies up to max dirty state
+ * pages from page *next on into buf and marks them clean.  Takes
+ * state_lock.
  */
 static unsigned
-take_dirty_pages (struct blk *blk, uint64_t *next, uint64_t *pages,
-                  uint8_t *buf)
+take_dirty_pages (void *opaque, uint64_t *next, uint64_t *pages,
+                  uint8_t *buf, unsigned max)
 {
-  uint64_t total = blk->layout.states_length / KEPT_STATE_PAGE;
+  struct blk *blk = opaque;
+  uint64_t total = blk->kept->header.layout.states_length / KEPT_STATE_PAGE;
   uint64_t p = *next;
   unsigned n = 0;
 
   lock_mutex (blk, &blk->state_lock, BLK_LOCK_STATE);
-  while (p < total && n < FLUSH_BATCH) {
+  while (p < total && n < max) {
     unsigned dirty;
     uint64_t end = statemap_run (&blk->dirty_pages, p, total, &dirty);
     if (!dirty) {
@@ -865,69 +749,20 @@ take_dirty_pages (struct blk *blk, uint64_t *next, uint64_t *pages,
   return n;
 }
 
-/* Writes n state pages from buf and makes them durable. */
-static int
-write_state_pages (struct blk *blk, const uint64_t *pages,
-                   const uint8_t *buf, unsigned n)
-{
-  unsigned i;
-
-  for (i = 0; i < n; ++i)
-    if (pwrite_full (blk->overlay_fd, buf + i * KEPT_STATE_PAGE,
-                     KEPT_STATE_PAGE, blk->layout.states_offset
-                     + pages[i] * KEPT_STATE_PAGE) == -1)
-      return -1;
-  return fdatasync (blk->overlay_fd);
-}
-
-/* Each round: take the states of some dirty pages, sync the data they
- * point to, then write and sync the pages.  States taken before the
- * data sync only ever name data written before it.  Even with nothing
- * dirty the data is synced: writes into allocated blocks change no
- * state.  Requires flush_lock.
- */
-static int
-flush_locked (struct blk *blk, uint64_t *pages, uint8_t *buf, int *err)
-{
-  uint64_t next = 0;
-  unsigned n;
-
-  do {
-    n = take_dirty_pages (blk, &next, pages, buf);
-    if (fdatasync (blk->overlay_fd) == -1 ||
-        write_state_pages (blk, pages, buf, n) == -1) {
-      *err = errno;
-      nbdkit_error ("cow-file=%s: flush: %m", blk->kept_path);
-      redirty_pages (blk, pages, n);
-      return -1;
-    }
-  } while (n == FLUSH_BATCH);
-  return 0;
-}
-
 int
 blk_flush (struct blk *blk, int *err)
 {
-  uint64_t *pages;
-  uint8_t *buf;
   int r;
 
-  if (blk->kept_path == NULL)
+  if (blk->kept == NULL)
     return 0;
-  pages = malloc (FLUSH_BATCH * sizeof *pages);
-  buf = malloc (FLUSH_BATCH * KEPT_STATE_PAGE);
-  if (pages == NULL || buf == NULL) {
-    *err = errno;
-    nbdkit_error ("cow: malloc: %m");
-    free (pages);
-    free (buf);
-    return -1;
-  }
   lock_mutex (blk, &blk->flush_lock, BLK_LOCK_FLUSH);
-  r = flush_locked (blk, pages, buf, err);
+  r = keptfile_flush (blk->kept, take_dirty_pages, redirty_pages, blk);
+  if (r == -1) {
+    *err = errno;
+    kept_error (blk->kept);
+  }
   pthread_mutex_unlock (&blk->flush_lock);
-  free (pages);
-  free (buf);
   return r;
 }
 

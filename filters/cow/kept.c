@@ -15,8 +15,6 @@
 
 static const char magic[8] = { 'n', 'b', 'd', 'k', 'C', 'O', 'W', '\n' };
 
-#define FORMAT_VERSION 1
-
 enum {
   OFF_MAGIC = 0,
   OFF_VERSION = 8,
@@ -28,6 +26,8 @@ enum {
   OFF_STATES_LENGTH = 40,
   OFF_DATA_OFFSET = 48,
   OFF_CRC = 56,
+  OFF_FLAGS = 60,               /* version 2 on */
+  OFF_RECOVERIES = 64,          /* version 2 on */
   OFF_NAME = 4096,
 };
 
@@ -89,14 +89,14 @@ header_crc (const uint8_t *buf)
 }
 
 void
-kept_header_encode (const struct kept_layout *layout, const char *name,
-                    uint8_t *buf)
+kept_header_encode (const struct kept_header *header, uint8_t *buf)
 {
-  size_t len = strlen (name);
+  const struct kept_layout *layout = &header->layout;
+  size_t len = strlen (header->name);
 
   memset (buf, 0, KEPT_HEADER_SIZE);
   memcpy (buf + OFF_MAGIC, magic, sizeof magic);
-  put_le (buf + OFF_VERSION, FORMAT_VERSION, 4);
+  put_le (buf + OFF_VERSION, KEPT_VERSION, 4);
   put_le (buf + OFF_HEADER_SIZE, KEPT_HEADER_SIZE, 4);
   put_le (buf + OFF_BLOCK_SIZE, layout->block_size, 4);
   put_le (buf + OFF_NAME_LENGTH, len, 4);
@@ -104,42 +104,60 @@ kept_header_encode (const struct kept_layout *layout, const char *name,
   put_le (buf + OFF_STATES_OFFSET, layout->states_offset, 8);
   put_le (buf + OFF_STATES_LENGTH, layout->states_length, 8);
   put_le (buf + OFF_DATA_OFFSET, layout->data_offset, 8);
-  memcpy (buf + OFF_NAME, name, len);
+  put_le (buf + OFF_FLAGS, header->flags, 4);
+  put_le (buf + OFF_RECOVERIES, header->recoveries, 4);
+  memcpy (buf + OFF_NAME, header->name, len);
   put_le (buf + OFF_CRC, header_crc (buf), 4);
 }
 
-const char *
-kept_header_decode (const uint8_t *buf, struct kept_layout *layout,
-                    char *name)
+enum kept_bad
+kept_header_decode (const uint8_t *buf, struct kept_header *header,
+                    const char **why)
 {
-  struct kept_layout expected;
-  uint64_t block_size, name_length;
+  struct kept_layout *layout = &header->layout, expected;
+  uint64_t block_size, name_length, version;
 
-  if (memcmp (buf + OFF_MAGIC, magic, sizeof magic) != 0)
-    return "not a cow overlay (bad magic)";
-  if (get_le (buf + OFF_VERSION, 4) != FORMAT_VERSION)
-    return "unsupported format version";
-  if (get_le (buf + OFF_CRC, 4) != header_crc (buf))
-    return "corrupted header (checksum mismatch)";
+  *why = NULL;
+  if (memcmp (buf + OFF_MAGIC, magic, sizeof magic) != 0) {
+    *why = "not a cow overlay (bad magic)";
+    return KEPT_FOREIGN;
+  }
+  version = get_le (buf + OFF_VERSION, 4);
+  if (version < 1 || version > KEPT_VERSION) {
+    *why = "unsupported format version";
+    return KEPT_FOREIGN;
+  }
+  if (get_le (buf + OFF_CRC, 4) != header_crc (buf)) {
+    *why = "corrupted header (checksum mismatch)";
+    return KEPT_DAMAGED;
+  }
 
   block_size = get_le (buf + OFF_BLOCK_SIZE, 4);
   name_length = get_le (buf + OFF_NAME_LENGTH, 4);
+  header->version = version;
   layout->block_size = block_size;
   layout->base_size = get_le (buf + OFF_BASE_SIZE, 8);
   layout->states_offset = get_le (buf + OFF_STATES_OFFSET, 8);
   layout->states_length = get_le (buf + OFF_STATES_LENGTH, 8);
   layout->data_offset = get_le (buf + OFF_DATA_OFFSET, 8);
-  /* Version 1 files have exactly the layout kept_layout computes. */
+  /* Version 1 wrote zeros where version 2 keeps these. */
+  header->flags = get_le (buf + OFF_FLAGS, 4);
+  header->recoveries = get_le (buf + OFF_RECOVERIES, 4);
+  /* Every version has exactly the layout kept_layout computes. */
   if (!is_power_of_2 (block_size) ||
       get_le (buf + OFF_HEADER_SIZE, 4) != KEPT_HEADER_SIZE ||
-      name_length > KEPT_NAME_MAX)
-    return "inconsistent header";
+      name_length > KEPT_NAME_MAX || (header->flags & ~KEPT_OPEN) != 0) {
+    *why = "inconsistent header";
+    return KEPT_DAMAGED;
+  }
   kept_layout (layout->block_size, layout->base_size, &expected);
   if (layout->states_offset != expected.states_offset ||
       layout->states_length != expected.states_length ||
-      layout->data_offset != expected.data_offset)
-    return "inconsistent header";
-  memcpy (name, buf + OFF_NAME, name_length);
-  name[name_length] = '\0';
-  return NULL;
+      layout->data_offset != expected.data_offset) {
+    *why = "inconsistent header";
+    return KEPT_DAMAGED;
+  }
+  memcpy (header->name, buf + OFF_NAME, name_length);
+  header->name[name_length] = '\0';
+  return KEPT_SOUND;
 }

@@ -1,0 +1,480 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* The file of a kept overlay: docs/overlay-format.md is the format and
+ * the argument for crash safety, kept.c the header's bytes.
+ */
+
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fullio.h"
+#include "iszero.h"
+#include "keptfile.h"
+
+/* State pages read or written per system call (and per round of a
+ * flush): 1 MiB.
+ */
+#define PAGES_PER_IO 256
+
+/* The header's fields that change after creation (version, checksum,
+ * flags, recoveries) all lie in its first sector.
+ */
+#define HEADER_SECTOR 512
+
+/* Sets kf->why to "PATH: " and the message, keeping errno. */
+static int __attribute__ ((format (printf, 3, 4)))
+fail (struct keptfile *kf, bool damaged, const char *fmt, ...)
+{
+  int saved = errno;
+  size_t n;
+  va_list ap;
+
+  snprintf (kf->why, sizeof kf->why, "%s: ", kf->path ? kf->path : "");
+  n = strlen (kf->why);
+  errno = saved;
+  va_start (ap, fmt);
+  vsnprintf (kf->why + n, sizeof kf->why - n, fmt, ap);
+  va_end (ap);
+  kf->damaged = damaged;
+  errno = saved;
+  return -1;
+}
+
+uint64_t
+keptfile_blocks (const struct keptfile *kf)
+{
+  const struct kept_layout *l = &kf->header.layout;
+
+  return l->base_size / l->block_size + (l->base_size % l->block_size != 0);
+}
+
+static int
+read_header (struct keptfile *kf)
+{
+  uint8_t *buf = malloc (KEPT_HEADER_SIZE);
+  const char *why;
+  enum kept_bad bad;
+  ssize_t r;
+
+  if (buf == NULL)
+    return fail (kf, false, "malloc: %m");
+  r = pread (kf->fd, buf, KEPT_HEADER_SIZE, 0);
+  if (r == -1) {
+    free (buf);
+    return fail (kf, false, "read: %m");
+  }
+  if (r < KEPT_HEADER_SIZE) {
+    /* A cut-off overlay still starts with the magic. */
+    bool ours = r >= 8 && memcmp (buf, "nbdkCOW\n", 8) == 0;
+    free (buf);
+    return fail (kf, ours, "not a cow overlay (truncated header)");
+  }
+  bad = kept_header_decode (buf, &kf->header, &why);
+  free (buf);
+  if (bad != KEPT_SOUND)
+    return fail (kf, bad == KEPT_DAMAGED, "%s", why);
+  kf->has_header = true;
+  return 0;
+}
+
+/* The checks of keptfile_open once the file is open. */
+static int
+lock_and_read (struct keptfile *kf, enum keptfile_mode mode)
+{
+  struct stat st;
+
+  /* The lock dies with the descriptor, so with the process too. */
+  if (flock (kf->fd, (mode == KEPTFILE_READ ? LOCK_SH : LOCK_EX) | LOCK_NB)
+      == -1) {
+    if (errno == EWOULDBLOCK)
+      return fail (kf, false,
+                   "in use: locked by another process (nbdkit or nbdcow)");
+    return fail (kf, false, "flock: %m");
+  }
+  if (fstat (kf->fd, &st) == -1)
+    return fail (kf, false, "fstat: %m");
+  if (!S_ISREG (st.st_mode))
+    return fail (kf, false, "not a regular file");
+  /* An empty file is a new overlay, laid out once the size is known. */
+  if (st.st_size == 0) {
+    if (mode == KEPTFILE_CREATE)
+      return 0;
+    return fail (kf, false, "empty: not a cow overlay (yet)");
+  }
+  return read_header (kf);
+}
+
+int
+keptfile_open (struct keptfile *kf, const char *path, enum keptfile_mode mode)
+{
+  int flags = mode == KEPTFILE_READ ? O_RDONLY : O_RDWR;
+
+  memset (kf, 0, sizeof *kf);
+  kf->fd = -1;
+  kf->path = strdup (path);
+  if (kf->path == NULL)
+    return fail (kf, false, "strdup: %m");
+  if (mode == KEPTFILE_CREATE)
+    flags |= O_CREAT;
+  kf->fd = open (path, flags | O_CLOEXEC, 0600);
+  if (kf->fd == -1 || lock_and_read (kf, mode) == -1) {
+    if (kf->fd == -1)
+      fail (kf, false, "%m");
+    keptfile_close (kf);
+    return -1;
+  }
+  return 0;
+}
+
+void
+keptfile_close (struct keptfile *kf)
+{
+  if (kf->fd >= 0)
+    close (kf->fd);
+  kf->fd = -1;
+  free (kf->path);
+  kf->path = NULL;
+}
+
+/* fsync of the directory holding path, so a new file's name is as
+ * durable as its content.
+ */
+static int
+sync_directory (const char *path)
+{
+  char *dir = strdup (path), *slash;
+  int fd, r;
+
+  if (dir == NULL)
+    return -1;
+  slash = strrchr (dir, '/');
+  if (slash == NULL)
+    strcpy (dir, ".");
+  else if (slash == dir)
+    slash[1] = '\0';
+  else
+    *slash = '\0';
+  fd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  free (dir);
+  if (fd == -1)
+    return -1;
+  r = fsync (fd);
+  close (fd);
+  return r;
+}
+
+int
+keptfile_create (struct keptfile *kf, uint32_t block_size,
+                 uint64_t base_size, const char *name)
+{
+  struct kept_header *h = &kf->header;
+  uint8_t *buf;
+  int r;
+
+  if (strlen (name) > KEPT_NAME_MAX)
+    return fail (kf, false, "export name longer than %d bytes", KEPT_NAME_MAX);
+  buf = malloc (KEPT_HEADER_SIZE);
+  if (buf == NULL)
+    return fail (kf, false, "malloc: %m");
+  kept_layout (block_size, base_size, &h->layout);
+  h->version = KEPT_VERSION;
+  h->flags = KEPT_OPEN;
+  h->recoveries = 0;
+  strcpy (h->name, name);
+  kept_header_encode (h, buf);
+  r = ftruncate (kf->fd, h->layout.data_offset + base_size);
+  if (r == 0)
+    r = fsync (kf->fd);
+  if (r == 0)
+    r = pwrite_full (kf->fd, buf, KEPT_HEADER_SIZE, 0);
+  if (r == 0)
+    r = fsync (kf->fd);
+  if (r == 0)
+    r = sync_directory (kf->path);
+  free (buf);
+  if (r == -1)
+    return fail (kf, false, "cannot create the overlay: %m");
+  kf->has_header = true;
+  return 0;
+}
+
+int
+keptfile_check_length (struct keptfile *kf)
+{
+  const struct kept_layout *l = &kf->header.layout;
+  struct stat st;
+
+  if (fstat (kf->fd, &st) == -1)
+    return fail (kf, false, "fstat: %m");
+  if ((uint64_t) st.st_size < l->data_offset + l->base_size)
+    return fail (kf, true, "truncated: shorter than its header says "
+                 "(%" PRIu64 " bytes, not %" PRIu64 ")",
+                 (uint64_t) st.st_size, l->data_offset + l->base_size);
+  return 0;
+}
+
+/* Block states of value 3 in the packed bytes buf[0..len), which no
+ * state has.  Sets *first to the block of the first, counted from the
+ * block of buf[0].
+ */
+static uint64_t
+count_bad_states (const uint8_t *buf, uint64_t len, uint64_t *first)
+{
+  uint64_t i, bad = 0;
+
+  for (i = 0; i < len; ++i) {
+    unsigned both = buf[i] & (buf[i] >> 1) & 0x55;
+    if (both == 0)
+      continue;
+    if (bad == 0)
+      *first = 4 * i + __builtin_ctz (both) / 2;
+    bad += __builtin_popcount (both);
+  }
+  return bad;
+}
+
+int
+keptfile_load_states (struct keptfile *kf, struct statemap *states,
+                      uint64_t *bad_blocks)
+{
+  const struct kept_layout *l = &kf->header.layout;
+  uint64_t chunk = PAGES_PER_IO * KEPT_STATE_PAGE, at;
+  uint8_t *buf = malloc (chunk);
+  int r = 0;
+
+  if (buf == NULL)
+    return fail (kf, false, "malloc: %m");
+  if (bad_blocks)
+    *bad_blocks = 0;
+  for (at = 0; at < l->states_length && r == 0; at += chunk) {
+    uint64_t len = l->states_length - at < chunk ? l->states_length - at : chunk;
+    uint64_t first_bad = 0, bad;
+
+    if (pread_full (kf->fd, buf, len, l->states_offset + at) == -1) {
+      r = fail (kf, false, "cannot read the block states: %m");
+      break;
+    }
+    bad = count_bad_states (buf, len, &first_bad);
+    if (bad && bad_blocks == NULL)
+      r = fail (kf, true, "corrupted block states (block %" PRIu64
+                " has the invalid state 3)", 4 * at + first_bad);
+    else if (bad_blocks)
+      *bad_blocks += bad;
+    if (r == 0 && !is_zero ((const char *) buf, len) &&
+        statemap_import (states, 4 * at, 4 * len, buf) == -1)
+      r = fail (kf, false, "cannot load the block states: %m");
+  }
+  free (buf);
+  return r;
+}
+
+/* Calls fn (kf, from, to, opaque) for the byte range of the data area
+ * ([from, to) of the disk) of each run of blocks that states does not
+ * hold allocated, stopping at the first that returns -1.
+ */
+static int
+each_unallocated_run (struct keptfile *kf, const struct statemap *states,
+                      int (*fn) (struct keptfile *, uint64_t, uint64_t,
+                                 void *),
+                      void *opaque)
+{
+  const struct kept_layout *l = &kf->header.layout;
+  uint64_t blocks = keptfile_blocks (kf), b = 0;
+
+  while (b < blocks) {
+    unsigned state;
+    uint64_t end = statemap_run (states, b, blocks, &state);
+    uint64_t to = end * l->block_size;
+
+    if (state != KEPT_ALLOCATED &&
+        fn (kf, b * l->block_size, to < l->base_size ? to : l->base_size,
+            opaque) == -1)
+      return -1;
+    b = end;
+  }
+  return 0;
+}
+
+static int
+punch_run (struct keptfile *kf, uint64_t from, uint64_t to, void *opaque)
+{
+  off_t at = kf->header.layout.data_offset + from;
+
+  /* Best effort: a filesystem without holes only keeps the space. */
+  fallocate (kf->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, at, to - from);
+  return 0;
+}
+
+void
+keptfile_punch_unallocated (struct keptfile *kf, const struct statemap *states)
+{
+  each_unallocated_run (kf, states, punch_run, NULL);
+}
+
+/* Adds to *opaque the bytes of [from, to) of the data area that hold
+ * data on disk, as lseek's SEEK_DATA and SEEK_HOLE find them.
+ */
+static int
+count_data_run (struct keptfile *kf, uint64_t from, uint64_t to, void *opaque)
+{
+  uint64_t *bytes = opaque;
+  off_t base = kf->header.layout.data_offset, at = base + from;
+  off_t end = base + to;
+
+  while (at < end) {
+    off_t data = lseek (kf->fd, at, SEEK_DATA), hole;
+    if (data == -1 && errno == ENXIO)
+      return 0;
+    if (data == -1)
+      return fail (kf, false, "lseek: %m");
+    if (data >= end)
+      return 0;
+    hole = lseek (kf->fd, data, SEEK_HOLE);
+    if (hole == -1)
+      return fail (kf, false, "lseek: %m");
+    *bytes += (hole < end ? hole : end) - data;
+    at = hole;
+  }
+  return 0;
+}
+
+int
+keptfile_leaked_bytes (struct keptfile *kf, const struct statemap *states,
+                       uint64_t *bytes)
+{
+  *bytes = 0;
+  return each_unallocated_run (kf, states, count_data_run, bytes);
+}
+
+int
+keptfile_set_flags (struct keptfile *kf, uint32_t flags, uint32_t recoveries)
+{
+  uint8_t *buf = malloc (KEPT_HEADER_SIZE);
+  int r;
+
+  if (buf == NULL)
+    return fail (kf, false, "malloc: %m");
+  kf->header.version = KEPT_VERSION;
+  kf->header.flags = flags;
+  kf->header.recoveries = recoveries;
+  kept_header_encode (&kf->header, buf);
+  r = pwrite_full (kf->fd, buf, HEADER_SECTOR, 0);
+  if (r == 0)
+    r = fdatasync (kf->fd);
+  free (buf);
+  if (r == -1)
+    return fail (kf, false, "cannot write the header: %m");
+  return 0;
+}
+
+/* Writes n state pages from buf and makes them durable. */
+static int
+write_state_pages (struct keptfile *kf, const uint64_t *pages,
+                   const uint8_t *buf, unsigned n)
+{
+  const struct kept_layout *l = &kf->header.layout;
+  unsigned i;
+
+  for (i = 0; i < n; ++i)
+    if (pwrite_full (kf->fd, buf + i * KEPT_STATE_PAGE, KEPT_STATE_PAGE,
+                     l->states_offset + pages[i] * KEPT_STATE_PAGE) == -1)
+      return -1;
+  return fdatasync (kf->fd);
+}
+
+/* Each round: take the states of some dirty pages, sync the data they
+ * point to, then write and sync the pages.  States taken before the
+ * data sync only ever name data written before it.  Even with nothing
+ * dirty the data is synced: writes into allocated blocks change no
+ * state.
+ */
+int
+keptfile_flush (struct keptfile *kf, keptfile_take_pages *take,
+                keptfile_redirty_pages *redirty, void *opaque)
+{
+  uint64_t *pages = malloc (PAGES_PER_IO * sizeof *pages), next = 0;
+  uint8_t *buf = malloc (PAGES_PER_IO * KEPT_STATE_PAGE);
+  unsigned n;
+  int r = 0;
+
+  if (pages == NULL || buf == NULL) {
+    r = fail (kf, false, "malloc: %m");
+    goto out;
+  }
+  do {
+    n = take (opaque, &next, pages, buf, PAGES_PER_IO);
+    if (fdatasync (kf->fd) == -1 ||
+        write_state_pages (kf, pages, buf, n) == -1) {
+      r = fail (kf, false, "flush: %m");
+      redirty (opaque, pages, n);
+      break;
+    }
+  } while (n == PAGES_PER_IO);
+ out:
+  free (pages);
+  free (buf);
+  return r;
+}
+
+int
+keptfile_empty (struct keptfile *kf)
+{
+  const struct kept_layout *l = &kf->header.layout;
+  uint64_t chunk = PAGES_PER_IO * KEPT_STATE_PAGE, at;
+  uint8_t *buf = malloc (chunk), *zero = calloc (1, chunk);
+  int r = 0;
+
+  if (buf == NULL || zero == NULL)
+    r = fail (kf, false, "malloc: %m");
+  /* Only the pages holding states are rewritten: a sparse state area
+   * stays sparse.
+   */
+  for (at = 0; r == 0 && at < l->states_length; at += chunk) {
+    uint64_t len = l->states_length - at < chunk ? l->states_length - at : chunk;
+    uint64_t off = l->states_offset + at;
+
+    if (pread_full (kf->fd, buf, len, off) == -1)
+      r = fail (kf, false, "cannot read the block states: %m");
+    else if (!is_zero ((const char *) buf, len) &&
+             pwrite_full (kf->fd, zero, len, off) == -1)
+      r = fail (kf, false, "cannot write the block states: %m");
+  }
+  if (r == 0 && fdatasync (kf->fd) == -1)
+    r = fail (kf, false, "fdatasync: %m");
+  if (r == 0)
+    punch_run (kf, 0, l->base_size, NULL);
+  free (buf);
+  free (zero);
+  return r;
+}
+
+int
+keptfile_read_data (struct keptfile *kf, void *buf, uint64_t count,
+                    uint64_t offset)
+{
+  if (pread_full (kf->fd, buf, count, kf->header.layout.data_offset + offset)
+      == -1)
+    return fail (kf, false, "read of %" PRIu64 " bytes at offset %" PRIu64
+                 ": %m", count, offset);
+  return 0;
+}
+
+uint64_t
+keptfile_bytes_on_disk (struct keptfile *kf)
+{
+  struct stat st;
+
+  if (fstat (kf->fd, &st) == -1)
+    return 0;
+  return (uint64_t) st.st_blocks * 512;
+}
