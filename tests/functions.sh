@@ -11,6 +11,7 @@ PATH=/usr/bin:/usr/sbin:$PATH
 export PATH
 
 NBDKIT="$abs_top_builddir/nbdkit"
+NBDCOW="$abs_top_builddir/tools/nbdcow/nbdcow"
 PYTHON=/usr/bin/python3
 tests="$abs_top_srcdir/tests"
 
@@ -106,6 +107,21 @@ stop_nbdkit ()
     cat "$2" >&2
     sanitizer_reports="$sanitizer_reports $2"
   fi
+}
+
+# expect_exit STATUS PATTERN COMMAND...: COMMAND must exit with STATUS
+# and print PATTERN (a grep -E regexp) on stdout or stderr.
+expect_exit ()
+{
+  want=$1 pattern=$2; shift 2
+  set +e
+  "$@" >"$tmp/out" 2>&1
+  got=$?
+  set -e
+  [ "$got" -eq "$want" ] || { cat "$tmp/out" >&2; fail "exit $got, not $want: $*"; }
+  grep -Eq -- "$pattern" "$tmp/out" ||
+    { cat "$tmp/out" >&2; fail "no message matching '$pattern' from: $*"; }
+  echo "exit $got as expected: $*: $(grep -E -- "$pattern" "$tmp/out" | head -1)"
 }
 
 # A base file of SIZE bytes: random data with a hole in the middle.

@@ -77,7 +77,8 @@ read_header (struct keptfile *kf)
     /* A cut-off overlay still starts with the magic. */
     bool ours = r >= 8 && memcmp (buf, "nbdkCOW\n", 8) == 0;
     free (buf);
-    return fail (kf, ours, "not a cow overlay (truncated header)");
+    return fail (kf, ours, ours ? "not a cow overlay (truncated header)"
+                 : "not a cow overlay (bad magic)");
   }
   bad = kept_header_decode (buf, &kf->header, &why);
   free (buf);

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# nbdcow check tells a sound overlay (exit 0) from a damaged one (2)
+# and from a file it cannot use at all (3), saying what is wrong with
+# which file; --repair mends only what it can mend without guessing,
+# and the filter then serves the repaired file with every flushed
+# write.
+. "$abs_top_srcdir/tests/functions.sh"
+
+make_base "$tmp/base" $((8 * 1024 * 1024))          # 128 blocks of 64K
+uri="nbd+unix:///?socket=$tmp/sock"
+ov=$tmp/ov
+B=65536
+
+start_nbdkit "$tmp/sock" --filter=cow file "$tmp/base" cow-file="$ov"
+nbdsh -u "$uri" -c "
+h.pwrite(b'x' * $B, 2 * $B)
+h.pwrite(b'y' * $B, 40 * $B)
+h.flush()
+"
+expect_exit 3 "$ov: in use: locked by another process" "$NBDCOW" check "$ov"
+stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
+rm -f "$tmp/sock"
+cp "$ov" "$tmp/good"
+data_offset=$(( B ))             # 8K header + 4K states, rounded to 64K
+length=$(stat -c %s "$ov")
+
+expect_exit 0 "$ov: no errors found" "$NBDCOW" check "$ov"
+
+damage ()
+{
+  cp "$tmp/good" "$ov"
+  printf "$2" | dd of="$ov" bs=1 seek="$1" conv=notrunc 2>/dev/null
+}
+damage 0 'X'
+expect_exit 3 "nbdcow: $ov: not a cow overlay \(bad magic\)" "$NBDCOW" check "$ov"
+damage 8 '\011'
+expect_exit 3 "nbdcow: $ov: unsupported format version" "$NBDCOW" check "$ov"
+damage 24 '\001'
+expect_exit 2 "nbdcow: $ov: corrupted header \(checksum mismatch\)" \
+  "$NBDCOW" check "$ov"
+expect_exit 2 "corrupted header" "$NBDCOW" check --repair "$ov"
+expect_exit 2 "corrupted header" "$NBDCOW" info "$ov"
+damage 8193 '\377'
+expect_exit 2 "$ov: damaged: 4 blocks have the invalid state 3 \(cannot repair" \
+  "$NBDCOW" check "$ov"
+expect_exit 2 "invalid state 3" "$NBDCOW" check --repair "$ov"
+expect_exit 2 "corrupted block states \(block 4 has the invalid state 3\)" \
+  "$NBDCOW" map "$ov"
+head -c 5000 "$tmp/good" > "$ov"
+expect_exit 2 "$ov: not a cow overlay \(truncated header\)" "$NBDCOW" check "$ov"
+echo "some text file" > "$ov"
+expect_exit 3 "$ov: not a cow overlay" "$NBDCOW" check "$ov"
+: > "$ov"
+expect_exit 3 "$ov: empty: not a cow overlay" "$NBDCOW" info "$ov"
+expect_exit 3 "$tmp/missing: No such file or directory" \
+  "$NBDCOW" check "$tmp/missing"
+expect_exit 3 "$tmp: (not a regular file|Is a directory)" "$NBDCOW" check "$tmp"
+
+# Cut short after the last block in the overlay (block 40): repaired
+# by extending.  Cut inside it: its data is gone, not repaired.
+cp "$tmp/good" "$ov"
+truncate -s $(( data_offset + 60 * B )) "$ov"
+expect_exit 2 "$ov: damaged: $(( data_offset + 60 * B )) bytes long, not $length" \
+  "$NBDCOW" check "$ov"
+expect_exit 2 "truncated: shorter than its header says" "$NBDCOW" info "$ov"
+expect_exit 0 "$ov: repaired: extended to $length bytes" \
+  "$NBDCOW" check --repair "$ov"
+expect_exit 0 "no errors found" "$NBDCOW" check "$ov"
+cp "$ov" "$tmp/repaired"
+truncate -s $(( data_offset + 40 * B + 100 )) "$ov"
+expect_exit 2 "cannot repair: blocks in the overlay reach past the end" \
+  "$NBDCOW" check --repair "$ov"
+
+# What a crash leaves is harmless, reported, and tidied by --repair.
+cp "$tmp/repaired" "$ov"
+"$PYTHON" "$tests/kept_header.py" "$ov" flags=1
+head -c $B /dev/urandom |
+  dd of="$ov" bs=$B seek=$(( data_offset / B + 70 )) conv=notrunc 2>/dev/null
+expect_exit 0 "$ov: $B bytes of data in blocks not in the overlay" \
+  "$NBDCOW" check "$ov"
+grep -q "not closed cleanly" "$tmp/out" || fail "crash flag not reported"
+expect_exit 0 "$ov: repaired: data outside the overlay's blocks punched" \
+  "$NBDCOW" check --repair "$ov"
+expect_exit 0 "no errors found" "$NBDCOW" check "$ov"
+grep -q "not closed cleanly\|bytes of data" "$tmp/out" && fail "not tidied"
+jq -e '.closed_cleanly == true and .recoveries == 1' \
+  <("$NBDCOW" info --json "$ov") >/dev/null || fail "info after repair"
+
+# The repaired file serves every flushed write.
+start_nbdkit "$tmp/sock" --filter=cow file "$tmp/base" cow-file="$ov"
+nbdsh -u "$uri" -c "
+assert h.pread($B, 2 * $B) == b'x' * $B
+assert h.pread($B, 40 * $B) == b'y' * $B
+with open('$tmp/base', 'rb') as f:
+    f.seek(70 * $B)
+    assert h.pread($B, 70 * $B) == f.read($B), 'garbage of a crash read back'
+"

@@ -1,0 +1,309 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* nbdcow info, map and check: what an overlay file holds, and whether
+ * it is sound.
+ */
+
+#include <config.h>
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "json.h"
+#include "nbdcow.h"
+
+/* Parses the options of info and map (--json) and check (--repair),
+ * which each take one FILE.  Returns the FILE, or NULL after a usage
+ * message.
+ */
+static const char *
+parse_file_args (int argc, char **argv, const char *flag, bool *set)
+{
+  const struct option options[] = {
+    { flag, no_argument, NULL, 'f' },
+    { NULL, 0, NULL, 0 },
+  };
+  int c;
+
+  *set = false;
+  optind = 1;
+  while ((c = getopt_long (argc, argv, "", options, NULL)) != -1) {
+    if (c != 'f')
+      return NULL;
+    *set = true;
+  }
+  if (argc - optind != 1) {
+    nbdcow_error ("%s: expected one FILE (nbdcow %s [--%s] FILE)",
+                  argv[0], argv[0], flag);
+    return NULL;
+  }
+  return argv[optind];
+}
+
+/* parse_file_args, then overlay_open of the FILE to read it. */
+static int
+open_to_read (int argc, char **argv, const char *flag, bool *set,
+              struct overlay *ov)
+{
+  const char *file = parse_file_args (argc, argv, flag, set);
+
+  if (file == NULL)
+    return EXIT_ERROR;
+  return overlay_open (ov, file, KEPTFILE_READ);
+}
+
+/*----------------------------------------------------------------------
+ * info
+ */
+
+struct counts {
+  uint64_t block_size;
+  uint64_t blocks[4];           /* by state; 3 is invalid */
+  uint64_t bytes[4];
+};
+
+static int
+count_run (uint64_t offset, uint64_t length, unsigned state, void *opaque)
+{
+  struct counts *c = opaque;
+
+  c->blocks[state] += (length + c->block_size - 1) / c->block_size;
+  c->bytes[state] += length;
+  return 0;
+}
+
+static void
+print_info_json (const struct overlay *ov, const struct counts *c,
+                 uint64_t on_disk)
+{
+  const struct kept_header *h = &ov->kf.header;
+  bool v1 = h->version == 1;
+
+  printf ("{\n  \"file\": ");
+  json_write_string (stdout, ov->kf.path);
+  printf (",\n  \"format_version\": %" PRIu32 ",\n", h->version);
+  printf ("  \"block_size\": %" PRIu32 ",\n", h->layout.block_size);
+  printf ("  \"base_size\": %" PRIu64 ",\n", h->layout.base_size);
+  printf ("  \"export_name\": ");
+  json_write_string (stdout, h->name);
+  printf (",\n  \"blocks\": { \"not_allocated\": %" PRIu64
+          ", \"allocated\": %" PRIu64 ", \"zero\": %" PRIu64 " },\n",
+          c->blocks[KEPT_NOT_ALLOCATED], c->blocks[KEPT_ALLOCATED],
+          c->blocks[KEPT_ZERO]);
+  printf ("  \"data_bytes\": %" PRIu64 ",\n", c->bytes[KEPT_ALLOCATED]);
+  printf ("  \"zero_bytes\": %" PRIu64 ",\n", c->bytes[KEPT_ZERO]);
+  printf ("  \"bytes_on_disk\": %" PRIu64 ",\n", on_disk);
+  if (v1)
+    printf ("  \"closed_cleanly\": null,\n  \"recoveries\": null\n}\n");
+  else
+    printf ("  \"closed_cleanly\": %s,\n  \"recoveries\": %" PRIu32 "\n}\n",
+            h->flags & KEPT_OPEN ? "false" : "true", h->recoveries);
+}
+
+static void
+print_info_text (const struct overlay *ov, const struct counts *c,
+                 uint64_t on_disk)
+{
+  const struct kept_header *h = &ov->kf.header;
+
+  printf ("file: %s\n", ov->kf.path);
+  printf ("format version: %" PRIu32 "\n", h->version);
+  printf ("block size: %" PRIu32 "\n", h->layout.block_size);
+  printf ("base size: %" PRIu64 "\n", h->layout.base_size);
+  printf ("export name: ");
+  json_write_string (stdout, h->name);
+  printf ("\nblocks: %" PRIu64 " in the overlay, %" PRIu64 " zero, %" PRIu64
+          " from the base\n", c->blocks[KEPT_ALLOCATED], c->blocks[KEPT_ZERO],
+          c->blocks[KEPT_NOT_ALLOCATED]);
+  printf ("data: %" PRIu64 " bytes in the overlay, %" PRIu64 " bytes zero\n",
+          c->bytes[KEPT_ALLOCATED], c->bytes[KEPT_ZERO]);
+  printf ("bytes on disk: %" PRIu64 "\n", on_disk);
+  if (h->version == 1)
+    printf ("closed cleanly: unknown (format version 1 does not record it)\n");
+  else if (h->flags & KEPT_OPEN)
+    printf ("closed cleanly: no (its writer crashed or was killed: it holds "
+            "what was flushed before)\n");
+  else
+    printf ("closed cleanly: yes\n");
+  if (h->version > 1)
+    printf ("recoveries from crashes: %" PRIu32 "\n", h->recoveries);
+}
+
+int
+cmd_info (int argc, char **argv)
+{
+  struct overlay ov;
+  struct counts c = { 0 };
+  bool json;
+  int r;
+
+  r = open_to_read (argc, argv, "json", &json, &ov);
+  if (r != EXIT_OK)
+    return r;
+  c.block_size = ov.kf.header.layout.block_size;
+  overlay_each_run (&ov, count_run, &c);
+  if (json)
+    print_info_json (&ov, &c, keptfile_bytes_on_disk (&ov.kf));
+  else
+    print_info_text (&ov, &c, keptfile_bytes_on_disk (&ov.kf));
+  overlay_close (&ov);
+  return EXIT_OK;
+}
+
+/*----------------------------------------------------------------------
+ * map
+ */
+
+static int
+print_run_text (uint64_t offset, uint64_t length, unsigned state,
+                void *opaque)
+{
+  printf ("%14" PRIu64 " %14" PRIu64 "  %s\n", offset, length,
+          state_name (state));
+  return 0;
+}
+
+static int
+print_run_json (uint64_t offset, uint64_t length, unsigned state,
+                void *opaque)
+{
+  bool *first = opaque;
+
+  printf ("%s\n  { \"offset\": %" PRIu64 ", \"length\": %" PRIu64
+          ", \"state\": \"%s\" }", *first ? "" : ",", offset, length,
+          state_name (state));
+  *first = false;
+  return 0;
+}
+
+int
+cmd_map (int argc, char **argv)
+{
+  struct overlay ov;
+  bool json, first = true;
+  int r;
+
+  r = open_to_read (argc, argv, "json", &json, &ov);
+  if (r != EXIT_OK)
+    return r;
+  if (json) {
+    printf ("[");
+    overlay_each_run (&ov, print_run_json, &first);
+    printf ("\n]\n");
+  }
+  else
+    overlay_each_run (&ov, print_run_text, NULL);
+  overlay_close (&ov);
+  return EXIT_OK;
+}
+
+/*----------------------------------------------------------------------
+ * check
+ */
+
+/* The end of the last allocated block's data, or 0. */
+static int
+note_allocated_end (uint64_t offset, uint64_t length, unsigned state,
+                    void *opaque)
+{
+  uint64_t *end = opaque;
+
+  if (state == KEPT_ALLOCATED)
+    *end = offset + length;
+  return 0;
+}
+
+/* A file shorter than its header says: repairable by extending it
+ * only if no allocated block reaches past its end, whose data is gone.
+ * Returns true if the file is (now) long enough.
+ */
+static bool
+check_length (struct overlay *ov, bool repair)
+{
+  const struct kept_layout *l = &ov->kf.header.layout;
+  uint64_t want = l->data_offset + l->base_size, data_end = 0;
+  struct stat st;
+
+  if (fstat (ov->kf.fd, &st) == -1 || (uint64_t) st.st_size >= want)
+    return true;
+  overlay_each_run (ov, note_allocated_end, &data_end);
+  printf ("%s: damaged: %" PRIu64 " bytes long, not %" PRIu64 "\n",
+          ov->kf.path, (uint64_t) st.st_size, want);
+  if (l->data_offset + data_end > (uint64_t) st.st_size) {
+    printf ("%s: cannot repair: blocks in the overlay reach past the end "
+            "of the file, their data is lost\n", ov->kf.path);
+    return false;
+  }
+  if (!repair)
+    return false;
+  if (ftruncate (ov->kf.fd, want) == -1) {
+    printf ("%s: cannot repair: ftruncate: %m\n", ov->kf.path);
+    return false;
+  }
+  printf ("%s: repaired: extended to %" PRIu64 " bytes (past the last "
+          "block in the overlay)\n", ov->kf.path, want);
+  return true;
+}
+
+/* Data left in blocks not in the overlay and a crash flag: harmless,
+ * both tidied by --repair as the filter does when it opens the file.
+ */
+static int
+check_crash_leftovers (struct overlay *ov, bool repair)
+{
+  struct keptfile *kf = &ov->kf;
+  bool crashed = (kf->header.flags & KEPT_OPEN) != 0;
+  uint64_t leaked;
+
+  if (keptfile_leaked_bytes (kf, &ov->states, &leaked) == -1)
+    return report_kept (kf);
+  if (crashed)
+    printf ("%s: not closed cleanly (its writer crashed or was killed): "
+            "it holds what was flushed before\n", kf->path);
+  if (leaked)
+    printf ("%s: %" PRIu64 " bytes of data in blocks not in the overlay "
+            "(unflushed writes cut off by a crash)\n", kf->path, leaked);
+  if (!repair || (!crashed && !leaked))
+    return EXIT_OK;
+  keptfile_punch_unallocated (kf, &ov->states);
+  if (keptfile_set_flags (kf, 0, kf->header.recoveries + crashed) == -1)
+    return report_kept (kf);
+  printf ("%s: repaired: data outside the overlay's blocks punched, "
+          "marked closed cleanly\n", kf->path);
+  return EXIT_OK;
+}
+
+int
+cmd_check (int argc, char **argv)
+{
+  const char *file;
+  struct overlay ov = { .states = STATEMAP_INIT };
+  uint64_t bad = 0;
+  bool repair, sound;
+  int r;
+
+  file = parse_file_args (argc, argv, "repair", &repair);
+  if (file == NULL)
+    return EXIT_ERROR;
+  if (keptfile_open (&ov.kf, file, repair ? KEPTFILE_WRITE : KEPTFILE_READ)
+      == -1)
+    return report_kept (&ov.kf);
+  if (keptfile_load_states (&ov.kf, &ov.states, &bad) == -1) {
+    r = report_kept (&ov.kf);
+    overlay_close (&ov);
+    return r;
+  }
+  if (bad)
+    printf ("%s: damaged: %" PRIu64 " blocks have the invalid state 3 "
+            "(cannot repair: what they held is unknown)\n", file, bad);
+  sound = check_length (&ov, repair) && bad == 0;
+  r = sound ? check_crash_leftovers (&ov, repair) : EXIT_DAMAGED;
+  if (r == EXIT_OK)
+    printf ("%s: no errors found\n", file);
+  overlay_close (&ov);
+  return r;
+}

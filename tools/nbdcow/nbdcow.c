@@ -1,0 +1,136 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* nbdcow: the command line, and what the subcommands share. */
+
+#include <config.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nbdcow.h"
+
+void
+nbdcow_error (const char *fmt, ...)
+{
+  va_list ap;
+
+  fputs ("nbdcow: ", stderr);
+  va_start (ap, fmt);
+  vfprintf (stderr, fmt, ap);
+  va_end (ap);
+  fputc ('\n', stderr);
+}
+
+int
+report_kept (const struct keptfile *kf)
+{
+  nbdcow_error ("%s", kf->why);
+  return kf->damaged ? EXIT_DAMAGED : EXIT_UNUSABLE;
+}
+
+int
+overlay_open (struct overlay *ov, const char *path, enum keptfile_mode mode)
+{
+  int r;
+
+  ov->states = (struct statemap) STATEMAP_INIT;
+  if (keptfile_open (&ov->kf, path, mode) == -1)
+    return report_kept (&ov->kf);
+  if (keptfile_check_length (&ov->kf) == -1 ||
+      keptfile_load_states (&ov->kf, &ov->states, NULL) == -1) {
+    r = report_kept (&ov->kf);
+    overlay_close (ov);
+    return r;
+  }
+  return EXIT_OK;
+}
+
+void
+overlay_close (struct overlay *ov)
+{
+  keptfile_close (&ov->kf);
+  statemap_free (&ov->states);
+}
+
+int
+overlay_each_run (const struct overlay *ov, overlay_run_fn *fn, void *opaque)
+{
+  const struct kept_layout *l = &ov->kf.header.layout;
+  uint64_t blocks = keptfile_blocks (&ov->kf), b = 0;
+
+  while (b < blocks) {
+    unsigned state;
+    uint64_t end = statemap_run (&ov->states, b, blocks, &state);
+    uint64_t from = b * l->block_size, to = end * l->block_size;
+    int r;
+
+    if (to > l->base_size)
+      to = l->base_size;
+    r = fn (from, to - from, state, opaque);
+    if (r != 0)
+      return r;
+    b = end;
+  }
+  return 0;
+}
+
+const char *
+state_name (unsigned state)
+{
+  switch (state) {
+  case KEPT_NOT_ALLOCATED: return "base";
+  case KEPT_ALLOCATED: return "overlay";
+  case KEPT_ZERO: return "zero";
+  default: return "invalid";
+  }
+}
+
+static const struct {
+  const char *name;
+  int (*run) (int argc, char **argv);
+  const char *usage;
+} commands[] = {
+  { "info", cmd_info, "info [--json] FILE" },
+  { "map", cmd_map, "map [--json] FILE" },
+  { "check", cmd_check, "check [--repair] FILE" },
+};
+
+static void
+usage (FILE *fp)
+{
+  size_t i;
+
+  fprintf (fp, "usage:\n");
+  for (i = 0; i < sizeof commands / sizeof commands[0]; ++i)
+    fprintf (fp, "  nbdcow %s\n", commands[i].usage);
+  fprintf (fp, "  nbdcow --help | --version\n"
+           "FILE is a kept overlay of the cow filter (cow-file=FILE).  "
+           "See nbdcow(1).\n");
+}
+
+int
+main (int argc, char **argv)
+{
+  size_t i;
+
+  if (argc < 2) {
+    usage (stderr);
+    return EXIT_ERROR;
+  }
+  if (strcmp (argv[1], "--help") == 0 || strcmp (argv[1], "-h") == 0) {
+    usage (stdout);
+    return EXIT_OK;
+  }
+  if (strcmp (argv[1], "--version") == 0 || strcmp (argv[1], "-V") == 0) {
+    printf ("nbdcow %s (overlay format %d)\n", PACKAGE_VERSION, KEPT_VERSION);
+    return EXIT_OK;
+  }
+  for (i = 0; i < sizeof commands / sizeof commands[0]; ++i)
+    if (strcmp (argv[1], commands[i].name) == 0)
+      return commands[i].run (argc - 1, argv + 1);
+  nbdcow_error ("unknown subcommand '%s'", argv[1]);
+  usage (stderr);
+  return EXIT_ERROR;
+}

@@ -1,0 +1,63 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* nbdcow: inspect, check, commit and export the kept overlays of the
+ * cow filter (cow-file=PATH) with no nbdkit running.  The file is read
+ * and written only through filters/cow/keptfile.c, the filter's own
+ * code of the format.  nbdcow.pod is the manual.
+ */
+
+#ifndef NBDCOW_H
+#define NBDCOW_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "keptfile.h"
+#include "statemap.h"
+
+/* The exit codes (nbdcow.pod, EXIT STATUS). */
+enum {
+  EXIT_OK = 0,
+  EXIT_ERROR = 1,               /* bad usage, or the work failed */
+  EXIT_DAMAGED = 2,             /* the overlay file is damaged */
+  EXIT_UNUSABLE = 3,            /* missing, locked, unreadable, not ours */
+};
+
+/* An overlay file, opened and its states loaded. */
+struct overlay {
+  struct keptfile kf;
+  struct statemap states;
+};
+
+/* Opens path in mode and loads its states.  Returns EXIT_OK, or the
+ * exit code after printing why not.
+ */
+extern int overlay_open (struct overlay *ov, const char *path,
+                         enum keptfile_mode mode);
+extern void overlay_close (struct overlay *ov);
+
+/* Prints kf->why and returns its exit code (damaged or unusable). */
+extern int report_kept (const struct keptfile *kf);
+
+/* Calls fn (offset, length, state, opaque) for each run of blocks in
+ * one state, in order, lengths clipped to the base size.  Stops at and
+ * returns the first non-zero return.
+ */
+typedef int overlay_run_fn (uint64_t offset, uint64_t length,
+                            unsigned state, void *opaque);
+extern int overlay_each_run (const struct overlay *ov, overlay_run_fn *fn,
+                             void *opaque);
+
+/* The name of a block state in output: "base", "overlay", "zero". */
+extern const char *state_name (unsigned state);
+
+/* Prints a message prefixed "nbdcow: " on stderr. */
+extern void nbdcow_error (const char *fmt, ...)
+  __attribute__ ((format (printf, 1, 2)));
+
+/* The subcommands: argv[0] is the subcommand's name. */
+extern int cmd_info (int argc, char **argv);
+extern int cmd_map (int argc, char **argv);
+extern int cmd_check (int argc, char **argv);
+
+#endif /* NBDCOW_H */
