@@ -95,6 +95,10 @@ static const struct {
   { "info", cmd_info, "info [--json] FILE" },
   { "map", cmd_map, "map [--json] FILE" },
   { "check", cmd_check, "check [--repair] FILE" },
+  { "commit", cmd_commit,
+    "commit [--connections=N] [--empty] [--progress] FILE TARGET" },
+  { "export", cmd_export,
+    "export [--connections=N] [--progress] FILE --base=BASE OUT.qcow2" },
 };
 
 static void

@@ -59,5 +59,7 @@ extern void nbdcow_error (const char *fmt, ...)
 extern int cmd_info (int argc, char **argv);
 extern int cmd_map (int argc, char **argv);
 extern int cmd_check (int argc, char **argv);
+extern int cmd_commit (int argc, char **argv);
+extern int cmd_export (int argc, char **argv);
 
 #endif /* NBDCOW_H */

@@ -1,0 +1,121 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* nbdcow commit: the overlay's blocks into a writable copy of the base,
+ * and with --empty the overlay emptied once they are durable there.
+ */
+
+#include <config.h>
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "commit.h"
+#include "copy.h"
+
+int
+parse_connections (const char *arg, unsigned *connections)
+{
+  char *end;
+  unsigned long n = strtoul (arg, &end, 10);
+
+  if (*arg == '\0' || *end != '\0' || n < 1 || n > MAX_CONNECTIONS) {
+    nbdcow_error ("--connections=%s: must be a number from 1 to %d", arg,
+                  MAX_CONNECTIONS);
+    return -1;
+  }
+  *connections = n;
+  return 0;
+}
+
+int
+commit_into (struct overlay *ov, const char *target_name, unsigned connections,
+             bool progress, const char *what, struct copy_totals *totals)
+{
+  const struct kept_layout *l = &ov->kf.header.layout;
+  struct target *t = target_open (target_name, connections);
+  int r;
+
+  if (t == NULL)
+    return -1;
+  if (target_size (t) != l->base_size) {
+    nbdcow_error ("%s: %" PRIu64 " bytes, but the base of %s has %" PRIu64
+                  ": not a copy of its base", target_name, target_size (t),
+                  ov->kf.path, l->base_size);
+    target_close (t);
+    return -1;
+  }
+  r = copy_overlay (ov, t, progress, what, totals);
+  target_close (t);
+  return r;
+}
+
+/* After the target is durable: no block reads differently if the
+ * emptying stops half-way, since the base now holds what each block
+ * in the overlay holds.  The file is flagged open meanwhile, so a
+ * crash in the middle shows in nbdcow info.
+ */
+static int
+empty_overlay (struct overlay *ov)
+{
+  struct keptfile *kf = &ov->kf;
+  uint32_t recoveries = kf->header.recoveries;
+
+  if (keptfile_set_flags (kf, KEPT_OPEN, recoveries) == -1 ||
+      keptfile_empty (kf) == -1 ||
+      keptfile_set_flags (kf, 0, recoveries) == -1) {
+    report_kept (kf);
+    return -1;
+  }
+  return 0;
+}
+
+int
+cmd_commit (int argc, char **argv)
+{
+  enum { OPT_CONNECTIONS = 256, OPT_EMPTY, OPT_PROGRESS };
+  const struct option options[] = {
+    { "connections", required_argument, NULL, OPT_CONNECTIONS },
+    { "empty", no_argument, NULL, OPT_EMPTY },
+    { "progress", no_argument, NULL, OPT_PROGRESS },
+    { NULL, 0, NULL, 0 },
+  };
+  unsigned connections = DEFAULT_CONNECTIONS;
+  bool empty = false, progress = false;
+  struct copy_totals totals;
+  struct overlay ov;
+  int c, r;
+
+  optind = 1;
+  while ((c = getopt_long (argc, argv, "", options, NULL)) != -1) {
+    if (c == OPT_CONNECTIONS && parse_connections (optarg, &connections) == -1)
+      return EXIT_ERROR;
+    else if (c == OPT_EMPTY)
+      empty = true;
+    else if (c == OPT_PROGRESS)
+      progress = true;
+    else if (c == '?')
+      return EXIT_ERROR;
+  }
+  if (argc - optind != 2) {
+    nbdcow_error ("commit: expected FILE and TARGET (nbdcow commit "
+                  "[--connections=N] [--empty] [--progress] FILE TARGET)");
+    return EXIT_ERROR;
+  }
+  r = overlay_open (&ov, argv[optind],
+                    empty ? KEPTFILE_WRITE : KEPTFILE_READ);
+  if (r != EXIT_OK)
+    return r;
+  if (commit_into (&ov, argv[optind + 1], connections, progress, "commit",
+                   &totals) == -1 ||
+      (empty && empty_overlay (&ov) == -1))
+    r = EXIT_ERROR;
+  else
+    printf ("%s: committed %" PRIu64 " bytes of data and %" PRIu64
+            " bytes of zeros to %s%s\n", argv[optind], totals.data_bytes,
+            totals.zero_bytes, argv[optind + 1],
+            empty ? "; the overlay is empty now" : "");
+  overlay_close (&ov);
+  return r;
+}

@@ -1,0 +1,208 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* The engine of nbdcow commit and export: workers take pieces of the
+ * overlay's runs of blocks from a shared cursor, in order, and each
+ * writes its pieces on its own connection to the target.
+ */
+
+#include <config.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "copy.h"
+#include "fullio.h"
+#include "progress.h"
+
+/* A piece of work is at most this many bytes (or one block if larger). */
+#define PIECE_BYTES (4 * 1024 * 1024)
+
+/* How often the progress is drawn, in ms. */
+#define PROGRESS_MS 100
+
+struct copy {
+  struct overlay *ov;
+  struct target *t;
+  struct progress progress;
+  uint64_t piece_blocks;
+
+  /* Under lock: */
+  pthread_mutex_t lock;
+  pthread_cond_t finished_cond;
+  uint64_t next_block;          /* the cursor */
+  unsigned finished;            /* workers that have returned */
+  bool failed;                  /* a worker failed: the others stop */
+};
+
+struct worker {
+  struct copy *c;
+  unsigned conn;
+  pthread_t thread;
+};
+
+/* Takes the next piece of blocks in the overlay or zero: sets *offset,
+ * *length (clipped to the base) and *state.  Returns false at the end
+ * or once a worker has failed.
+ */
+static bool
+take_piece (struct copy *c, uint64_t *offset, uint64_t *length,
+            unsigned *state)
+{
+  const struct kept_layout *l = &c->ov->kf.header.layout;
+  uint64_t blocks = keptfile_blocks (&c->ov->kf);
+  bool found = false;
+
+  pthread_mutex_lock (&c->lock);
+  while (!c->failed && c->next_block < blocks) {
+    uint64_t b = c->next_block;
+    uint64_t end = statemap_run (&c->ov->states, b, blocks, state);
+    uint64_t to;
+
+    if (*state == KEPT_NOT_ALLOCATED) {
+      c->next_block = end;
+      continue;
+    }
+    if (end - b > c->piece_blocks)
+      end = b + c->piece_blocks;
+    to = end * l->block_size;
+    *offset = b * l->block_size;
+    *length = (to < l->base_size ? to : l->base_size) - *offset;
+    c->next_block = end;
+    found = true;
+    break;
+  }
+  pthread_mutex_unlock (&c->lock);
+  return found;
+}
+
+static int
+copy_piece (struct copy *c, unsigned conn, char *buf, uint64_t offset,
+            uint64_t length, unsigned state)
+{
+  struct keptfile *kf = &c->ov->kf;
+
+  if (state == KEPT_ZERO)
+    return target_zero (c->t, conn, length, offset);
+  /* Not keptfile_read_data: its message buffer is not for threads. */
+  if (pread_full (kf->fd, buf, length, kf->header.layout.data_offset + offset)
+      == -1) {
+    nbdcow_error ("%s: read of %" PRIu64 " bytes at %" PRIu64 ": %m",
+                  kf->path, length, offset);
+    return -1;
+  }
+  return target_write (c->t, conn, buf, length, offset);
+}
+
+static void *
+worker_run (void *arg)
+{
+  struct worker *w = arg;
+  struct copy *c = w->c;
+  uint64_t bytes = c->piece_blocks * c->ov->kf.header.layout.block_size;
+  uint64_t offset, length;
+  unsigned state;
+  char *buf = malloc (bytes);
+  bool ok = buf != NULL;
+
+  if (buf == NULL)
+    nbdcow_error ("malloc: %m");
+  while (ok && take_piece (c, &offset, &length, &state)) {
+    ok = copy_piece (c, w->conn, buf, offset, length, state) == 0;
+    if (ok)
+      progress_add (&c->progress, length);
+  }
+  free (buf);
+  pthread_mutex_lock (&c->lock);
+  if (!ok)
+    c->failed = true;
+  c->finished++;
+  pthread_cond_signal (&c->finished_cond);
+  pthread_mutex_unlock (&c->lock);
+  return NULL;
+}
+
+static int
+count_run (uint64_t offset, uint64_t length, unsigned state, void *opaque)
+{
+  struct copy_totals *totals = opaque;
+
+  if (state == KEPT_ALLOCATED)
+    totals->data_bytes += length;
+  else if (state == KEPT_ZERO)
+    totals->zero_bytes += length;
+  return 0;
+}
+
+/* Draws the progress until every started worker has finished. */
+static void
+wait_for_workers (struct copy *c, unsigned started)
+{
+  struct timespec until;
+
+  pthread_mutex_lock (&c->lock);
+  while (c->finished < started) {
+    clock_gettime (CLOCK_REALTIME, &until);
+    until.tv_nsec += PROGRESS_MS * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+      until.tv_sec++;
+      until.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait (&c->finished_cond, &c->lock, &until);
+    pthread_mutex_unlock (&c->lock);
+    progress_show (&c->progress);
+    pthread_mutex_lock (&c->lock);
+  }
+  pthread_mutex_unlock (&c->lock);
+}
+
+int
+copy_overlay (struct overlay *ov, struct target *t, bool progress,
+              const char *what, struct copy_totals *totals)
+{
+  unsigned n = target_connections (t), started, i;
+  uint32_t block_size = ov->kf.header.layout.block_size;
+  struct copy c = { .ov = ov, .t = t };
+  struct worker *workers = calloc (n, sizeof *workers);
+  int err = 0;
+
+  if (workers == NULL) {
+    nbdcow_error ("calloc: %m");
+    return -1;
+  }
+  memset (totals, 0, sizeof *totals);
+  overlay_each_run (ov, count_run, totals);
+  progress_init (&c.progress, progress, what,
+                 totals->data_bytes + totals->zero_bytes);
+  c.piece_blocks = PIECE_BYTES / block_size ? PIECE_BYTES / block_size : 1;
+  pthread_mutex_init (&c.lock, NULL);
+  pthread_cond_init (&c.finished_cond, NULL);
+
+  for (started = 0; started < n; ++started) {
+    workers[started] = (struct worker) { .c = &c, .conn = started };
+    err = pthread_create (&workers[started].thread, NULL, worker_run,
+                          &workers[started]);
+    if (err != 0)
+      break;
+  }
+  if (err != 0) {
+    errno = err;
+    nbdcow_error ("pthread_create: %m");
+    pthread_mutex_lock (&c.lock);
+    c.failed = true;
+    pthread_mutex_unlock (&c.lock);
+  }
+  wait_for_workers (&c, started);
+  for (i = 0; i < started; ++i)
+    pthread_join (workers[i].thread, NULL);
+  progress_end (&c.progress);
+  pthread_cond_destroy (&c.finished_cond);
+  pthread_mutex_destroy (&c.lock);
+  free (workers);
+  if (c.failed || started == 0)
+    return -1;
+  return target_flush (t);
+}

@@ -1,0 +1,32 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* Writes what an overlay holds into a target, the engine of nbdcow
+ * commit and export.
+ */
+
+#ifndef NBDCOW_COPY_H
+#define NBDCOW_COPY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "nbdcow.h"
+#include "target.h"
+
+struct copy_totals {
+  uint64_t data_bytes;          /* written from blocks in the overlay */
+  uint64_t zero_bytes;          /* zeroed for zero blocks */
+};
+
+/* Writes every block of ov that does not read from the base into t (of
+ * the base's size): data blocks as writes, zero blocks as write
+ * zeroes, in pieces spread over the target's connections, one thread
+ * each, then flushes t.  Running it again after an interruption writes
+ * the same bytes: the result is the same.  Returns 0, or -1 after a
+ * message.
+ */
+extern int copy_overlay (struct overlay *ov, struct target *t,
+                         bool progress, const char *what,
+                         struct copy_totals *totals);
+
+#endif /* NBDCOW_COPY_H */

@@ -1,0 +1,66 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+#include <config.h>
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "progress.h"
+
+#define BAR_WIDTH 40
+
+void
+progress_init (struct progress *p, bool on, const char *what, uint64_t total)
+{
+  p->on = on;
+  p->tty = isatty (STDERR_FILENO);
+  p->what = what;
+  p->total = total;
+  p->done = 0;
+  p->shown = -1;
+}
+
+void
+progress_add (struct progress *p, uint64_t bytes)
+{
+  __atomic_fetch_add (&p->done, bytes, __ATOMIC_RELAXED);
+}
+
+static void
+draw_bar (const struct progress *p, int percent, uint64_t done)
+{
+  int filled = percent * BAR_WIDTH / 100, i;
+
+  fprintf (stderr, "\rnbdcow %s [", p->what);
+  for (i = 0; i < BAR_WIDTH; ++i)
+    fputc (i < filled ? '#' : '.', stderr);
+  fprintf (stderr, "] %3d%% %" PRIu64 "/%" PRIu64 " MiB", percent,
+           done >> 20, p->total >> 20);
+  fflush (stderr);
+}
+
+void
+progress_show (struct progress *p)
+{
+  uint64_t done = __atomic_load_n (&p->done, __ATOMIC_RELAXED);
+  int percent = p->total ? (int) (done * 100 / p->total) : 100;
+
+  if (!p->on || percent == p->shown)
+    return;
+  if (p->tty)
+    draw_bar (p, percent, done);
+  else if (p->shown < 0 || percent / 10 != p->shown / 10)
+    fprintf (stderr, "nbdcow %s: %d%%\n", p->what, percent / 10 * 10);
+  else
+    return;
+  p->shown = percent;
+}
+
+void
+progress_end (struct progress *p)
+{
+  progress_show (p);
+  if (p->on && p->tty)
+    fputc ('\n', stderr);
+}

@@ -1,0 +1,35 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* The --progress of nbdcow, as nbdcopy has it: a bar redrawn in place
+ * on a terminal, a line every 10% elsewhere.  Workers add bytes done
+ * from any thread; one thread draws.
+ */
+
+#ifndef NBDCOW_PROGRESS_H
+#define NBDCOW_PROGRESS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct progress {
+  bool on;                      /* --progress given */
+  bool tty;                     /* stderr is a terminal */
+  const char *what;             /* "commit", "export" */
+  uint64_t total;               /* bytes to do */
+  uint64_t done;                /* added atomically */
+  int shown;                    /* the last percentage shown, or -1 */
+};
+
+extern void progress_init (struct progress *p, bool on, const char *what,
+                           uint64_t total);
+
+/* From any thread. */
+extern void progress_add (struct progress *p, uint64_t bytes);
+
+/* From the drawing thread: shows the progress if it changed. */
+extern void progress_show (struct progress *p);
+
+/* Ends the bar's line on a terminal. */
+extern void progress_end (struct progress *p);
+
+#endif /* NBDCOW_PROGRESS_H */

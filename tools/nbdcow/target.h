@@ -1,0 +1,38 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* Where nbdcow commit writes: a file (or block device) opened
+ * read-write, or an NBD export named by a URI (nbd://, nbd+unix://),
+ * over several connections where the server allows multi-conn.  Every
+ * call prints what went wrong itself, naming the target.
+ */
+
+#ifndef NBDCOW_TARGET_H
+#define NBDCOW_TARGET_H
+
+#include <stdint.h>
+
+struct target;
+
+/* Opens name, with up to connections parallel handles (fewer if the
+ * target cannot keep them consistent).  Returns NULL on failure.
+ */
+extern struct target *target_open (const char *name, unsigned connections);
+extern void target_close (struct target *t);
+
+extern const char *target_name (const struct target *t);
+extern uint64_t target_size (const struct target *t);
+extern unsigned target_connections (const struct target *t);
+
+/* Each on handle conn (< target_connections), which one thread uses at
+ * a time.  Return 0 or -1.
+ */
+extern int target_write (struct target *t, unsigned conn, const void *buf,
+                         uint64_t count, uint64_t offset);
+/* Makes the range read as zeros, deallocating it where it can. */
+extern int target_zero (struct target *t, unsigned conn, uint64_t count,
+                        uint64_t offset);
+
+/* Makes every write completed on any handle durable. */
+extern int target_flush (struct target *t);
+
+#endif /* NBDCOW_TARGET_H */
