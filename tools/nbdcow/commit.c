@@ -113,8 +113,9 @@ cmd_commit (int argc, char **argv)
     r = EXIT_ERROR;
   else
     printf ("%s: committed %" PRIu64 " bytes of data and %" PRIu64
-            " bytes of zeros to %s%s\n", argv[optind], totals.data_bytes,
-            totals.zero_bytes, argv[optind + 1],
+            " bytes of zeros to %s over %u connection%s%s\n", argv[optind],
+            totals.data_bytes, totals.zero_bytes, argv[optind + 1],
+            totals.connections, totals.connections == 1 ? "" : "s",
             empty ? "; the overlay is empty now" : "");
   overlay_close (&ov);
   return r;

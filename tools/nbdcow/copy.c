@@ -174,6 +174,7 @@ copy_overlay (struct overlay *ov, struct target *t, bool progress,
     return -1;
   }
   memset (totals, 0, sizeof *totals);
+  totals->connections = n;
   overlay_each_run (ov, count_run, totals);
   progress_init (&c.progress, progress, what,
                  totals->data_bytes + totals->zero_bytes);

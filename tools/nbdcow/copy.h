@@ -16,6 +16,7 @@
 struct copy_totals {
   uint64_t data_bytes;          /* written from blocks in the overlay */
   uint64_t zero_bytes;          /* zeroed for zero blocks */
+  unsigned connections;         /* to the target, in parallel */
 };
 
 /* Writes every block of ov that does not read from the base into t (of
