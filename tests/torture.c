@@ -64,6 +64,7 @@ static uint64_t block_size;        /* 0: the server's preferred size */
 static unsigned seed;
 static const char *base_file;
 static const char *faults_file;     /* --faults: faults while this exists */
+static bool enospc_expected;        /* --enospc: the overlay has a size cap */
 static unsigned disconnect_every;   /* --disconnect-every: hostile closes */
 static bool quiet;
 
@@ -254,7 +255,7 @@ seg_prune (struct segment *s, uint64_t oldest)
  */
 static void
 model_complete (const struct change *c, uint64_t issued, bool ok,
-                uint64_t completed, uint64_t oldest)
+                bool refused, uint64_t completed, uint64_t oldest)
 {
   size_t i, last;
 
@@ -266,8 +267,14 @@ model_complete (const struct change *c, uint64_t issued, bool ok,
 
     for (j = 0; j < s->nv; ++j) {
       struct version *v = &s->v[j];
-      if (v->id == c->id)
+      if (v->id == c->id) {
         v->completed = completed;
+        /* A request refused for space changed nothing: no read that
+         * began after it was issued may see it.
+         */
+        if (refused)
+          v->removed = v->issued;
+      }
       else if (ok && v->completed < issued && v->removed == NEVER)
         v->removed = now;
     }
@@ -360,6 +367,7 @@ static unsigned rng_state;
 
 /* Statistics. */
 static uint64_t ops_done[NR_OPS], ops_failed[NR_OPS], reads_checked;
+static uint64_t refused;            /* failed with ENOSPC, under --enospc */
 static uint64_t mismatches, disconnects;
 
 static uint64_t
@@ -422,11 +430,14 @@ static void
 finish (struct request *req, int error, bool abandoned)
 {
   bool ok = error == 0;
+  bool was_refused = enospc_expected && error == ENOSPC;
 
   now++;
   unlink_request (req);
   if (ok)
     ops_done[req->op]++;
+  else if (was_refused)
+    refused++;
   else {
     ops_failed[req->op]++;
     if (!faults_file && !disconnect_every)
@@ -442,7 +453,7 @@ finish (struct request *req, int error, bool abandoned)
       report_mismatch (req, bad);
   }
   if (req->op == OP_WRITE || req->op == OP_ZERO || req->op == OP_TRIM)
-    model_complete (&req->change, req->issued, ok,
+    model_complete (&req->change, req->issued, ok, was_refused,
                     abandoned ? NEVER : now, oldest_read ());
   free (req->buf);
   free (req);
@@ -753,7 +764,8 @@ usage (void)
 {
   fprintf (stderr,
     "usage: torture [-c CONNS] [-q DEPTH] [-t SECONDS] [-b COW-BLOCK-SIZE]\n"
-    "               [-s SEED] [--faults FILE] [--disconnect-every N] [-Q]\n"
+    "               [-s SEED] [--faults FILE] [--disconnect-every N]\n"
+    "               [--enospc] [-Q]\n"
     "               BASE-FILE URI\n"
     "BASE-FILE holds what the export reads before any write.\n"
     "-b: the filter's cow-block-size (whole blocks of a trim read as zero);\n"
@@ -761,7 +773,9 @@ usage (void)
     "--faults FILE: faults are injected while FILE exists; failed requests\n"
     "  are allowed, and FILE is removed before the final check.\n"
     "--disconnect-every N: about once per N loop turns per connection, hang\n"
-    "  up with requests in flight and reconnect.\n");
+    "  up with requests in flight and reconnect.\n"
+    "--enospc: requests may fail with ENOSPC (cow-max-size), and then must\n"
+    "  have changed nothing; they are counted as refused.\n");
   exit (2);
 }
 
@@ -771,10 +785,11 @@ main (int argc, char *argv[])
   static const struct option long_options[] = {
     { "faults", required_argument, NULL, 'F' },
     { "disconnect-every", required_argument, NULL, 'D' },
+    { "enospc", no_argument, NULL, 'E' },
     { NULL }
   };
   struct timespec ts;
-  uint64_t total = 0, failed = 0;
+  uint64_t total, failed = 0;
   double started, elapsed;
   unsigned c, o;
   int opt;
@@ -790,6 +805,7 @@ main (int argc, char *argv[])
     case 's': seed = strtoul (optarg, NULL, 0); break;
     case 'F': faults_file = optarg; break;
     case 'D': disconnect_every = atoi (optarg); break;
+    case 'E': enospc_expected = true; break;
     case 'Q': quiet = true; break;
     default: usage ();
     }
@@ -824,6 +840,7 @@ main (int argc, char *argv[])
     unlink (faults_file);
   final_check ();
 
+  total = refused;
   for (o = 0; o < NR_OPS; ++o) {
     total += ops_done[o] + ops_failed[o];
     failed += ops_failed[o];
@@ -837,10 +854,10 @@ main (int argc, char *argv[])
               op_name[o], ops_done[o], ops_failed[o]);
   }
   printf ("torture: %" PRIu64 " operations, %.0f ops/s, %" PRIu64
-          " reads checked, %" PRIu64 " failed, %" PRIu64 " disconnects, %"
-          PRIu64 " mismatches\n",
-          total, total / elapsed, reads_checked, failed, disconnects,
-          mismatches);
+          " reads checked, %" PRIu64 " failed, %" PRIu64 " refused, %" PRIu64
+          " disconnects, %" PRIu64 " mismatches\n",
+          total, total / elapsed, reads_checked, failed, refused,
+          disconnects, mismatches);
 
   for (c = 0; c < nr_conns; ++c) {
     nbd_shutdown (conns[c].h, 0);

@@ -55,6 +55,7 @@
 #include "rangelock.h"
 #include "scratch.h"
 #include "shardctr.h"
+#include "spacecap.h"
 #include "statemap.h"
 
 /* Copy-ups read the base in chunks of this many bytes (or one block,
@@ -121,6 +122,14 @@ struct blk {
   struct statemap dirty_pages;
   pthread_mutex_t flush_lock;
 
+  /* The overlay's disk space counted against cow-max-size (taken
+   * before the I/O of a block's move into BLK_ALLOCATED, given back
+   * when it leaves it or the I/O fails), lock-free.  full_logged is
+   * set, atomically, by the first request refused for space.
+   */
+  struct spacecap space;
+  bool full_logged;
+
   /* Statistics: enum counter, added to without any lock. */
   struct shardctr counters;
 };
@@ -177,6 +186,7 @@ enum counter {
   COPY_UPS_RMW,
   BASE_READS,
   BASE_READ_BYTES,
+  SPACE_REFUSALS,               /* requests failed with ENOSPC */
   LOCK_WAITS,                   /* one per enum blk_lock from here */
   LOCK_WAIT_NS = LOCK_WAITS + BLK_LOCKS,
   COUNTERS = LOCK_WAIT_NS + BLK_LOCKS
@@ -317,6 +327,108 @@ set_states (struct blk *blk, uint64_t first, uint64_t n, enum blk_state state)
   if (blk->kept)
     statemap_set (&blk->dirty_pages, page, pages, 1);
   pthread_mutex_unlock (&blk->state_lock);
+}
+
+/*----------------------------------------------------------------------
+ * Space against cow-max-size.  A block in the overlay is charged its
+ * bytes and SPACE_PER_BLOCK more for the filesystem's map of the file
+ * (ext4's extent tree holds 12 bytes per run of allocated blocks, at
+ * most one run per block), so that the file's disk use stays under the
+ * limit.  A kept overlay is charged its header and state area too.
+ */
+
+#define SPACE_PER_BLOCK 16
+
+/* The charge of blocks [first, first+n), whatever their state. */
+static uint64_t
+space_of_blocks (const struct blk *blk, uint64_t first, uint64_t n)
+{
+  return blk_end (blk, first + n - 1) - blk_start (blk, first)
+         + SPACE_PER_BLOCK * n;
+}
+
+/* The charge of the blocks of [first, first+n) in state want.
+ * Requires state_lock.
+ */
+static uint64_t
+space_in_map (struct blk *blk, uint64_t first, uint64_t n,
+              enum blk_state want)
+{
+  uint64_t b = first, stop = first + n, space = 0;
+
+  while (b < stop) {
+    unsigned state;
+    uint64_t end = statemap_run (&blk->states, b, stop, &state);
+    if (state == want)
+      space += space_of_blocks (blk, b, end - b);
+    b = end;
+  }
+  return space;
+}
+
+/* space_in_map, taking state_lock.  Stable only under the blocks' rmw
+ * locks.
+ */
+static uint64_t
+space_in_state (struct blk *blk, uint64_t first, uint64_t n,
+                enum blk_state want)
+{
+  uint64_t space;
+
+  lock_mutex (blk, &blk->state_lock, BLK_LOCK_STATE);
+  space = space_in_map (blk, first, n, want);
+  pthread_mutex_unlock (&blk->state_lock);
+  return space;
+}
+
+/* The space blocks [first, first+n) need to become allocated.
+ * Requires their rmw locks.
+ */
+static uint64_t
+space_to_allocate (struct blk *blk, uint64_t first, uint64_t n)
+{
+  return space_of_blocks (blk, first, n)
+         - space_in_state (blk, first, n, BLK_ALLOCATED);
+}
+
+/* Takes bytes of space for a request: from *hold first (space its
+ * request took up front), the rest from the budget.  Fails with
+ * ENOSPC, changing nothing, and logs the first refusal: a writer
+ * running into the limit would otherwise fill the log.
+ */
+static int
+take_space (struct blk *blk, uint64_t *hold, uint64_t bytes, int *err)
+{
+  uint64_t from_hold = 0;
+
+  if (hold) {
+    from_hold = *hold < bytes ? *hold : bytes;
+    *hold -= from_hold;
+  }
+  if (spacecap_take (&blk->space, bytes - from_hold))
+    return 0;
+  if (hold)
+    *hold += from_hold;
+  stat_add (blk, SPACE_REFUSALS, 1);
+  *err = ENOSPC;
+  if (!__atomic_exchange_n (&blk->full_logged, true, __ATOMIC_RELAXED))
+    nbdkit_error ("cow-max-size=%" PRIu64 ": the overlay is full (%" PRIu64
+                  " bytes counted): requests that need more space fail with "
+                  "ENOSPC until zeroes or trims give some back (logged "
+                  "once)", blk->space.limit, spacecap_used (&blk->space));
+  return -1;
+}
+
+static void
+give_space (struct blk *blk, uint64_t bytes)
+{
+  spacecap_give (&blk->space, bytes);
+}
+
+void
+blk_set_max_size (struct blk *blk, uint64_t bytes)
+{
+  spacecap_init (&blk->space, bytes);
 }
 
 /*----------------------------------------------------------------------
@@ -464,6 +576,7 @@ blk_alloc (uint32_t block_size, int overlay_fd)
   blk->dirty_pages = (struct statemap) STATEMAP_INIT;
   rangelock_init (&blk->rmw_locks);
   pthread_mutex_init (&blk->flush_lock, NULL);
+  spacecap_init (&blk->space, SPACECAP_NO_LIMIT);
   return blk;
 }
 
@@ -667,6 +780,9 @@ open_kept (struct blk *blk, uint64_t size)
   else if (load_kept (blk) == -1)
     return -1;
   blk->data_offset = kf->header.layout.data_offset;
+  spacecap_charge (&blk->space, blk->data_offset +
+                   space_in_map (blk, 0, blk_of (blk, size - 1) + 1,
+                                 BLK_ALLOCATED));
   return 0;
 }
 
@@ -837,7 +953,11 @@ copy_up_run (struct blk *blk, const struct blk_base *base,
     uint64_t c = n < chunk ? n : chunk;
     uint64_t start = blk_start (blk, first);
     uint64_t len = blk_end (blk, first + c - 1) - start;
+    uint64_t space = space_of_blocks (blk, first, c);
 
+    r = take_space (blk, NULL, space, err);
+    if (r == -1)
+      break;
     r = base_read (blk, base, buf, len, start, err);
     if (r == 0)
       r = reserve_states (blk, first, c, err);
@@ -845,6 +965,8 @@ copy_up_run (struct blk *blk, const struct blk_base *base,
       r = store_copy_up (blk, buf, first, c, err);
     if (r == 0)
       stat_add (blk, kind, c);
+    /* Blocks that stayed out of the overlay or became zero take none. */
+    give_space (blk, space - space_in_state (blk, first, c, BLK_ALLOCATED));
     first += c;
     n -= c;
   }
@@ -1110,26 +1232,32 @@ write_block (struct blk *blk, uint64_t b, const char *data, bool zero_rest,
 /* Writes [offset, end) of buf (zeros if NULL) into blocks [first, last]
  * and marks them allocated, read-modify-writing a partial block at
  * either end that is not in the overlay yet.  Requires the rmw locks
- * of [first, last], which keep all their states stable here.  Base
- * reads come first, then overlay writes, then the state change: a
- * failure at any step changes no state.
+ * of [first, last], which keep all their states stable here.  The
+ * space of the blocks not allocated yet is taken first (from *hold,
+ * if not NULL, then from the budget), then come base reads, overlay
+ * writes and the state change: a failure at any step changes no state
+ * and gives the space back.
  */
 static int
 write_locked (struct blk *blk, const struct blk_base *base, const char *buf,
               uint64_t offset, uint64_t end, uint64_t first, uint64_t last,
-              int *err)
+              uint64_t *hold, int *err)
 {
   char *head = NULL, *tail = NULL, *data;
   bool head_zero_rest = false, tail_zero_rest = false;
   uint64_t from = offset, to = end;
+  uint64_t space = space_to_allocate (blk, first, last - first + 1);
   enum blk_state state;
   int r = -1;
 
+  if (take_space (blk, hold, space, err) == -1)
+    return -1;
   /* Room for a partial block at each end, from the thread's cache. */
   data = scratch_get (2 * blk->block_size);
   if (data == NULL) {
     *err = errno;
     nbdkit_error ("cow: malloc: %m");
+    give_space (blk, space);
     return -1;
   }
   if (is_partial (blk, first, offset, end) &&
@@ -1165,6 +1293,8 @@ write_locked (struct blk *blk, const struct blk_base *base, const char *buf,
   set_states (blk, first, last - first + 1, BLK_ALLOCATED);
   r = 0;
  out:
+  if (r == -1)
+    give_space (blk, space);
   scratch_put (data);
   return r;
 }
@@ -1193,7 +1323,7 @@ write_allocated (struct blk *blk, const void *buf, uint64_t count,
   return r;
 }
 
-/* buf NULL means zeros (blk_zero and the partial ends of a discard). */
+/* buf NULL means zeros (blk_zero). */
 int
 blk_write (struct blk *blk, const struct blk_base *base,
            const void *buf, uint32_t count, uint64_t offset, int *err)
@@ -1213,7 +1343,7 @@ blk_write (struct blk *blk, const struct blk_base *base,
     return r;
 
   lock_rmw (blk, &held, first, last - first + 1);
-  r = write_locked (blk, base, buf, offset, end, first, last, err);
+  r = write_locked (blk, base, buf, offset, end, first, last, NULL, err);
   rangelock_unlock (&blk->rmw_locks, &held);
   return r;
 }
@@ -1222,37 +1352,67 @@ blk_write (struct blk *blk, const struct blk_base *base,
  * Zero and trim.
  */
 
-/* Marks blocks [first, first+n) BLK_ZERO and punches them out of the
- * overlay.  The state change comes first: from then on reads return
- * zeros whatever the overlay holds, so a filesystem that cannot punch
- * holes costs space, never correctness.
+/* Marks blocks [first, first+n) BLK_ZERO, gives their space back and
+ * punches them out of the overlay.  The state change comes first: from
+ * then on reads return zeros whatever the overlay holds, so a
+ * filesystem that cannot punch holes costs space, never correctness.
+ * Requires their rmw locks.
  */
 static int
-discard_blocks (struct blk *blk, uint64_t first, uint64_t n, int *err)
+discard_locked (struct blk *blk, uint64_t first, uint64_t n, int *err)
 {
-  struct rangelock_range held;
-  uint64_t start = blk_start (blk, first);
-  int r;
+  uint64_t start = blk_start (blk, first), freed;
 
-  lock_rmw (blk, &held, first, n);
-  r = reserve_states (blk, first, n, err);
-  if (r == 0) {
-    set_states (blk, first, n, BLK_ZERO);
-    if (overlay_punch (blk, blk_end (blk, first + n - 1) - start, start) == -1)
-      nbdkit_debug ("cow: cannot punch a hole in the overlay: %m");
-  }
-  rangelock_unlock (&blk->rmw_locks, &held);
+  if (reserve_states (blk, first, n, err) == -1)
+    return -1;
+  freed = space_in_state (blk, first, n, BLK_ALLOCATED);
+  set_states (blk, first, n, BLK_ZERO);
+  give_space (blk, freed);
+  if (overlay_punch (blk, blk_end (blk, first + n - 1) - start, start) == -1)
+    nbdkit_debug ("cow: cannot punch a hole in the overlay: %m");
+  return 0;
+}
+
+/* Writes zeros over [offset, whole_from) of block b0 and [whole_to,
+ * end) of block b1, the partial ends of a zero, either possibly empty.
+ * The space both need is taken first, so that a zero refused for space
+ * changes nothing.  Requires the rmw locks of b0 and b1, which keep
+ * their states, and so the space they need, stable.
+ */
+static int
+zero_ends_locked (struct blk *blk, const struct blk_base *base,
+                  uint64_t offset, uint64_t whole_from, uint64_t whole_to,
+                  uint64_t end, int *err)
+{
+  uint64_t b0 = blk_of (blk, offset), b1 = blk_of (blk, end - 1), hold = 0;
+  int r = 0;
+
+  if (offset < whole_from)
+    hold += space_to_allocate (blk, b0, 1);
+  if (whole_to < end)
+    hold += space_to_allocate (blk, b1, 1);
+  if (take_space (blk, NULL, hold, err) == -1)
+    return -1;
+  if (offset < whole_from)
+    r = write_locked (blk, base, NULL, offset, whole_from, b0, b0, &hold, err);
+  if (r == 0 && whole_to < end)
+    r = write_locked (blk, base, NULL, whole_to, end, b1, b1, &hold, err);
+  give_space (blk, hold);
   return r;
 }
 
 /* Whole blocks of the range become BLK_ZERO; the partial ends are
- * written as zeros if zero_ends, else left alone (a trim).
+ * written as zeros if zero_ends, else left alone (a trim).  All under
+ * the rmw locks of every block touched.
  */
 static int
 discard_range (struct blk *blk, const struct blk_base *base,
                uint32_t count, uint64_t offset, bool zero_ends, int *err)
 {
-  uint64_t end = offset + count, first, stop, whole_from, whole_to;
+  struct rangelock_range held;
+  uint64_t end = offset + count, first, stop, lock_from, lock_to;
+  uint64_t whole_from, whole_to;
+  int r = 0;
 
   if (count == 0)
     return 0;
@@ -1262,11 +1422,15 @@ discard_range (struct blk *blk, const struct blk_base *base,
 
   whole_from = blk_start (blk, first);
   whole_to = blk_end (blk, stop - 1);
-  if (zero_ends &&
-      (blk_write (blk, base, NULL, whole_from - offset, offset, err) == -1 ||
-       blk_write (blk, base, NULL, end - whole_to, whole_to, err) == -1))
-    return -1;
-  return discard_blocks (blk, first, stop - first, err);
+  lock_from = zero_ends ? blk_of (blk, offset) : first;
+  lock_to = zero_ends ? blk_of (blk, end - 1) + 1 : stop;
+  lock_rmw (blk, &held, lock_from, lock_to - lock_from);
+  if (zero_ends)
+    r = zero_ends_locked (blk, base, offset, whole_from, whole_to, end, err);
+  if (r == 0)
+    r = discard_locked (blk, first, stop - first, err);
+  rangelock_unlock (&blk->rmw_locks, &held);
+  return r;
 }
 
 int
@@ -1357,6 +1521,9 @@ blk_get_stats (struct blk *blk, struct blk_stats *stats)
   stats->copy_ups_rmw = shardctr_sum (&blk->counters, COPY_UPS_RMW);
   stats->base_reads = shardctr_sum (&blk->counters, BASE_READS);
   stats->base_read_bytes = shardctr_sum (&blk->counters, BASE_READ_BYTES);
+  stats->space_limit = blk->space.limit;
+  stats->space_used = spacecap_used (&blk->space);
+  stats->space_refusals = shardctr_sum (&blk->counters, SPACE_REFUSALS);
   for (i = 0; i < BLK_LOCKS; ++i) {
     stats->lock_waits[i] = shardctr_sum (&blk->counters, LOCK_WAITS + i);
     stats->lock_wait_ns[i] = shardctr_sum (&blk->counters, LOCK_WAIT_NS + i);

@@ -56,6 +56,13 @@ extern struct blk *blk_new (uint32_t block_size, const char *tmpdir);
 extern struct blk *blk_new_kept (uint32_t block_size, const char *path,
                                  const char *name);
 
+/* Limits the disk space the overlay takes to bytes (cow-max-size): a
+ * request that needs more fails with ENOSPC and changes nothing.  Call
+ * before blk_set_size.  Blocks are counted with their share of the
+ * filesystem's metadata, a kept overlay with its header and states.
+ */
+extern void blk_set_max_size (struct blk *blk, uint64_t bytes);
+
 /* Frees the overlay; a kept one is flushed first. */
 extern void blk_free (struct blk *blk);
 
@@ -72,7 +79,9 @@ extern int blk_flush (struct blk *blk, int *err);
 extern int blk_set_size (struct blk *blk, uint64_t size);
 
 /* The NBD operations.  Each returns 0, or -1 with *err set, leaving
- * no block marked allocated without its data in the overlay.
+ * no block marked allocated without its data in the overlay.  Any
+ * that needs new overlay space past blk_set_max_size fails with ENOSPC
+ * (a read only with cow_on_read).
  */
 extern int blk_read (struct blk *blk, const struct blk_base *base,
                      void *buf, uint32_t count, uint64_t offset,
@@ -124,6 +133,10 @@ struct blk_stats {
    */
   uint64_t copy_ups_read, copy_ups_cache, copy_ups_rmw;
   uint64_t base_reads, base_read_bytes;   /* calls of base->pread */
+  /* cow-max-size (UINT64_MAX if none), the space counted against it,
+   * and the requests refused with ENOSPC.
+   */
+  uint64_t space_limit, space_used, space_refusals;
   uint64_t lock_waits[BLK_LOCKS];         /* times a thread had to wait */
   uint64_t lock_wait_ns[BLK_LOCKS];       /* and for how long, in total */
 };

@@ -37,6 +37,8 @@ static uint32_t block_size = 65536;         /* cow-block-size */
 static bool cow_on_cache;                   /* cow-on-cache */
 static char *cow_file;                      /* cow-file, absolute, or NULL */
 static char *stats_path;                    /* cow-stats, absolute, or NULL */
+static uint64_t max_size = UINT64_MAX;      /* cow-max-size, or none */
+static const char *max_size_arg;            /* as given, for messages */
 
 /* cow-on-read: off, on, or on while cow_on_read_path exists. */
 static enum { COW_ON_READ_OFF, COW_ON_READ_ON, COW_ON_READ_PATH } cow_on_read;
@@ -77,6 +79,20 @@ parse_block_size (const char *value)
     return -1;
   }
   block_size = r;
+  return 0;
+}
+
+static int
+parse_max_size (const char *value)
+{
+  int64_t r = nbdkit_parse_size (value);
+
+  if (r == -1) {
+    nbdkit_error ("cow-max-size=%s: not a size", value);
+    return -1;
+  }
+  max_size = r;
+  max_size_arg = value;         /* argv outlives the server */
   return 0;
 }
 
@@ -138,12 +154,27 @@ cow_config (nbdkit_next_config *next, nbdkit_backend *nxdata,
     return parse_path (key, value, &cow_file);
   if (strcmp (key, "cow-stats") == 0)
     return parse_path (key, value, &stats_path);
+  if (strcmp (key, "cow-max-size") == 0)
+    return parse_max_size (value);
   return next (nxdata, key, value);
+}
+
+/* Checks what depends on several parameters. */
+static int
+cow_config_complete (nbdkit_next_config_complete *next, nbdkit_backend *nxdata)
+{
+  if (max_size < block_size) {
+    nbdkit_error ("cow-max-size=%s: less than one block "
+                  "(cow-block-size=%" PRIu32 ")", max_size_arg, block_size);
+    return -1;
+  }
+  return next (nxdata);
 }
 
 #define cow_config_help \
   "cow-block-size=<N>    Size of blocks in the overlay (default 64K).\n" \
   "cow-file=<PATH>       Keep the overlay in PATH across restarts.\n" \
+  "cow-max-size=<SIZE>   Limit the overlay's disk space to SIZE.\n" \
   "cow-on-cache=<BOOL>   Copy cache (prefetch) requests to the overlay.\n" \
   "cow-on-read=<BOOL>|/PATH  Copy reads to the overlay (while PATH exists).\n" \
   "cow-stats=<FILE>      Write statistics to FILE every second and at exit."
@@ -194,14 +225,18 @@ new_blk (const char *exportname)
   char *path;
 
   if (cow_file == NULL)
-    return blk_new (block_size, tmpdir ? tmpdir : "/var/tmp");
-  path = kept_path (exportname);
-  if (path == NULL) {
-    nbdkit_error ("cow: %m");
-    return NULL;
+    blk = blk_new (block_size, tmpdir ? tmpdir : "/var/tmp");
+  else {
+    path = kept_path (exportname);
+    if (path == NULL) {
+      nbdkit_error ("cow: %m");
+      return NULL;
+    }
+    blk = blk_new_kept (block_size, path, exportname);
+    free (path);
   }
-  blk = blk_new_kept (block_size, path, exportname);
-  free (path);
+  if (blk)
+    blk_set_max_size (blk, max_size);
   return blk;
 }
 
@@ -788,6 +823,7 @@ static struct nbdkit_filter filter = {
   .longname          = "nbdkit copy-on-write (COW) filter",
   .config            = cow_config,
   .config_help       = cow_config_help,
+  .config_complete   = cow_config_complete,
   .get_ready         = cow_get_ready,
   .after_fork        = cow_after_fork,
   .cleanup           = cow_cleanup,

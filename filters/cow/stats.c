@@ -35,11 +35,18 @@ write_export (FILE *fp, const struct export_stats *e)
            " },\n"
            "      \"base_reads\": { \"requests\": %" PRIu64
            ", \"bytes\": %" PRIu64 " },\n"
-           "      \"requests\": {\n",
+           "      \"space\": { \"max\": ",
            b->block_size, b->blocks[BLK_NOT_ALLOCATED],
            b->blocks[BLK_ALLOCATED], b->blocks[BLK_ZERO], b->overlay_bytes,
            b->copy_ups_read, b->copy_ups_cache, b->copy_ups_rmw,
            b->base_reads, b->base_read_bytes);
+  if (b->space_limit == UINT64_MAX)
+    fprintf (fp, "null");
+  else
+    fprintf (fp, "%" PRIu64, b->space_limit);
+  fprintf (fp, ", \"used\": %" PRIu64 ", \"refused_requests\": %" PRIu64
+           " },\n"
+           "      \"requests\": {\n", b->space_used, b->space_refusals);
   for (i = 0; i < REQ_TYPES; ++i)
     fprintf (fp, "        \"%s\": { \"count\": %" PRIu64
              ", \"bytes\": %" PRIu64 " }%s\n",

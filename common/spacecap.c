@@ -1,0 +1,44 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+#include <config.h>
+
+#include "spacecap.h"
+
+void
+spacecap_init (struct spacecap *cap, uint64_t limit)
+{
+  cap->limit = limit;
+  cap->used = 0;
+}
+
+bool
+spacecap_take (struct spacecap *cap, uint64_t bytes)
+{
+  uint64_t used = __atomic_load_n (&cap->used, __ATOMIC_RELAXED);
+
+  do {
+    if (bytes > cap->limit || used > cap->limit - bytes)
+      return false;
+  } while (!__atomic_compare_exchange_n (&cap->used, &used, used + bytes,
+                                         true, __ATOMIC_RELAXED,
+                                         __ATOMIC_RELAXED));
+  return true;
+}
+
+void
+spacecap_charge (struct spacecap *cap, uint64_t bytes)
+{
+  __atomic_fetch_add (&cap->used, bytes, __ATOMIC_RELAXED);
+}
+
+void
+spacecap_give (struct spacecap *cap, uint64_t bytes)
+{
+  __atomic_fetch_sub (&cap->used, bytes, __ATOMIC_RELAXED);
+}
+
+uint64_t
+spacecap_used (const struct spacecap *cap)
+{
+  return __atomic_load_n (&cap->used, __ATOMIC_RELAXED);
+}
