@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# make install puts the filter and its man page where they belong: by
-# default the directory nbdkit searches for --filter=NAME.  Installed
+# make install puts the filter, nbdcow and their man pages where they
+# belong: the filter by default in the directory nbdkit searches for
+# --filter=NAME.  Installed
 # into a staging DESTDIR, the .so is ours (it advertises write zeroes);
 # ./nbdkit runs it so that a sanitizer build gets its runtime.
 . "$abs_top_srcdir/tests/functions.sh"
@@ -13,6 +14,10 @@ filterdir=$(fresh_make -C "$abs_top_builddir" print-filterdir)
 so=$tmp/inst$filterdir/nbdkit-cow-filter.so
 [ -f "$so" ] || fail "no $so after make install"
 find "$tmp/inst" -name nbdkit-cow-filter.1 | grep -q . || fail "man page not installed"
+find "$tmp/inst" -name nbdcow.1 | grep -q . || fail "nbdcow's man page not installed"
+nbdcow=$(find "$tmp/inst" -path '*/bin/nbdcow')
+[ -x "$nbdcow" ] || fail "nbdcow not installed"
+"$nbdcow" --version | grep -q '^nbdcow ' || fail "the installed nbdcow does not run"
 case $filterdir in
   "$(pkg-config --variable=filterdir nbdkit)") ;;
   *'/nbdkit/filters') echo "configured with --with-filterdir=$filterdir" ;;
