@@ -85,11 +85,17 @@ copy_piece (struct copy *c, unsigned conn, char *buf, uint64_t offset,
 {
   struct keptfile *kf = &c->ov->kf;
 
+  uint64_t at = kf->header.layout.data_offset + offset;
+  int r;
+
   if (state == KEPT_ZERO)
     return target_zero (c->t, conn, length, offset);
+  /* A file target: the kernel copies, with no pass through buf. */
+  r = target_copy_from (c->t, kf->fd, at, length, offset);
+  if (r <= 0)
+    return r;
   /* Not keptfile_read_data: its message buffer is not for threads. */
-  if (pread_full (kf->fd, buf, length, kf->header.layout.data_offset + offset)
-      == -1) {
+  if (pread_full (kf->fd, buf, length, at) == -1) {
     nbdcow_error ("%s: read of %" PRIu64 " bytes at %" PRIu64 ": %m",
                   kf->path, length, offset);
     return -1;

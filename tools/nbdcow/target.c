@@ -192,6 +192,30 @@ target_write (struct target *t, unsigned conn, const void *buf,
   return 0;
 }
 
+int
+target_copy_from (struct target *t, int fd, uint64_t in_offset,
+                  uint64_t count, uint64_t offset)
+{
+  loff_t in = in_offset, out = offset;
+
+  if (t->nbd)
+    return 1;
+  while (count > 0) {
+    ssize_t n = copy_file_range (fd, &in, t->fd, &out, count, 0);
+
+    if (n == -1 && in == (loff_t) in_offset &&
+        (errno == EXDEV || errno == EOPNOTSUPP || errno == EINVAL ||
+         errno == ENOSYS))
+      return 1;                 /* nothing copied yet: read and write */
+    if (n == -1)
+      return write_error (t, "copy", count, out, strerror (errno));
+    if (n == 0)
+      return write_error (t, "copy", count, out, "the overlay ended early");
+    count -= n;
+  }
+  return 0;
+}
+
 static int
 write_zeros (struct target *t, unsigned conn, uint64_t count, uint64_t offset)
 {

@@ -28,6 +28,14 @@ extern unsigned target_connections (const struct target *t);
  */
 extern int target_write (struct target *t, unsigned conn, const void *buf,
                          uint64_t count, uint64_t offset);
+/* Copies count bytes at in_offset of the file fd into the target at
+ * offset inside the kernel (copy_file_range), where both are files.
+ * Returns 0, -1 after a message, or 1 if the target or the kernel
+ * cannot: then the caller reads and writes.
+ */
+extern int target_copy_from (struct target *t, int fd, uint64_t in_offset,
+                             uint64_t count, uint64_t offset);
+
 /* Makes the range read as zeros, deallocating it where it can. */
 extern int target_zero (struct target *t, unsigned conn, uint64_t count,
                         uint64_t offset);
