@@ -1,8 +1,8 @@
 # The side-by-side benchmark suite.  benchmarks/run installs what it
 # needs, builds the filter and runs this; see benchmarks/README.md.
 #
-# usage: bench.py --filter SO --distro-filter SO --out DIR [--quick]
-#                 [--targets-only]
+# usage: bench.py --filter SO --distro-filter SO --nbdcow PROGRAM
+#                 --out DIR [--quick] [--targets-only | --tools-only]
 #
 # Every measurement starts fresh servers (so every overlay starts
 # empty) and the peers of one measurement run one after another,
@@ -15,6 +15,7 @@ import platform
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -69,6 +70,10 @@ RATIO_CELLS = [
     (FAST1M, WORKLOADS[1], 4, [NONE, OURS, KEPT]),
 ]
 TARGET_ROUNDS = 5
+# The peers of the kept-overlay tools (class Tools).
+OURS_COMMIT, QEMU_COMMIT = "nbdcow commit --empty", "qemu-img commit"
+OURS_EXPORT, RECIPE_EXPORT = ("nbdcow export",
+                              "nbdkit + qemu-img create -b + rebase")
 JOBS = [1, 2, 4, 8]
 IODEPTH = 16
 
@@ -391,6 +396,112 @@ class Bench:
         os.unlink(empty)
 
 
+class Tools:
+    """nbdcow commit and export of a kept overlay holding scattered
+    changes, against what a qcow2 user runs for the same: qemu-img
+    commit of a qcow2 overlay holding the same changes, and the recipe
+    of the README before nbdcow (nbdkit serving the live view, qemu-img
+    create -b it, qemu-img rebase onto the base)."""
+
+    def __init__(self, bench):
+        self.b = bench
+        quick = bench.args.quick
+        self.size = (256 << 20) if quick else (4 << 30)
+        self.changes = (128 << 20) if quick else (2 << 30)
+        self.dir = os.path.join(bench.work, "tools")
+        self.base = os.path.join(self.dir, "base.img")
+        self.cow = os.path.join(self.dir, "changes.cow")
+        self.qcow2 = os.path.join(self.dir, "changes.qcow2")
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def scatter(self, uri):
+        """The same scattered 64K writes, self.changes in all, each
+        block at most once (fio's random map), through uri."""
+        self.b.run(["fio", "--name=scatter", "--ioengine=nbd", "--uri=" + uri,
+                    "--rw=randwrite", "--bs=64k", "--iodepth=16",
+                    "--size=%d" % self.size, "--io_size=%d" % self.changes,
+                    "--randrepeat=1", "--randseed=7"])
+
+    def prepare(self):
+        """A base of data, and the two overlays of the same changes."""
+        b = self.b
+        shutil.rmtree(self.dir, ignore_errors=True)
+        os.makedirs(self.dir)
+        b.nbdkit("src", [], ["random", str(self.size), "seed=3"], [])
+        b.run(["nbdcopy", "nbd+unix:///?socket=" + b.sock("src"), self.base])
+        b.nbdkit("srv", [b.args.filter], ["file", self.base],
+                 ["cow-file=" + self.cow])
+        self.scatter("nbd+unix:///?socket=" + b.sock("srv"))
+        b.stop_all()
+        b.run(["qemu-img", "create", "-q", "-f", "qcow2", "-o",
+               "cluster_size=65536", "-b", self.base, "-F", "raw", self.qcow2])
+        b.start(["qemu-nbd", "-t", "--shared=8", "-f", "qcow2",
+                 "--cache=writeback", "-k", b.sock("srv"), self.qcow2],
+                b.sock("srv"))
+        self.scatter("nbd+unix:///?socket=" + b.sock("srv"))
+        b.stop_all()
+
+    def fresh_copies(self, overlay):
+        """A copy of the base to commit into and one of overlay, not timed."""
+        target, work = self.path("target.img"), self.path("work-" +
+                                                         os.path.basename(overlay))
+        self.b.run(["cp", "--sparse=always", self.base, target])
+        self.b.run(["cp", "--sparse=always", overlay, work])
+        return target, work
+
+    def commit_ours(self):
+        target, work = self.fresh_copies(self.cow)
+        return self.b.run([self.b.args.nbdcow, "commit", "--empty", work,
+                           target])
+
+    def commit_qemu(self):
+        target, work = self.fresh_copies(self.qcow2)
+        self.b.run(["qemu-img", "rebase", "-u", "-b", target, "-F", "raw",
+                    work])
+        return self.b.run(["qemu-img", "commit", "-q", work])
+
+    def export_ours(self):
+        out = self.path("out.qcow2")
+        if os.path.exists(out):
+            os.unlink(out)
+        return self.b.run([self.b.args.nbdcow, "export", self.cow,
+                           "--base=" + self.base, out])
+
+    def export_recipe(self):
+        b, out = self.b, self.path("out.qcow2")
+        if os.path.exists(out):
+            os.unlink(out)
+        t = time.monotonic()
+        b.nbdkit("srv", [b.args.filter], ["file", self.base],
+                 ["cow-file=" + self.cow])
+        b.run(["qemu-img", "create", "-q", "-f", "qcow2", "-b",
+               "nbd+unix:///?socket=" + b.sock("srv"), "-F", "raw", out])
+        b.run(["qemu-img", "rebase", "-b", self.base, "-F", "raw", out])
+        b.stop_all()
+        return time.monotonic() - t
+
+    def run(self, results):
+        self.prepare()
+        rounds = 1 if self.b.args.quick else 3
+        jobs = [("commit", OURS_COMMIT, self.commit_ours),
+                ("commit", QEMU_COMMIT, self.commit_qemu),
+                ("export", OURS_EXPORT, self.export_ours),
+                ("export", RECIPE_EXPORT, self.export_recipe)]
+        times = {peer: [] for _, peer, _ in jobs}
+        for rnd in range(rounds):
+            for what, peer, fn in jobs[rnd:] + jobs[:rnd]:
+                times[peer].append(fn())
+                progress("%s | %s: %.2f s" % (what, peer, times[peer][-1]))
+        for what, peer, _ in jobs:
+            results.append({"what": what, "peer": peer,
+                            "seconds": statistics.median(times[peer]),
+                            "all_s": times[peer],
+                            "changes": self.changes, "size": self.size})
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
 def median_zeroes_row(rows):
     """The round with the median data / zeros ratio, with the largest
     overlay any round left: a size that only one round shows is still
@@ -452,11 +563,13 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--filter", required=True)
     ap.add_argument("--distro-filter", required=True)
+    ap.add_argument("--nbdcow", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--runtime", type=int, default=3)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--targets-only", action="store_true")
+    ap.add_argument("--tools-only", action="store_true")
     args = ap.parse_args()
     os.makedirs(os.path.join(args.work, "tmp"), exist_ok=True)
     os.makedirs(args.out, exist_ok=True)
@@ -464,14 +577,17 @@ def main():
     b = Bench(args)
     results = {"machine": machine(), "runtime": args.runtime,
                "quick": args.quick, "fio": [], "pipeline": [], "zeroes": [],
-               "targets": []}
+               "targets": [], "tools": []}
     started = time.time()
     try:
-        if not args.targets_only:
+        if not (args.targets_only or args.tools_only):
             b.fio_matrix(results["fio"])
             b.pipeline(results["pipeline"])
             b.zeroes(results["zeroes"])
-        b.target_runs(results["targets"])
+        if not args.targets_only:
+            Tools(b).run(results["tools"])
+        if not args.tools_only:
+            b.target_runs(results["targets"])
     finally:
         b.stop_all()
     results["minutes"] = (time.time() - started) / 60

@@ -11,7 +11,8 @@ import statistics
 import subprocess
 import sys
 
-from bench import (DISTRO, FAST1M, FAST64, KEPT, NONE, OURS, PEERS, QEMU,
+from bench import (DISTRO, FAST1M, FAST64, KEPT, NONE, OURS, OURS_COMMIT,
+                   OURS_EXPORT, PEERS, QEMU, QEMU_COMMIT, RECIPE_EXPORT,
                    SCENARIOS, SERIAL, SLOW64, SLOW_DATA64, WORKLOADS)
 
 
@@ -138,7 +139,21 @@ def check_targets(res):
     for me in (OURS, KEPT):
         if any(r["peer"] == me for r in res["fio"] + res.get("targets", [])):
             check_targets_of(res, me, t)
+    if res.get("tools"):
+        check_tool_targets(res, t)
     return t
+
+
+def check_tool_targets(res, t):
+    """nbdcow against what a qcow2 user runs for the same (issue 23)."""
+    secs = {r["peer"]: r["seconds"] for r in res["tools"]}
+    gib = res["tools"][0]["changes"] / 2**30
+    t.check("commit of %g GiB of scattered changes: %s time / %s" %
+            (gib, QEMU_COMMIT, OURS_COMMIT),
+            ratio(secs.get(QEMU_COMMIT), secs.get(OURS_COMMIT)), ">=", 1.2)
+    t.check("export of the same as qcow2: %s time / %s" %
+            (RECIPE_EXPORT, OURS_EXPORT),
+            ratio(secs.get(RECIPE_EXPORT), secs.get(OURS_EXPORT)), ">=", 1.5)
 
 
 def check_targets_of(res, me, t):
@@ -222,6 +237,8 @@ def report(d):
         out += pipeline_section(res, d)
     if res["zeroes"]:
         out += zeroes_section(res)
+    if res.get("tools"):
+        out += tools_section(res)
     with open(os.path.join(d, "report.md"), "w") as f:
         f.write("\n".join(out) + "\n")
     return t.missed
@@ -284,6 +301,33 @@ def zeroes_section(res):
         out.append("| %s | %.2f | %s | %.2f | %s | %.1f |" %
                    (r["peer"], r["data_s"], mib("data_overlay"), r["zero_s"],
                     mib("zero_overlay"), r["data_s"] / r["zero_s"]))
+    return out
+
+
+def tools_section(res):
+    r0 = res["tools"][0]
+    rounds = len(r0["all_s"])
+    out = ["", "## Kept overlays: commit and export", "",
+           "A base of %g GiB of data (nbdkit random) and %g GiB of "
+           "scattered 64K writes (fio randwrite, each block at most once, "
+           "the same seed), kept once by ours (`cow-file`) and once in a "
+           "qcow2 overlay (64K clusters) through qemu-nbd.  Commit: into a "
+           "copy of the base, with `nbdcow commit --empty` and with "
+           "`qemu-img commit` (which also empties the overlay), both "
+           "flushing at the end.  Export: `nbdcow export` against the "
+           "recipe it replaces (nbdkit serving the live view, `qemu-img "
+           "create -b` it, `qemu-img rebase` onto the base), each making "
+           "a qcow2 file over the base.  %s" %
+           (r0["size"] / 2**30, r0["changes"] / 2**30,
+            "One round." if rounds == 1 else
+            "%d rounds, the four in a rotated order; the median counts." %
+            rounds), "",
+           "| what | peer | seconds (median) | every round |",
+           "|---|---|---:|---|"]
+    for r in res["tools"]:
+        out.append("| %s | %s | %.2f | %s |" %
+                   (r["what"], r["peer"], r["seconds"],
+                    ", ".join("%.2f" % x for x in r["all_s"])))
     return out
 
 
