@@ -13,6 +13,7 @@ fresh_make -C "$abs_top_builddir" install DESTDIR="$tmp/inst" >/dev/null
 filterdir=$(fresh_make -C "$abs_top_builddir" print-filterdir)
 so=$tmp/inst$filterdir/nbdkit-cow-filter.so
 [ -f "$so" ] || fail "no $so after make install"
+[ ! -e "${so%.so}.la" ] || fail "libtool's .la installed beside the filter"
 find "$tmp/inst" -name nbdkit-cow-filter.1 | grep -q . || fail "man page not installed"
 find "$tmp/inst" -name nbdcow.1 | grep -q . || fail "nbdcow's man page not installed"
 nbdcow=$(find "$tmp/inst" -path '*/bin/nbdcow')
