@@ -11,8 +11,10 @@ import statistics
 import subprocess
 import sys
 
-from bench import (DISTRO, FAST1M, FAST64, KEPT, NONE, OURS, OURS_COMMIT,
-                   OURS_EXPORT, PEERS, QEMU, QEMU_COMMIT, RECIPE_EXPORT,
+from bench import (DISTRO, FAST1M, FAST64, FILE_NONE, KEPT, NONE, OURS,
+                   OURS_COMMIT,
+                   OURS_EXPORT, OURS_KEEP, PEERS, QEMU, QEMU_COMMIT,
+                   QEMU_KEEP, RECIPE_EXPORT,
                    SCENARIOS, SERIAL, SLOW64, SLOW_DATA64, WORKLOADS)
 
 
@@ -112,6 +114,17 @@ def ratio(a, b):
     return None if a is None or b is None or b == 0 else a / b
 
 
+def scaling_ratios(res, scen, wl, me):
+    """me's 8-jobs/1-job IOPS ratio over the ceiling's own, per round:
+    the scaling loss the filter adds to what nbdkit and the machine
+    lose anyway."""
+    mine = fio_ratios(res, scen, wl, (me, 8), (me, 1))
+    ceiling = fio_ratios(res, scen, wl, (NONE, 8), (NONE, 1))
+    if len(mine) != len(ceiling):
+        return []
+    return [m / c for m, c in zip(mine, ceiling)]
+
+
 def fio_ratios(res, scen, wl, a, b):
     """IOPS of a over IOPS of b, a and b each a (peer, jobs): one ratio
     per round of the target runs, or, in results without them, the one
@@ -151,6 +164,9 @@ def check_tool_targets(res, t):
     t.check("commit of %g GiB of scattered changes: %s time / %s" %
             (gib, QEMU_COMMIT, OURS_COMMIT),
             ratio(secs.get(QEMU_COMMIT), secs.get(OURS_COMMIT)), ">=", 1.2)
+    t.check("the same without emptying the overlay: %s time / %s" %
+            (QEMU_KEEP, OURS_KEEP),
+            ratio(secs.get(QEMU_KEEP), secs.get(OURS_KEEP)), ">=", 1.2)
     t.check("export of the same as qcow2: %s time / %s" %
             (RECIPE_EXPORT, OURS_EXPORT),
             ratio(secs.get(RECIPE_EXPORT), secs.get(OURS_EXPORT)), ">=", 1.5)
@@ -160,7 +176,8 @@ def check_targets_of(res, me, t):
     rw4, rr4 = WORKLOADS[0][0], WORKLOADS[1][0]
     # what, scenario, workload, the peer ours is divided by, goal
     ratios = [
-        ("4K random write, 4 jobs, fast base", FAST64, rw4, NONE, 0.85),
+        ("4K random write, 4 jobs, fast base", FAST64, rw4, NONE, 0.9),
+        ("4K random write, 4 jobs, fast base", FAST64, rw4, FILE_NONE, 1.0),
         ("4K random write, 4 jobs, fast base", FAST64, rw4, DISTRO, 2.3),
         ("4K random write, 4 jobs, slow base", SLOW64, rw4, DISTRO, 10),
         ("4K random write, 4 jobs, slow base of data", SLOW_DATA64[0], rw4,
@@ -174,15 +191,20 @@ def check_targets_of(res, me, t):
     worst, where = None, ""
     for scen, _, _, _, _ in SCENARIOS:
         for wl, _, _ in WORKLOADS:
-            rs = fio_ratios(res, scen, wl, (me, 8), (me, 1))
+            rs = scaling_ratios(res, scen, wl, me)
             if rs and (worst is None or median(rs) < median(worst)):
                 worst, where = rs, "%s, %s" % (scen, wl)
-    t.check("%s, 8 jobs / 1 job, worst workload (%s)" % (me, where),
-            median(worst), ">=", 1.0, spread=worst)
+    t.check("scaling, %s 8 jobs / 1 job over %s 8 jobs / 1 job, worst "
+            "workload (%s)" % (me, NONE, where or "none measured"),
+            median(worst), ">=", 0.95, spread=worst)
     for src in sorted({r["source"] for r in res["pipeline"]}):
-        total = {r["peer"]: r["write_s"] + r["copy_s"]
-                 for r in res["pipeline"] if r["source"] == src}
-        for peer, goal in ((QEMU, 1.2), (SERIAL, 1.9), (DISTRO, 1.0)):
+        rows = [r for r in res["pipeline"] if r["source"] == src]
+        total = {r["peer"]: r["write_s"] + r["copy_s"] for r in rows}
+        goals = [(QEMU, 1.2), (DISTRO, 1.0)]
+        # One big lock costs only where the base has latency to overlap.
+        if rows[0].get("slow", "1 ms" in src):
+            goals.append((SERIAL, 1.9))
+        for peer, goal in goals:
             t.check("pipeline from %s: %s time / %s" % (src, peer, me),
                     ratio(total.get(peer), total.get(me)), ">=", goal)
     for r in res["zeroes"]:
@@ -207,6 +229,9 @@ def report(d):
     out += ["- %s: %s" % (k, v) for k, v in m.items()]
     out += ["", "## Peers", "",
             "- **no filter**: the plugin alone, the ceiling.",
+            "- **no filter, file**: nbdkit's file plugin serving a "
+            "fresh sparse file on the overlay's filesystem, the second "
+            "ceiling: what writing that filesystem directly costs.",
             "- **nbdkit cow**: nbdkit's own cow filter from the "
             "distribution's package, unpacked privately and loaded by path.",
             "- **qemu qcow2**: qemu-nbd serving a qcow2 overlay (64K "
@@ -314,13 +339,18 @@ def tools_section(res):
            "qcow2 overlay (64K clusters) through qemu-nbd.  Commit: into a "
            "copy of the base, with `nbdcow commit --empty` and with "
            "`qemu-img commit` (which also empties the overlay), both "
-           "flushing at the end.  Export: `nbdcow export` against the "
+           "flushing at the end; and again without emptying the overlay "
+           "(`nbdcow commit`, `qemu-img commit -d`).  Emptying frees the "
+           "overlay's space: on a filesystem mounted with `discard` "
+           "(here: %s) each freed extent is a discard sent to the device.  "
+           "Export: `nbdcow export` against the "
            "recipe it replaces (nbdkit serving the live view, `qemu-img "
            "create -b` it, `qemu-img rebase` onto the base), each making "
            "a qcow2 file over the base.  %s" %
            (r0["size"] / 2**30, r0["changes"] / 2**30,
+            res["machine"].get("overlay filesystem", "not recorded"),
             "One round." if rounds == 1 else
-            "%d rounds, the four in a rotated order; the median counts." %
+            "%d rounds, the six in a rotated order; the median counts." %
             rounds), "",
            "| what | peer | seconds (median) | every round |",
            "|---|---|---:|---|"]
