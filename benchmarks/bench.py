@@ -224,7 +224,7 @@ class Bench:
         scenarios = SCENARIOS
         if self.args.quick:
             scenarios = [scenarios[0], scenarios[1], scenarios[3]]
-        jobs = [1, 4, 8] if self.args.quick else JOBS
+        jobs = [1, 8] if self.args.quick else JOBS
         rounds = 1 if self.args.quick else 2
         for scen, base, slow, block, peers in scenarios:
             for wname, rw, bs in WORKLOADS:
