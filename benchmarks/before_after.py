@@ -3,10 +3,13 @@
 # workloads each change was about: fio cases, then the pipeline.
 #
 # usage: before_after.py --before SO --after SO --work DIR [--rounds N]
+#                        [--before-args 'KEY=VALUE ...']
 #                        [--after-args 'KEY=VALUE ...']
 #                        [--both-args 'KEY=VALUE ...']
 # (benchmarks/before-after REV [ARGS [BOTH]] builds REV and runs this.)
 # --after-args gives the after filter more parameters, e.g. cow-stats;
+# --before-args the before one (with the same SO for both, two settings
+# of one filter: --before-args cow-stripes=1 --after-args cow-stripes=8);
 # --both-args gives them to both, e.g. cow-file to compare kept
 # overlays.  A relative path in them lands in the scratch directory,
 # which is emptied after every measurement.
@@ -54,6 +57,12 @@ def extra_params(args, tmp):
     return params
 
 
+def own_params(args, which, tmp):
+    """The parameters of the before or the after filter."""
+    return (extra_params(args.both_args, tmp) +
+            extra_params(getattr(args, which + "_args"), tmp))
+
+
 def order(rnd):
     """Which filter runs first in round rnd: each in turn, as a run
     leaves the machine busier (writeback, freed memory) for the next."""
@@ -67,6 +76,7 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--runtime", type=int, default=4)
+    ap.add_argument("--before-args", default="")
     ap.add_argument("--after-args", default="")
     ap.add_argument("--both-args", default="")
     args = ap.parse_args()
@@ -81,9 +91,7 @@ def main():
             for which in order(rnd):
                 delay = ((["delay"], ["delay-read=" + SLOW_READ]) if slow
                          else ([], []))
-                extra = extra_params(args.both_args, b.tmp)
-                if which == "after":
-                    extra += extra_params(args.after_args, b.tmp)
+                extra = own_params(args, which, b.tmp)
                 b.nbdkit("srv", [getattr(args, which)] + delay[0],
                          base,
                          delay[1] + ["cow-block-size=" + block] + extra)
@@ -104,9 +112,7 @@ def pipeline(b, args):
     secs = {which: [] for which in ("before", "after")}
     for rnd in range(args.rounds):
         for which in order(rnd):
-            extra = extra_params(args.both_args, b.tmp)
-            if which == "after":
-                extra += extra_params(args.after_args, b.tmp)
+            extra = own_params(args, which, b.tmp)
             b.nbdkit("srv", [getattr(args, which)],
                      ["sparse-random", "4G", "seed=42"], extra)
             uri = "nbd+unix:///?socket=" + b.sock("srv")

@@ -136,24 +136,26 @@ make_base ()
   fi
 }
 
-# overlay_fd SOCK: the /proc path of the (deleted) overlay file of the
-# server started on SOCK, or nothing.  Only our names count: valgrind
-# keeps files of its own in $TMPDIR.
-overlay_fd ()
+# overlay_fds SOCK: the /proc paths of the (deleted) overlay files of
+# the server started on SOCK, one per line, or nothing.  Only our names
+# count: valgrind keeps files of its own in $TMPDIR.
+overlay_fds ()
 {
   for fd in /proc/"$(cat "$1.pid")"/fd/*; do
     case "$(readlink "$fd" || true)" in
-      */nbdkit-cow-*" (deleted)") echo "$fd"; return ;;
+      */nbdkit-cow-*" (deleted)") echo "$fd" ;;
     esac
   done
 }
 
-# overlay_bytes SOCK: the disk space the overlay of that server takes.
+# overlay_bytes SOCK: the disk space the overlay files of that server
+# take together.
 overlay_bytes ()
 {
-  fd=$(overlay_fd "$1")
-  [ -n "$fd" ] || fail "no overlay among the files of the server on $1"
-  echo $(( $(stat -L -c %b "$fd") * 512 ))
+  fds=$(overlay_fds "$1")
+  [ -n "$fds" ] || fail "no overlay among the files of the server on $1"
+  # shellcheck disable=SC2086 # one path per word
+  stat -L -c %b $fds | awk '{ b += $1 } END { print b * 512 }'
 }
 
 # probe_base URI OFFSET: whether the filter at URI still reads the base

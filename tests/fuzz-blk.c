@@ -3,7 +3,8 @@
 /* A libFuzzer target: differential fuzzing of the block layer
  * (filters/cow/blk.c) against a plain byte-array model.
  *
- * Each input is a geometry (block size, disk size) followed by a
+ * Each input is a geometry (block size and stripes, disk size;
+ * built with stripes of one block, so requests cross them) followed by a
  * sequence of operations: reads (plain and cow-on-read), writes, zeroes
  * with and without trim, trims and copy-ups at any offset and length,
  * each optionally with a fault: the n-th base read fails, the n-th
@@ -364,17 +365,20 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   static uint8_t buf[MAX_DISK];
   struct input in = { .p = data, .n = size };
   struct blk *blk;
-  uint64_t x;
-  unsigned i;
+  uint64_t x, geometry;
+  unsigned i, stripes;
 
-  block_size = UINT64_C (4096) << (take (&in, 1) % 5);     /* 4K .. 64K */
+  geometry = take (&in, 1);
+  block_size = UINT64_C (4096) << (geometry % 5);          /* 4K .. 64K */
+  stripes = 1 + geometry / 5 % 3;                           /* 1 .. 3 */
   disk_size = 1 + take (&in, 3) % MAX_DISK;
   for (x = 0; x < disk_size; ++x) {
     value[x] = base_byte (x);
     certainty[x] = EXACT;
   }
 
-  blk = blk_new (block_size, getenv ("TMPDIR") ? getenv ("TMPDIR") : "/tmp");
+  blk = blk_new (block_size, getenv ("TMPDIR") ? getenv ("TMPDIR") : "/tmp",
+                 stripes);
   if (blk == NULL || blk_set_size (blk, disk_size) == -1)
     abort ();
   for (i = 0; i < MAX_OPS && in.n > 0; ++i) {

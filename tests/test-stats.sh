@@ -64,6 +64,7 @@ expect disk "e['copy_ups']" \
 expect disk "e['base_reads']" "{'requests': 2, 'bytes': 196608}"
 expect disk "[(k, v['count'], v['bytes']) for k, v in e['requests'].items()]" \
   "[('read', 1, 8192), ('write', 2, 69632), ('zero', 1, 262144), ('trim', 1, 131072), ('flush', 1, 0), ('cache', 1, 131072), ('extents', 1, 65536)]"
+expect disk "e['overlay_files']" 8
 expect disk "e['overlay_bytes_on_disk'] >= 4 * 65536" True
 expect disk "sorted(e['lock_waits'])" \
   "['flush_lock', 'rmw_locks', 'state_lock', 'write_lock']"

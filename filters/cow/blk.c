@@ -20,15 +20,17 @@
  *    So a write that finds all its blocks allocated may go straight to
  *    the overlay with no rmw lock: no copy-up can be running on them.
  *
- *  - write_lock (a mutex) is held over each system call that writes
- *    the overlay, and over the state lookup of a fast-path write too:
- *    punches take it, so no write lands in a block after its punch.
+ *  - The write locks of the overlay's stripes (overlayfile.h; together
+ *    "write_lock" in the statistics) are held over each system call
+ *    that writes the overlay, and over the state lookup of a fast-path
+ *    write too: punches take them, so no write lands in a block after
+ *    its punch.
  *
  *  - flush_lock (a mutex) lets one flush of a kept overlay run at a
  *    time; it takes state_lock inside.
  *
- *  - Order: rmw_locks, then write_lock, then state_lock; flush_lock,
- *    then state_lock.
+ *  - Order: rmw_locks, then the write locks in ascending stripe order,
+ *    then state_lock; flush_lock, then state_lock.
  */
 
 #include <config.h>
@@ -52,6 +54,7 @@
 #include "iszero.h"
 #include "keptfile.h"
 #include "monotonic.h"
+#include "overlayfile.h"
 #include "rangelock.h"
 #include "scratch.h"
 #include "shardctr.h"
@@ -63,23 +66,28 @@
  */
 #define COPY_UP_CHUNK (4 * 1024 * 1024)
 
-/* Every pwrite into the overlay ends on a multiple of this many bytes
- * of the file (write_pieces).  The kernel sizes the page-cache folios a
- * write creates by the length of the write: one pwrite of 1M makes 1M
- * folios, and on a guest whose free memory the host takes back
- * (docs/performance.md, section 13) filling fresh high-order folios
- * ran 10x slower than 128K ones, while overwriting either ran alike.
+/* A striped overlay's chunks: each is this many bytes, or one block if
+ * larger, so that a block never spans two files and a request of up
+ * to 1M meets one or two of them (docs/performance.md, section 16).
+ * The fuzzer makes it smaller, to cross stripes on its small disks.
  */
-#define OVERLAY_WRITE_PIECE (128 * 1024)
-
-/* The source of writes of zeros where the overlay cannot zero ranges. */
-static const char zero_buf[OVERLAY_WRITE_PIECE];
+#ifndef STRIPE_CHUNK
+#define STRIPE_CHUNK (1024 * 1024)
+#endif
 
 struct blk {
   /* Fixed by blk_new. */
   unsigned block_shift;
   uint64_t block_size;
-  int overlay_fd;
+  /* The data: its files, and the write locks held over every system
+   * call that writes them (overlayfile.h).  The kernel serializes the
+   * writes of one file anyway (the inode lock), but its waiters spin,
+   * which on few cores starved the threads doing useful work; a mutex
+   * waits asleep.  A fast-path write also holds the locks of its range
+   * over its state lookup (write_allocated).  Only state_lock is ever
+   * taken inside them.
+   */
+  struct overlayfile file;
 
   /* Fixed by the first blk_set_size, under state_lock, which the
    * connection's .prepare calls before any request can reach us; later
@@ -88,25 +96,12 @@ struct blk {
   uint64_t size;
   bool size_known;
 
-  /* Held over every system call that writes the overlay.  The kernel
-   * serializes them anyway (the inode lock), but its waiters spin, which
-   * on few cores starved the threads doing useful work; a mutex waits
-   * asleep.  A fast-path write also holds it over its state lookup
-   * (write_allocated).  Only state_lock is ever taken inside it.
-   */
-  pthread_mutex_t write_lock;
-
   /* Protects states and base_map; never held over I/O. */
   pthread_mutex_t state_lock;
   struct statemap states;       /* enum blk_state of each block */
   struct statemap base_map;     /* enum base_known of each block */
 
   struct rangelock rmw_locks;   /* state changes and their I/O, by block */
-
-  /* Where block 0 starts in the overlay file: 0, or past the header
-   * and the state area of a kept overlay.  Fixed with the size.
-   */
-  uint64_t data_offset;
 
   /* A kept overlay (cow-file=, docs/overlay-format.md, keptfile.h);
    * NULL for a throw-away one.  Its header is fixed by blk_new_kept and
@@ -432,26 +427,24 @@ blk_set_max_size (struct blk *blk, uint64_t bytes)
 }
 
 /*----------------------------------------------------------------------
- * Overlay I/O.  The overlay maps disk offsets one to one, so it is as
- * sparse as the disk is untouched.  Data moves with pread and pwrite
- * only.  The overlay used to be mapped into memory too, but a store
- * through a map costs a page fault and page-table changes per new page,
- * which on a paravirtualized guest made it 3x slower than pwrite
- * (docs/performance.md, section 9), and a full filesystem would meet a
- * store through it as SIGBUS instead of ENOSPC.
+ * Overlay I/O (overlayfile.h), with the waits for the write locks
+ * counted.  The overlay maps disk offsets one to one, so it is as
+ * sparse as the disk is untouched.
  */
 
 static void
-overlay_error (const char *what, uint64_t count, uint64_t offset, int *err)
+lock_file (struct blk *blk, uint64_t count, uint64_t offset)
 {
-  *err = errno;
-  if (errno == EFBIG)
-    nbdkit_error ("cow: overlay %s of %" PRIu64 " bytes at offset %" PRIu64
-                  ": the filesystem of the overlay (in $TMPDIR) cannot hold "
-                  "this offset: %m", what, count, offset);
-  else
-    nbdkit_error ("cow: overlay %s of %" PRIu64 " bytes at offset %" PRIu64
-                  ": %m", what, count, offset);
+  uint64_t waited = overlayfile_lock (&blk->file, offset, count);
+
+  if (waited)
+    count_wait (blk, BLK_LOCK_WRITE, waited);
+}
+
+static void
+unlock_file (struct blk *blk, uint64_t count, uint64_t offset)
+{
+  overlayfile_unlock (&blk->file, offset, count);
 }
 
 /* Reads bytes of allocated blocks.  No lock: a block leaves the
@@ -462,73 +455,35 @@ static int
 overlay_read (struct blk *blk, void *buf, uint64_t count, uint64_t offset,
               int *err)
 {
-  if (pread_full (blk->overlay_fd, buf, count, blk->data_offset + offset)
-      == -1) {
-    overlay_error ("read", count, offset, err);
-    return -1;
-  }
-  return 0;
+  return overlayfile_read (&blk->file, buf, count, offset, err);
 }
 
 /* Deallocates a range, which then reads as zeros.  Returns 0, or -1
- * with errno set if the filesystem cannot punch holes.  Takes
- * write_lock.
+ * with errno set if the filesystem cannot punch holes.  Takes the
+ * write locks.
  */
 static int
 overlay_punch (struct blk *blk, uint64_t count, uint64_t offset)
 {
-  int r;
+  uint64_t waited = 0;
+  int r = overlayfile_punch (&blk->file, count, offset, &waited);
 
-  lock_mutex (blk, &blk->write_lock, BLK_LOCK_WRITE);
-  r = fallocate (blk->overlay_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-                 blk->data_offset + offset, count);
-  pthread_mutex_unlock (&blk->write_lock);
+  if (waited)
+    count_wait (blk, BLK_LOCK_WRITE, waited);
   return r;
 }
 
-/* pwrite of buf, or zeros if buf is NULL, at file offset at, in pieces
- * that end on multiples of OVERLAY_WRITE_PIECE.  Returns 0, or -1 with
- * errno set.
- */
-static int
-write_pieces (int fd, const char *buf, uint64_t count, uint64_t at)
-{
-  while (count > 0) {
-    uint64_t n = OVERLAY_WRITE_PIECE - at % OVERLAY_WRITE_PIECE;
-
-    if (n > count)
-      n = count;
-    if (pwrite_full (fd, buf ? buf : zero_buf, n, at) == -1)
-      return -1;
-    if (buf)
-      buf += n;
-    at += n;
-    count -= n;
-  }
-  return 0;
-}
-
 /* Writes buf, or zeros if buf is NULL, allocating space as it goes.
- * Zeros stay allocated: the client did not allow a hole, and later
- * writes into the block should not fail for want of space.  A kill -9
- * leaves each 4K page of it old or new: write(2) copies page by page
- * and gives way to a fatal signal only between pages, which a kept
- * overlay relies on (docs/overlay-format.md).  Requires write_lock.
+ * A kill -9 leaves each 4K page of it old or new: write(2) copies page
+ * by page and gives way to a fatal signal only between pages, which a
+ * kept overlay relies on (docs/overlay-format.md).  Requires the write
+ * locks of the range.
  */
 static int
 overlay_write_locked (struct blk *blk, const void *buf, uint64_t count,
                       uint64_t offset, int *err)
 {
-  uint64_t at = blk->data_offset + offset;
-
-  if (buf == NULL &&
-      fallocate (blk->overlay_fd, FALLOC_FL_ZERO_RANGE, at, count) == 0)
-    return 0;
-  if (write_pieces (blk->overlay_fd, buf, count, at) == -1) {
-    overlay_error (buf ? "write" : "write of zeros", count, offset, err);
-    return -1;
-  }
-  return 0;
+  return overlayfile_write_locked (&blk->file, buf, count, offset, err);
 }
 
 static int
@@ -537,9 +492,9 @@ overlay_write (struct blk *blk, const void *buf, uint64_t count,
 {
   int r;
 
-  lock_mutex (blk, &blk->write_lock, BLK_LOCK_WRITE);
+  lock_file (blk, count, offset);
   r = overlay_write_locked (blk, buf, count, offset, err);
-  pthread_mutex_unlock (&blk->write_lock);
+  unlock_file (blk, count, offset);
   return r;
 }
 
@@ -547,9 +502,9 @@ overlay_write (struct blk *blk, const void *buf, uint64_t count,
  * Life cycle.
  */
 
-/* A struct blk around overlay_fd, with no size yet. */
+/* A struct blk with no overlay file and no size yet. */
 static struct blk *
-blk_alloc (uint32_t block_size, int overlay_fd)
+blk_alloc (uint32_t block_size)
 {
   struct blk *blk;
 
@@ -557,19 +512,10 @@ blk_alloc (uint32_t block_size, int overlay_fd)
   if (blk == NULL || shardctr_init (&blk->counters, COUNTERS) == -1) {
     nbdkit_error ("cow: calloc: %m");
     free (blk);
-    close (overlay_fd);
     return NULL;
   }
   blk->block_size = block_size;
   blk->block_shift = log_2_bits (block_size);
-  blk->overlay_fd = overlay_fd;
-  /* No readahead: the overlay is read where clients ask, and blocks
-   * allocated with FALLOC_FL_ZERO_RANGE are unwritten extents whose
-   * readahead would only fill zeroed pages nobody asked for.
-   */
-  posix_fadvise (overlay_fd, 0, 0, POSIX_FADV_RANDOM);
-
-  pthread_mutex_init (&blk->write_lock, NULL);
   pthread_mutex_init (&blk->state_lock, NULL);
   blk->states = (struct statemap) STATEMAP_INIT;
   blk->base_map = (struct statemap) STATEMAP_INIT;
@@ -581,27 +527,18 @@ blk_alloc (uint32_t block_size, int overlay_fd)
 }
 
 struct blk *
-blk_new (uint32_t block_size, const char *tmpdir)
+blk_new (uint32_t block_size, const char *tmpdir, unsigned stripes)
 {
-  char *template;
-  int fd;
+  unsigned chunk_shift = log_2_bits (block_size > STRIPE_CHUNK ? block_size
+                                     : STRIPE_CHUNK);
+  struct blk *blk = blk_alloc (block_size);
 
-  if (asprintf (&template, "%s/nbdkit-cow-XXXXXX", tmpdir) == -1) {
-    nbdkit_error ("cow: asprintf: %m");
+  if (blk &&
+      overlayfile_new_temp (&blk->file, tmpdir, stripes, chunk_shift) == -1) {
+    blk_free (blk);
     return NULL;
   }
-  /* mkostemp creates the file 0600; unlinking at once means the overlay
-   * vanishes with the process however it ends.
-   */
-  fd = mkostemp (template, O_CLOEXEC);
-  if (fd == -1) {
-    nbdkit_error ("cow: cannot create the overlay in TMPDIR=%s: %m", tmpdir);
-    free (template);
-    return NULL;
-  }
-  unlink (template);
-  free (template);
-  return blk_alloc (block_size, fd);
+  return blk;
 }
 
 /* Reports the failure of a call on the kept overlay's file. */
@@ -657,14 +594,17 @@ blk_new_kept (uint32_t block_size, const char *path, const char *name)
     free (kf);
     return NULL;
   }
-  blk = blk_alloc (block_size, kf->fd);
+  blk = blk_alloc (block_size);
   if (blk == NULL) {
-    kf->fd = -1;                /* blk_alloc closed it */
     keptfile_close (kf);
     free (kf);
     return NULL;
   }
   blk->kept = kf;
+  if (overlayfile_new_fd (&blk->file, kf->fd) == -1) {
+    blk_free (blk);
+    return NULL;
+  }
   blk->kept_name = strdup (name);
   if (blk->kept_name == NULL) {
     nbdkit_error ("cow: strdup: %m");
@@ -701,33 +641,17 @@ blk_free (struct blk *blk)
   if (blk == NULL)
     return;
   if (blk->kept)
-    close_kept (blk);           /* closes overlay_fd */
-  else
-    close (blk->overlay_fd);
+    close_kept (blk);           /* closes the file */
+  overlayfile_close (&blk->file);
   statemap_free (&blk->states);
   statemap_free (&blk->base_map);
   statemap_free (&blk->dirty_pages);
   pthread_mutex_destroy (&blk->state_lock);
-  pthread_mutex_destroy (&blk->write_lock);
   pthread_mutex_destroy (&blk->flush_lock);
   rangelock_destroy (&blk->rmw_locks);
   shardctr_free (&blk->counters);
   free (blk->kept_name);
   free (blk);
-}
-
-/* Sizes a throw-away overlay to the disk once the size is known, so
- * that no write has to extend the file (a change of its size, which
- * the filesystem journals).  A filesystem that cannot hold a file of
- * that size refuses; then the writes it cannot hold fail one by one,
- * with a message saying why (overlay_error).  Requires state_lock.
- */
-static void
-size_overlay (struct blk *blk)
-{
-  if (ftruncate (blk->overlay_fd, blk->size) == -1)
-    nbdkit_debug ("cow: overlay not sized to %" PRIu64 " bytes: %m",
-                  blk->size);
 }
 
 /* Opens a kept overlay that has a header: loads its states and punches
@@ -779,8 +703,8 @@ open_kept (struct blk *blk, uint64_t size)
   }
   else if (load_kept (blk) == -1)
     return -1;
-  blk->data_offset = kf->header.layout.data_offset;
-  spacecap_charge (&blk->space, blk->data_offset +
+  blk->file.data_offset = kf->header.layout.data_offset;
+  spacecap_charge (&blk->space, blk->file.data_offset +
                    space_in_map (blk, 0, blk_of (blk, size - 1) + 1,
                                  BLK_ALLOCATED));
   return 0;
@@ -801,8 +725,11 @@ blk_set_size (struct blk *blk, uint64_t size)
       r = -1;
     else {
       blk->size_known = true;
+      /* No write then has to extend a throw-away overlay's files (a
+       * change of size, which the filesystem journals).
+       */
       if (!blk->kept)
-        size_overlay (blk);
+        overlayfile_extend (&blk->file, size);
     }
   }
   else if (blk->size != size) {
@@ -1220,12 +1147,12 @@ write_block (struct blk *blk, uint64_t b, const char *data, bool zero_rest,
   if (!zero_rest)
     return overlay_write (blk, data, len, start, err);
   block_part (blk, b, offset, end, &from, &to);
-  lock_mutex (blk, &blk->write_lock, BLK_LOCK_WRITE);
+  lock_file (blk, len, start);
   r = overlay_write_locked (blk, NULL, len, start, err);
   if (r == 0)
     r = overlay_write_locked (blk, data + (from - start), to - from, from,
                               err);
-  pthread_mutex_unlock (&blk->write_lock);
+  unlock_file (blk, len, start);
   return r;
 }
 
@@ -1302,8 +1229,9 @@ write_locked (struct blk *blk, const struct blk_base *base, const char *buf,
 /* The fast path of blk_write: if blocks [first, last] are all
  * allocated, no copy-up can be running on any of them (see the top of
  * this file), so the bytes go straight to the overlay, with no rmw
- * lock, and *done is set.  The state lookup and the write hold
- * write_lock together, as every punch does (overlay_punch): a block
+ * lock, and *done is set.  The state lookup and the write hold the
+ * write locks of the range together, and every punch takes the lock of
+ * each file it punches (overlay_punch): a block
  * that a zero or trim racing this write discards is either punched
  * after the write or seen in its new state here, never written after
  * its punch, where the bytes would hold space no state accounts for.
@@ -1315,11 +1243,11 @@ write_allocated (struct blk *blk, const void *buf, uint64_t count,
 {
   int r = 0;
 
-  lock_mutex (blk, &blk->write_lock, BLK_LOCK_WRITE);
+  lock_file (blk, count, offset);
   *done = all_in_state (blk, first, last - first + 1, BLK_ALLOCATED);
   if (*done)
     r = overlay_write_locked (blk, buf, count, offset, err);
-  pthread_mutex_unlock (&blk->write_lock);
+  unlock_file (blk, count, offset);
   return r;
 }
 
@@ -1507,15 +1435,14 @@ size_is_known (struct blk *blk)
 void
 blk_get_stats (struct blk *blk, struct blk_stats *stats)
 {
-  struct stat st;
   unsigned i;
 
   memset (stats, 0, sizeof *stats);
   stats->block_size = blk->block_size;
+  stats->stripes = blk->file.nr_stripes;
   if (size_is_known (blk))
     count_states (blk, stats->blocks);
-  if (fstat (blk->overlay_fd, &st) == 0)
-    stats->overlay_bytes = (uint64_t) st.st_blocks * 512;
+  stats->overlay_bytes = overlayfile_bytes (&blk->file);
   stats->copy_ups_read = shardctr_sum (&blk->counters, COPY_UPS_READ);
   stats->copy_ups_cache = shardctr_sum (&blk->counters, COPY_UPS_CACHE);
   stats->copy_ups_rmw = shardctr_sum (&blk->counters, COPY_UPS_RMW);

@@ -43,10 +43,12 @@ struct blk_base {
 struct blk;
 
 /* Creates an overlay of blocks of block_size bytes (a power of two) in
- * the directory tmpdir: created 0600, unlinked at once, close-on-exec.
- * Returns NULL after nbdkit_error on failure.
+ * the directory tmpdir, striped across stripes files (1 to
+ * OVERLAYFILE_MAX_STRIPES): created 0600, unlinked at once,
+ * close-on-exec.  Returns NULL after nbdkit_error on failure.
  */
-extern struct blk *blk_new (uint32_t block_size, const char *tmpdir);
+extern struct blk *blk_new (uint32_t block_size, const char *tmpdir,
+                            unsigned stripes);
 
 /* Opens the kept overlay at path for export name, creating path if it
  * is missing, and locks it against other processes.  An existing file
@@ -116,7 +118,7 @@ extern uint64_t blk_state_run (struct blk *blk, uint64_t offset,
 enum blk_lock {
   BLK_LOCK_RMW,                 /* rmw_locks */
   BLK_LOCK_STATE,               /* state_lock */
-  BLK_LOCK_WRITE,               /* write_lock */
+  BLK_LOCK_WRITE,               /* the stripes' write locks */
   BLK_LOCK_FLUSH,               /* flush_lock */
   BLK_LOCKS
 };
@@ -127,7 +129,8 @@ extern const char *blk_lock_name (enum blk_lock lock);
 struct blk_stats {
   uint64_t block_size;
   uint64_t blocks[3];           /* blocks in each enum blk_state */
-  uint64_t overlay_bytes;       /* disk space the overlay file takes */
+  unsigned stripes;             /* files of the overlay */
+  uint64_t overlay_bytes;       /* disk space the overlay's files take */
   /* Blocks copied up from the base: by cow-on-read, by cow-on-cache,
    * and read to complete a partial write (read-modify-write).
    */

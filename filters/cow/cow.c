@@ -27,11 +27,13 @@
 #include "blk.h"
 #include "ispowerof2.h"
 #include "monotonic.h"
+#include "overlayfile.h"
 #include "shardctr.h"
 #include "stats.h"
 
 #define MIN_BLOCK_SIZE 4096
 #define MAX_BLOCK_SIZE (32 * 1024 * 1024)   /* NBD's largest preferred size */
+#define DEFAULT_STRIPES 8   /* docs/performance.md, section 16 */
 
 static uint32_t block_size = 65536;         /* cow-block-size */
 static bool cow_on_cache;                   /* cow-on-cache */
@@ -39,6 +41,8 @@ static char *cow_file;                      /* cow-file, absolute, or NULL */
 static char *stats_path;                    /* cow-stats, absolute, or NULL */
 static uint64_t max_size = UINT64_MAX;      /* cow-max-size, or none */
 static const char *max_size_arg;            /* as given, for messages */
+static unsigned stripes = DEFAULT_STRIPES;  /* cow-stripes */
+static const char *stripes_arg;             /* as given, or NULL */
 
 /* cow-on-read: off, on, or on while cow_on_read_path exists. */
 static enum { COW_ON_READ_OFF, COW_ON_READ_ON, COW_ON_READ_PATH } cow_on_read;
@@ -93,6 +97,25 @@ parse_max_size (const char *value)
   }
   max_size = r;
   max_size_arg = value;         /* argv outlives the server */
+  return 0;
+}
+
+static int
+parse_stripes (const char *value)
+{
+  unsigned long r = 0;
+  const char *p;
+
+  /* Digits only: nbdkit_parse_unsigned's messages do not name the value. */
+  for (p = value; *p >= '0' && *p <= '9' && r <= OVERLAYFILE_MAX_STRIPES; ++p)
+    r = r * 10 + (*p - '0');
+  if (p == value || *p != '\0' || r < 1 || r > OVERLAYFILE_MAX_STRIPES) {
+    nbdkit_error ("cow-stripes=%s: must be a number from 1 to %d", value,
+                  OVERLAYFILE_MAX_STRIPES);
+    return -1;
+  }
+  stripes = r;
+  stripes_arg = value;          /* argv outlives the server */
   return 0;
 }
 
@@ -156,6 +179,8 @@ cow_config (nbdkit_next_config *next, nbdkit_backend *nxdata,
     return parse_path (key, value, &stats_path);
   if (strcmp (key, "cow-max-size") == 0)
     return parse_max_size (value);
+  if (strcmp (key, "cow-stripes") == 0)
+    return parse_stripes (value);
   return next (nxdata, key, value);
 }
 
@@ -168,6 +193,14 @@ cow_config_complete (nbdkit_next_config_complete *next, nbdkit_backend *nxdata)
                   "(cow-block-size=%" PRIu32 ")", max_size_arg, block_size);
     return -1;
   }
+  /* A kept overlay's format and its crash argument are about one file
+   * (docs/overlay-format.md).
+   */
+  if (cow_file && stripes_arg && stripes != 1) {
+    nbdkit_error ("cow-stripes=%s: a kept overlay (cow-file=) is one file",
+                  stripes_arg);
+    return -1;
+  }
   return next (nxdata);
 }
 
@@ -177,7 +210,8 @@ cow_config_complete (nbdkit_next_config_complete *next, nbdkit_backend *nxdata)
   "cow-max-size=<SIZE>   Limit the overlay's disk space to SIZE.\n" \
   "cow-on-cache=<BOOL>   Copy cache (prefetch) requests to the overlay.\n" \
   "cow-on-read=<BOOL>|/PATH  Copy reads to the overlay (while PATH exists).\n" \
-  "cow-stats=<FILE>      Write statistics to FILE every second and at exit."
+  "cow-stats=<FILE>      Write statistics to FILE every second and at exit.\n" \
+  "cow-stripes=<N>       Stripe a throw-away overlay across N files (default 8)."
 
 /* The kept overlay file of an export: PATH for the default export "",
  * PATH.NAME for the others, NAME with every byte but [A-Za-z0-9_-]
@@ -225,7 +259,7 @@ new_blk (const char *exportname)
   char *path;
 
   if (cow_file == NULL)
-    blk = blk_new (block_size, tmpdir ? tmpdir : "/var/tmp");
+    blk = blk_new (block_size, tmpdir ? tmpdir : "/var/tmp", stripes);
   else {
     path = kept_path (exportname);
     if (path == NULL) {

@@ -29,6 +29,7 @@ write_export (FILE *fp, const struct export_stats *e)
            "      \"block_size\": %" PRIu64 ",\n"
            "      \"blocks\": { \"not_allocated\": %" PRIu64
            ", \"allocated\": %" PRIu64 ", \"zero\": %" PRIu64 " },\n"
+           "      \"overlay_files\": %u,\n"
            "      \"overlay_bytes_on_disk\": %" PRIu64 ",\n"
            "      \"copy_ups\": { \"cow_on_read\": %" PRIu64
            ", \"cow_on_cache\": %" PRIu64 ", \"read_modify_write\": %" PRIu64
@@ -37,7 +38,8 @@ write_export (FILE *fp, const struct export_stats *e)
            ", \"bytes\": %" PRIu64 " },\n"
            "      \"space\": { \"max\": ",
            b->block_size, b->blocks[BLK_NOT_ALLOCATED],
-           b->blocks[BLK_ALLOCATED], b->blocks[BLK_ZERO], b->overlay_bytes,
+           b->blocks[BLK_ALLOCATED], b->blocks[BLK_ZERO], b->stripes,
+           b->overlay_bytes,
            b->copy_ups_read, b->copy_ups_cache, b->copy_ups_rmw,
            b->base_reads, b->base_read_bytes);
   if (b->space_limit == UINT64_MAX)

@@ -1,0 +1,385 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* The overlay's files: open, extend, locks of the stripes, and the
+ * system calls that move data (overlayfile.h; docs/design.md, "The
+ * overlay").  Data moves with pread and pwrite only, never through a
+ * map of the file (docs/performance.md, section 9).
+ */
+
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <nbdkit-filter.h>
+
+#include "fullio.h"
+#include "monotonic.h"
+#include "overlayfile.h"
+
+/* Every pwrite into the overlay ends on a multiple of this many bytes
+ * of its file (write_pieces).  The kernel sizes the page-cache folios
+ * a write creates by the length of the write: one pwrite of 1M makes
+ * 1M folios, and on a guest whose free memory the host takes back
+ * (docs/performance.md, section 13) filling fresh high-order folios
+ * ran 10x slower than 128K ones, while overwriting either ran alike.
+ */
+#define WRITE_PIECE (128 * 1024)
+
+/* The source of writes of zeros where the file cannot zero ranges. */
+static const char zero_buf[WRITE_PIECE];
+
+/* With one stripe every offset is in chunk 0. */
+#define ONE_CHUNK_SHIFT 63
+
+static void
+init_stripes (struct overlayfile *of, unsigned nr_stripes)
+{
+  unsigned i;
+
+  for (i = 0; i < nr_stripes; ++i) {
+    of->stripes[i].fd = -1;
+    pthread_mutex_init (&of->stripes[i].write_lock, NULL);
+  }
+  of->nr_stripes = nr_stripes;
+}
+
+/* A new temporary file in tmpdir, or -1 after nbdkit_error.  No
+ * readahead: the overlay is read where clients ask, and blocks
+ * allocated with FALLOC_FL_ZERO_RANGE are unwritten extents whose
+ * readahead would only fill zeroed pages nobody asked for.
+ */
+static int
+temp_file (const char *tmpdir)
+{
+  char *template;
+  int fd;
+
+  if (asprintf (&template, "%s/nbdkit-cow-XXXXXX", tmpdir) == -1) {
+    nbdkit_error ("cow: asprintf: %m");
+    return -1;
+  }
+  /* mkostemp creates the file 0600; unlinking at once means the overlay
+   * vanishes with the process however it ends.
+   */
+  fd = mkostemp (template, O_CLOEXEC);
+  if (fd == -1)
+    nbdkit_error ("cow: cannot create the overlay in TMPDIR=%s: %m", tmpdir);
+  else {
+    unlink (template);
+    posix_fadvise (fd, 0, 0, POSIX_FADV_RANDOM);
+  }
+  free (template);
+  return fd;
+}
+
+int
+overlayfile_new_temp (struct overlayfile *of, const char *tmpdir,
+                      unsigned nr_stripes, unsigned chunk_shift)
+{
+  unsigned i;
+
+  of->stripes = calloc (nr_stripes, sizeof *of->stripes);
+  if (of->stripes == NULL) {
+    nbdkit_error ("cow: calloc: %m");
+    return -1;
+  }
+  init_stripes (of, nr_stripes);
+  of->chunk_shift = nr_stripes > 1 ? chunk_shift : ONE_CHUNK_SHIFT;
+  of->data_offset = 0;
+  of->owns_fds = true;
+  for (i = 0; i < nr_stripes; ++i) {
+    of->stripes[i].fd = temp_file (tmpdir);
+    if (of->stripes[i].fd == -1) {
+      overlayfile_close (of);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+int
+overlayfile_new_fd (struct overlayfile *of, int fd)
+{
+  of->stripes = calloc (1, sizeof *of->stripes);
+  if (of->stripes == NULL) {
+    nbdkit_error ("cow: calloc: %m");
+    return -1;
+  }
+  init_stripes (of, 1);
+  of->stripes[0].fd = fd;
+  of->chunk_shift = ONE_CHUNK_SHIFT;
+  of->data_offset = 0;
+  of->owns_fds = false;
+  posix_fadvise (fd, 0, 0, POSIX_FADV_RANDOM);
+  return 0;
+}
+
+void
+overlayfile_close (struct overlayfile *of)
+{
+  unsigned i;
+
+  for (i = 0; i < of->nr_stripes; ++i) {
+    if (of->owns_fds && of->stripes[i].fd >= 0)
+      close (of->stripes[i].fd);
+    pthread_mutex_destroy (&of->stripes[i].write_lock);
+  }
+  free (of->stripes);
+  of->stripes = NULL;
+  of->nr_stripes = 0;
+}
+
+void
+overlayfile_extend (struct overlayfile *of, uint64_t size)
+{
+  unsigned i;
+
+  for (i = 0; i < of->nr_stripes; ++i)
+    if (ftruncate (of->stripes[i].fd, of->data_offset + size) == -1)
+      nbdkit_debug ("cow: overlay not sized to %" PRIu64 " bytes: %m", size);
+}
+
+/*----------------------------------------------------------------------
+ * Stripes and their locks.
+ */
+
+static uint64_t
+chunk_of (const struct overlayfile *of, uint64_t offset)
+{
+  return offset >> of->chunk_shift;
+}
+
+static unsigned
+stripe_of_chunk (const struct overlayfile *of, uint64_t c)
+{
+  return c % of->nr_stripes;
+}
+
+/* The end of the piece of [offset, end) that starts at offset and lies
+ * in one chunk.
+ */
+static uint64_t
+piece_end (const struct overlayfile *of, uint64_t offset, uint64_t end)
+{
+  uint64_t next;
+
+  if (of->chunk_shift == ONE_CHUNK_SHIFT)
+    return end;
+  next = (chunk_of (of, offset) + 1) << of->chunk_shift;
+  return next < end ? next : end;
+}
+
+static int
+fd_of (const struct overlayfile *of, uint64_t offset)
+{
+  return of->stripes[stripe_of_chunk (of, chunk_of (of, offset))].fd;
+}
+
+/* True if stripe s holds one of chunks [c0, c1]. */
+static bool
+stripe_in_chunks (const struct overlayfile *of, unsigned s,
+                  uint64_t c0, uint64_t c1)
+{
+  unsigned n = of->nr_stripes;
+
+  return c1 - c0 + 1 >= n || (s + n - stripe_of_chunk (of, c0)) % n <= c1 - c0;
+}
+
+static uint64_t
+lock_stripe (struct overlayfile_stripe *stripe)
+{
+  uint64_t start, waited;
+
+  if (pthread_mutex_trylock (&stripe->write_lock) == 0)
+    return 0;
+  start = monotonic_ns ();
+  pthread_mutex_lock (&stripe->write_lock);
+  waited = monotonic_ns () - start;
+  return waited > 0 ? waited : 1;
+}
+
+uint64_t
+overlayfile_lock (struct overlayfile *of, uint64_t offset, uint64_t count)
+{
+  uint64_t c0 = chunk_of (of, offset), c1 = chunk_of (of, offset + count - 1);
+  uint64_t waited = 0;
+  unsigned s;
+
+  for (s = 0; s < of->nr_stripes; ++s)
+    if (stripe_in_chunks (of, s, c0, c1))
+      waited += lock_stripe (&of->stripes[s]);
+  return waited;
+}
+
+void
+overlayfile_unlock (struct overlayfile *of, uint64_t offset, uint64_t count)
+{
+  uint64_t c0 = chunk_of (of, offset), c1 = chunk_of (of, offset + count - 1);
+  unsigned s;
+
+  for (s = of->nr_stripes; s-- > 0; )
+    if (stripe_in_chunks (of, s, c0, c1))
+      pthread_mutex_unlock (&of->stripes[s].write_lock);
+}
+
+/*----------------------------------------------------------------------
+ * Data.
+ */
+
+static void
+report (const char *what, uint64_t count, uint64_t offset, int *err)
+{
+  *err = errno;
+  if (errno == EFBIG)
+    nbdkit_error ("cow: overlay %s of %" PRIu64 " bytes at offset %" PRIu64
+                  ": the filesystem of the overlay (in $TMPDIR) cannot hold "
+                  "this offset: %m", what, count, offset);
+  else
+    nbdkit_error ("cow: overlay %s of %" PRIu64 " bytes at offset %" PRIu64
+                  ": %m", what, count, offset);
+}
+
+int
+overlayfile_read (struct overlayfile *of, void *buf, uint64_t count,
+                  uint64_t offset, int *err)
+{
+  uint64_t end = offset + count;
+  char *p = buf;
+
+  while (offset < end) {
+    uint64_t stop = piece_end (of, offset, end);
+
+    if (pread_full (fd_of (of, offset), p, stop - offset,
+                    of->data_offset + offset) == -1) {
+      report ("read", count, offset, err);
+      return -1;
+    }
+    p += stop - offset;
+    offset = stop;
+  }
+  return 0;
+}
+
+/* pwrite of buf, or zeros if buf is NULL, at file offset at, in pieces
+ * that end on multiples of WRITE_PIECE.  Returns 0, or -1 with errno
+ * set.
+ */
+static int
+write_pieces (int fd, const char *buf, uint64_t count, uint64_t at)
+{
+  while (count > 0) {
+    uint64_t n = WRITE_PIECE - at % WRITE_PIECE;
+
+    if (n > count)
+      n = count;
+    if (pwrite_full (fd, buf ? buf : zero_buf, n, at) == -1)
+      return -1;
+    if (buf)
+      buf += n;
+    at += n;
+    count -= n;
+  }
+  return 0;
+}
+
+/* The part of a write that lies in one chunk.  Zeros stay allocated:
+ * the client did not allow a hole, and later writes into the block
+ * should not fail for want of space.
+ */
+static int
+write_piece (struct overlayfile *of, const char *buf, uint64_t count,
+             uint64_t offset)
+{
+  int fd = fd_of (of, offset);
+  uint64_t at = of->data_offset + offset;
+
+  if (buf == NULL && fallocate (fd, FALLOC_FL_ZERO_RANGE, at, count) == 0)
+    return 0;
+  return write_pieces (fd, buf, count, at);
+}
+
+int
+overlayfile_write_locked (struct overlayfile *of, const void *buf,
+                          uint64_t count, uint64_t offset, int *err)
+{
+  uint64_t end = offset + count, at = offset;
+  const char *p = buf;
+
+  while (at < end) {
+    uint64_t stop = piece_end (of, at, end);
+
+    if (write_piece (of, p, stop - at, at) == -1) {
+      report (buf ? "write" : "write of zeros", count, offset, err);
+      return -1;
+    }
+    if (p)
+      p += stop - at;
+    at = stop;
+  }
+  return 0;
+}
+
+/* Punches [from, to) of stripe s's file under its write lock. */
+static int
+punch_stripe (struct overlayfile *of, unsigned s, uint64_t from, uint64_t to,
+              uint64_t *waited)
+{
+  struct overlayfile_stripe *stripe = &of->stripes[s];
+  int r;
+
+  *waited += lock_stripe (stripe);
+  r = fallocate (stripe->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                 of->data_offset + from, to - from);
+  pthread_mutex_unlock (&stripe->write_lock);
+  return r;
+}
+
+/* Each file is punched once, from the first of its chunks in the range
+ * to the last: the other stripes' chunks in between are holes in it
+ * already.
+ */
+int
+overlayfile_punch (struct overlayfile *of, uint64_t count, uint64_t offset,
+                   uint64_t *waited)
+{
+  uint64_t end = offset + count;
+  uint64_t c0 = chunk_of (of, offset), c1 = chunk_of (of, end - 1);
+  unsigned n = of->nr_stripes, s;
+  int r = 0, saved_errno = 0;
+
+  for (s = 0; s < n; ++s) {
+    uint64_t first, last, from, to;
+
+    if (!stripe_in_chunks (of, s, c0, c1))
+      continue;
+    first = c0 + (s + n - stripe_of_chunk (of, c0)) % n;
+    last = c1 - (stripe_of_chunk (of, c1) + n - s) % n;
+    from = first == c0 ? offset : first << of->chunk_shift;
+    to = last == c1 ? end : (last + 1) << of->chunk_shift;
+    if (punch_stripe (of, s, from, to, waited) == -1) {
+      r = -1;
+      saved_errno = errno;
+    }
+  }
+  errno = saved_errno;
+  return r;
+}
+
+uint64_t
+overlayfile_bytes (struct overlayfile *of)
+{
+  uint64_t bytes = 0;
+  struct stat st;
+  unsigned i;
+
+  for (i = 0; i < of->nr_stripes; ++i)
+    if (fstat (of->stripes[i].fd, &st) == 0)
+      bytes += (uint64_t) st.st_blocks * 512;
+  return bytes;
+}

@@ -1,0 +1,101 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* The overlay's data on disk: the one file of a kept overlay, or the
+ * files of a throw-away overlay striped across several, so that writes
+ * to different stripes meet neither one lock nor one inode
+ * (docs/performance.md, section 16).  Disk byte x lives at byte
+ * data_offset + x of the file of its stripe: the disk is cut into
+ * chunks of 2^chunk_shift bytes, and chunk c belongs to stripe
+ * c mod nr_stripes.  In a file, the chunks of the other stripes are
+ * holes that nothing writes.
+ *
+ * Each stripe has a write lock (docs/design.md): held over every
+ * system call that writes or punches its file, and by the block layer
+ * over the state lookups that must not race them.  A caller holding
+ * the locks of a range takes them with overlayfile_lock, in ascending
+ * stripe order, and nothing else is taken inside them but state_lock.
+ *
+ * Reads and writes of a range touching several chunks are split at
+ * chunk boundaries, one system call or more per chunk.  nbdkit_error
+ * reports each failure, naming the disk offset.
+ */
+
+#ifndef COW_OVERLAYFILE_H
+#define COW_OVERLAYFILE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define OVERLAYFILE_MAX_STRIPES 64
+
+struct overlayfile_stripe {
+  int fd;
+  pthread_mutex_t write_lock;
+};
+
+struct overlayfile {
+  unsigned nr_stripes;
+  unsigned chunk_shift;         /* 63 for one stripe: nothing is split */
+  uint64_t data_offset;         /* where disk byte 0 is in each file */
+  bool owns_fds;                /* close them in overlayfile_close */
+  struct overlayfile_stripe *stripes;
+};
+
+/* Creates nr_stripes temporary files in tmpdir (created 0600, unlinked
+ * at once, close-on-exec), chunks of 2^chunk_shift bytes.  Returns 0,
+ * or -1 after nbdkit_error.
+ */
+extern int overlayfile_new_temp (struct overlayfile *of, const char *tmpdir,
+                                 unsigned nr_stripes, unsigned chunk_shift);
+
+/* One stripe over fd, which stays the caller's (a kept overlay's).
+ * Returns 0, or -1 after nbdkit_error.
+ */
+extern int overlayfile_new_fd (struct overlayfile *of, int fd);
+
+extern void overlayfile_close (struct overlayfile *of);
+
+/* Extends every file to data_offset + size bytes, sparsely.  A
+ * filesystem that cannot hold that size leaves the files short, and
+ * the writes beyond fail with EFBIG and a message saying why.
+ */
+extern void overlayfile_extend (struct overlayfile *of, uint64_t size);
+
+/* Takes, in ascending order, the write locks of the stripes holding
+ * [offset, offset+count), count > 0.  Returns the nanoseconds spent
+ * waiting, 0 if none.
+ */
+extern uint64_t overlayfile_lock (struct overlayfile *of, uint64_t offset,
+                                  uint64_t count);
+extern void overlayfile_unlock (struct overlayfile *of, uint64_t offset,
+                                uint64_t count);
+
+/* pread of [offset, offset+count).  No lock.  Returns 0, or -1 with
+ * *err set.
+ */
+extern int overlayfile_read (struct overlayfile *of, void *buf,
+                             uint64_t count, uint64_t offset, int *err);
+
+/* Writes buf, or zeros if buf is NULL, allocating space: zeros use
+ * FALLOC_FL_ZERO_RANGE where the filesystem has it, which allocates
+ * without writing.  No pwrite crosses a multiple of 128 KiB of its
+ * file (docs/design.md says why).  Requires the write locks
+ * of the range.  Returns 0, or -1 with *err set.
+ */
+extern int overlayfile_write_locked (struct overlayfile *of, const void *buf,
+                                     uint64_t count, uint64_t offset,
+                                     int *err);
+
+/* Deallocates [offset, offset+count), which then reads as zeros,
+ * taking each stripe's write lock in turn and adding the time waited
+ * for them to *waited.  Returns 0, or -1 with errno set if a file
+ * could not be punched.
+ */
+extern int overlayfile_punch (struct overlayfile *of, uint64_t count,
+                              uint64_t offset, uint64_t *waited);
+
+/* The disk space the files take, in bytes. */
+extern uint64_t overlayfile_bytes (struct overlayfile *of);
+
+#endif /* COW_OVERLAYFILE_H */
