@@ -49,6 +49,11 @@ def expect_eio(what, fn):
     raise AssertionError("%s succeeded while the base failed" % what)
 '
 
+# instrumented: true when nbdkit runs under valgrind or a sanitizer
+# runtime, where starting it is ten times slower: the crash and torture
+# tests then take fewer rounds (the plain suite keeps them all).
+instrumented () { [ -n "${sanitizer_preload:-}${COW_VALGRIND_LOGDIR:-}" ]; }
+
 # expect_start_failure PATTERN NBDKIT-ARGS...: nbdkit must refuse to
 # start, printing PATTERN (a grep -E regexp) on stderr.
 expect_start_failure ()

@@ -5,6 +5,8 @@
 . "$abs_top_srcdir/tests/functions.sh"
 
 make_base "$tmp/base" $((2 * 1024 * 1024))
+default_rounds=30
+! instrumented || default_rounds=10
 /usr/bin/python3 "$abs_top_srcdir/tests/kept_crash.py" "$NBDKIT" \
-  "$tmp/base" "$tmp/ov" "$tmp/sock" "${KEPT_CRASH_ROUNDS:-30}" "$RANDOM" ||
+  "$tmp/base" "$tmp/ov" "$tmp/sock" "${KEPT_CRASH_ROUNDS:-$default_rounds}" "$RANDOM" ||
   fail "see above"

@@ -6,10 +6,9 @@
 . "$tests/nbdcow_setup.sh"
 
 cp "$ov" "$tmp/ov.orig"
-# Each round starts nbdkit twice; under valgrind or a sanitizer runtime
-# that is ten times slower, so those suites take fewer rounds.
+# Each round starts nbdkit twice.
 default_rounds=60
-[ -z "${sanitizer_preload:-}${COW_VALGRIND_LOGDIR:-}" ] || default_rounds=15
+! instrumented || default_rounds=15
 "$PYTHON" - <<PY || fail "a kill left base and overlay reading otherwise"
 import json, random, signal, subprocess, time, shutil
 

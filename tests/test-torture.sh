@@ -6,6 +6,7 @@
 # running, for block sizes 4K, 64K and 1M: 8 connections x depth 32 of
 # random requests, every read checked against the model.
 # TORTURE_SECONDS sets each run's length (make check-stress sets it).
+# Instrumented, the 64K blocks are left out: starting nbdkit dominates.
 . "$abs_top_srcdir/tests/functions.sh"
 
 seconds=${TORTURE_SECONDS:-2}
@@ -36,9 +37,11 @@ run ()
   fi
 }
 
+block_sizes="4096 65536 1048576"
+! instrumented || block_sizes="4096 1048576"
 for base_kind in fast slow; do
   for cow_on_read in false true switched; do
-    for block_size in 4096 65536 1048576; do
+    for block_size in $block_sizes; do
       run "$base_kind" "$cow_on_read" "$block_size"
     done
   done
