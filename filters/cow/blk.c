@@ -36,20 +36,15 @@
 #include <config.h>
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <nbdkit-filter.h>
 
 #include "blk.h"
-#include "fullio.h"
 #include "ispowerof2.h"
 #include "iszero.h"
 #include "keptfile.h"
