@@ -2,7 +2,8 @@
 # needs, builds the filter and runs this; see benchmarks/README.md.
 #
 # usage: bench.py --filter SO --distro-filter SO --nbdcow PROGRAM
-#                 --out DIR [--quick] [--targets-only | --tools-only]
+#                 --out DIR [--quick]
+#                 [--targets-only | --tools-only | --no-tables]
 #
 # Every measurement starts fresh servers (so every overlay starts
 # empty) and the peers of one measurement run one after another,
@@ -609,6 +610,7 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--targets-only", action="store_true")
     ap.add_argument("--tools-only", action="store_true")
+    ap.add_argument("--no-tables", action="store_true")
     args = ap.parse_args()
     os.makedirs(os.path.join(args.work, "tmp"), exist_ok=True)
     os.makedirs(args.out, exist_ok=True)
@@ -620,7 +622,8 @@ def main():
     started = time.time()
     try:
         if not (args.targets_only or args.tools_only):
-            b.fio_matrix(results["fio"])
+            if not args.no_tables:
+                b.fio_matrix(results["fio"])
             b.pipeline(results["pipeline"])
             b.zeroes(results["zeroes"])
         if not args.targets_only:

@@ -215,6 +215,17 @@ def check_targets_of(res, me, t):
                     r["zero_overlay"] / 2**20, "<=", 4 + 0.0625)
 
 
+def run_kind(res):
+    """How the run was asked for, if not in full."""
+    if res["quick"]:
+        return "quick mode, "
+    if res["fio"]:
+        return ""
+    if res["pipeline"]:
+        return "--no-tables: every target, not the fio tables, "
+    return "--targets-only, " if res.get("targets") else "--tools-only, "
+
+
 def report(d):
     res = json.load(open(os.path.join(d, "results.json")))
     m = res["machine"]
@@ -222,9 +233,7 @@ def report(d):
            "Written by `benchmarks/run` (%s%.0f minutes); every figure below "
            "comes from that one run. Peers are interleaved: each "
            "measurement runs all of them one after another on fresh "
-           "servers." % ("quick mode, " if res["quick"] else
-                         "--targets-only, " if not res["fio"] else "",
-                         res["minutes"]), "",
+           "servers." % (run_kind(res), res["minutes"]), "",
            "## Machine", ""]
     out += ["- %s: %s" % (k, v) for k, v in m.items()]
     out += ["", "## Peers", "",
