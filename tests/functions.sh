@@ -54,6 +54,10 @@ def expect_eio(what, fn):
 # tests then take fewer rounds (the plain suite keeps them all).
 instrumented () { [ -n "${sanitizer_preload:-}${COW_VALGRIND_LOGDIR:-}" ]; }
 
+# rounds PLAIN INSTRUMENTED: how many rounds a crash test takes by
+# default, PLAIN unless instrumented.
+rounds () { if instrumented; then echo "$2"; else echo "$1"; fi; }
+
 # expect_start_failure PATTERN NBDKIT-ARGS...: nbdkit must refuse to
 # start, printing PATTERN (a grep -E regexp) on stderr.
 expect_start_failure ()
@@ -77,14 +81,15 @@ expect_start_failure ()
 
 # start_nbdkit SOCKET NBDKIT-ARGS...: serve in the background until the
 # test ends, messages in SOCKET.err; returns once the socket accepts
-# connections.
+# connections.  It gets 30 seconds: under valgrind, beside another
+# test, starting takes seconds.
 start_nbdkit ()
 {
   sock=$1; shift
   pidfile="$sock.pid"
   "$NBDKIT" -f -U "$sock" -P "$pidfile" "$@" 2>"$sock.err" &
   on_exit "stop_nbdkit $! '$sock.err'"
-  for _ in $(seq 100); do
+  for _ in $(seq 300); do
     [ -S "$sock" ] && [ -s "$pidfile" ] && return 0
     sleep 0.1
   done

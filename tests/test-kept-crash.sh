@@ -5,8 +5,7 @@
 . "$abs_top_srcdir/tests/functions.sh"
 
 make_base "$tmp/base" $((2 * 1024 * 1024))
-default_rounds=30
-! instrumented || default_rounds=10
+default_rounds=$(rounds 30 10)
 /usr/bin/python3 "$abs_top_srcdir/tests/kept_crash.py" "$NBDKIT" \
   "$tmp/base" "$tmp/ov" "$tmp/sock" "${KEPT_CRASH_ROUNDS:-$default_rounds}" "$RANDOM" ||
   fail "see above"

@@ -11,8 +11,7 @@ shim=$abs_top_builddir/tests/.libs/power-log.so
 # Big enough that copy-ups of blocks never written before go on for
 # every round (they are what the order of data and states protects).
 make_base "$tmp/base" $((64 * 1024 * 1024))
-default_rounds=30
-! instrumented || default_rounds=10
+default_rounds=$(rounds 30 10)
 /usr/bin/python3 "$abs_top_srcdir/tests/kept_crash.py" "$NBDKIT" \
   "$tmp/base" "$tmp/ov" "$tmp/sock" "${KEPT_CRASH_ROUNDS:-$default_rounds}" "$RANDOM" \
   "$shim" || fail "see above"

@@ -7,8 +7,7 @@
 
 cp "$ov" "$tmp/ov.orig"
 # Each round starts nbdkit twice.
-default_rounds=60
-! instrumented || default_rounds=15
+default_rounds=$(rounds 60 15)
 "$PYTHON" - <<PY || fail "a kill left base and overlay reading otherwise"
 import json, random, signal, subprocess, time, shutil
 

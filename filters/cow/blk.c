@@ -48,13 +48,13 @@
 #include "ispowerof2.h"
 #include "iszero.h"
 #include "keptfile.h"
-#include "monotonic.h"
 #include "overlayfile.h"
 #include "rangelock.h"
 #include "scratch.h"
 #include "shardctr.h"
 #include "spacecap.h"
 #include "statemap.h"
+#include "timedlock.h"
 
 /* Copy-ups read the base in chunks of this many bytes (or one block,
  * if larger), so that one request costs few base calls.
@@ -198,13 +198,10 @@ count_wait (struct blk *blk, enum blk_lock lock, uint64_t ns)
 static void
 lock_mutex (struct blk *blk, pthread_mutex_t *mutex, enum blk_lock lock)
 {
-  uint64_t start;
+  uint64_t waited = timed_lock (mutex);
 
-  if (pthread_mutex_trylock (mutex) == 0)
-    return;
-  start = monotonic_ns ();
-  pthread_mutex_lock (mutex);
-  count_wait (blk, lock, monotonic_ns () - start);
+  if (waited)
+    count_wait (blk, lock, waited);
 }
 
 static void

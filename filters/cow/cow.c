@@ -68,15 +68,24 @@ struct overlay {
 static pthread_mutex_t overlays_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct overlay *overlays;
 
-static int
-parse_block_size (const char *value)
+/* The size in key=value, or -1 after an error naming both. */
+static int64_t
+parse_size_param (const char *key, const char *value)
 {
   int64_t r = nbdkit_parse_size (value);
 
-  if (r == -1) {
-    nbdkit_error ("cow-block-size=%s: not a size", value);
+  if (r == -1)
+    nbdkit_error ("%s=%s: not a size", key, value);
+  return r;
+}
+
+static int
+parse_block_size (const char *value)
+{
+  int64_t r = parse_size_param ("cow-block-size", value);
+
+  if (r == -1)
     return -1;
-  }
   if (r < MIN_BLOCK_SIZE || r > MAX_BLOCK_SIZE || !is_power_of_2 (r)) {
     nbdkit_error ("cow-block-size=%s: must be a power of two from %d to %d",
                   value, MIN_BLOCK_SIZE, MAX_BLOCK_SIZE);
@@ -89,12 +98,10 @@ parse_block_size (const char *value)
 static int
 parse_max_size (const char *value)
 {
-  int64_t r = nbdkit_parse_size (value);
+  int64_t r = parse_size_param ("cow-max-size", value);
 
-  if (r == -1) {
-    nbdkit_error ("cow-max-size=%s: not a size", value);
+  if (r == -1)
     return -1;
-  }
   max_size = r;
   max_size_arg = value;         /* argv outlives the server */
   return 0;

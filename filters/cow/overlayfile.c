@@ -19,8 +19,8 @@
 #include <nbdkit-filter.h>
 
 #include "fullio.h"
-#include "monotonic.h"
 #include "overlayfile.h"
+#include "timedlock.h"
 
 /* Every pwrite into the overlay ends on a multiple of this many bytes
  * of its file (write_pieces).  The kernel sizes the page-cache folios
@@ -37,16 +37,29 @@ static const char zero_buf[WRITE_PIECE];
 /* With one stripe every offset is in chunk 0. */
 #define ONE_CHUNK_SHIFT 63
 
-static void
-init_stripes (struct overlayfile *of, unsigned nr_stripes)
+/* Allocates of's stripes with no files yet, or returns -1 after
+ * nbdkit_error.
+ */
+static int
+new_stripes (struct overlayfile *of, unsigned nr_stripes,
+             unsigned chunk_shift, bool owns_fds)
 {
   unsigned i;
 
+  of->stripes = calloc (nr_stripes, sizeof *of->stripes);
+  if (of->stripes == NULL) {
+    nbdkit_error ("cow: calloc: %m");
+    return -1;
+  }
   for (i = 0; i < nr_stripes; ++i) {
     of->stripes[i].fd = -1;
     pthread_mutex_init (&of->stripes[i].write_lock, NULL);
   }
   of->nr_stripes = nr_stripes;
+  of->chunk_shift = nr_stripes > 1 ? chunk_shift : ONE_CHUNK_SHIFT;
+  of->data_offset = 0;
+  of->owns_fds = owns_fds;
+  return 0;
 }
 
 /* A new temporary file in tmpdir, or -1 after nbdkit_error.  No
@@ -84,15 +97,8 @@ overlayfile_new_temp (struct overlayfile *of, const char *tmpdir,
 {
   unsigned i;
 
-  of->stripes = calloc (nr_stripes, sizeof *of->stripes);
-  if (of->stripes == NULL) {
-    nbdkit_error ("cow: calloc: %m");
+  if (new_stripes (of, nr_stripes, chunk_shift, true) == -1)
     return -1;
-  }
-  init_stripes (of, nr_stripes);
-  of->chunk_shift = nr_stripes > 1 ? chunk_shift : ONE_CHUNK_SHIFT;
-  of->data_offset = 0;
-  of->owns_fds = true;
   for (i = 0; i < nr_stripes; ++i) {
     of->stripes[i].fd = temp_file (tmpdir);
     if (of->stripes[i].fd == -1) {
@@ -106,16 +112,9 @@ overlayfile_new_temp (struct overlayfile *of, const char *tmpdir,
 int
 overlayfile_new_fd (struct overlayfile *of, int fd)
 {
-  of->stripes = calloc (1, sizeof *of->stripes);
-  if (of->stripes == NULL) {
-    nbdkit_error ("cow: calloc: %m");
+  if (new_stripes (of, 1, ONE_CHUNK_SHIFT, false) == -1)
     return -1;
-  }
-  init_stripes (of, 1);
   of->stripes[0].fd = fd;
-  of->chunk_shift = ONE_CHUNK_SHIFT;
-  of->data_offset = 0;
-  of->owns_fds = false;
   posix_fadvise (fd, 0, 0, POSIX_FADV_RANDOM);
   return 0;
 }
@@ -167,11 +166,8 @@ stripe_of_chunk (const struct overlayfile *of, uint64_t c)
 static uint64_t
 piece_end (const struct overlayfile *of, uint64_t offset, uint64_t end)
 {
-  uint64_t next;
+  uint64_t next = (chunk_of (of, offset) + 1) << of->chunk_shift;
 
-  if (of->chunk_shift == ONE_CHUNK_SHIFT)
-    return end;
-  next = (chunk_of (of, offset) + 1) << of->chunk_shift;
   return next < end ? next : end;
 }
 
@@ -191,19 +187,6 @@ stripe_in_chunks (const struct overlayfile *of, unsigned s,
   return c1 - c0 + 1 >= n || (s + n - stripe_of_chunk (of, c0)) % n <= c1 - c0;
 }
 
-static uint64_t
-lock_stripe (struct overlayfile_stripe *stripe)
-{
-  uint64_t start, waited;
-
-  if (pthread_mutex_trylock (&stripe->write_lock) == 0)
-    return 0;
-  start = monotonic_ns ();
-  pthread_mutex_lock (&stripe->write_lock);
-  waited = monotonic_ns () - start;
-  return waited > 0 ? waited : 1;
-}
-
 uint64_t
 overlayfile_lock (struct overlayfile *of, uint64_t offset, uint64_t count)
 {
@@ -213,7 +196,7 @@ overlayfile_lock (struct overlayfile *of, uint64_t offset, uint64_t count)
 
   for (s = 0; s < of->nr_stripes; ++s)
     if (stripe_in_chunks (of, s, c0, c1))
-      waited += lock_stripe (&of->stripes[s]);
+      waited += timed_lock (&of->stripes[s].write_lock);
   return waited;
 }
 
@@ -333,7 +316,7 @@ punch_stripe (struct overlayfile *of, unsigned s, uint64_t from, uint64_t to,
   struct overlayfile_stripe *stripe = &of->stripes[s];
   int r;
 
-  *waited += lock_stripe (stripe);
+  *waited += timed_lock (&stripe->write_lock);
   r = fallocate (stripe->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
                  of->data_offset + from, to - from);
   pthread_mutex_unlock (&stripe->write_lock);
