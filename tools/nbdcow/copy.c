@@ -29,11 +29,13 @@ struct copy {
   struct target *t;
   struct progress progress;
   uint64_t piece_blocks;
+  bool packed;                  /* copy_overlay_packed */
 
   /* Under lock: */
   pthread_mutex_t lock;
   pthread_cond_t finished_cond;
   uint64_t next_block;          /* the cursor */
+  uint64_t next_packed;         /* packed: where the next data block goes */
   unsigned finished;            /* workers that have returned */
   bool failed;                  /* a worker failed: the others stop */
 };
@@ -45,12 +47,13 @@ struct worker {
 };
 
 /* Takes the next piece of blocks in the overlay or zero: sets *offset,
- * *length (clipped to the base) and *state.  Returns false at the end
- * or once a worker has failed.
+ * *length (clipped to the base), *state and *dest, where in the target
+ * the piece goes.  Returns false at the end or once a worker has
+ * failed.
  */
 static bool
 take_piece (struct copy *c, uint64_t *offset, uint64_t *length,
-            unsigned *state)
+            unsigned *state, uint64_t *dest)
 {
   const struct kept_layout *l = &c->ov->kf.header.layout;
   uint64_t blocks = keptfile_blocks (&c->ov->kf);
@@ -71,6 +74,12 @@ take_piece (struct copy *c, uint64_t *offset, uint64_t *length,
     to = end * l->block_size;
     *offset = b * l->block_size;
     *length = (to < l->base_size ? to : l->base_size) - *offset;
+    *dest = *offset;
+    if (c->packed) {
+      *dest = c->next_packed;
+      if (*state == KEPT_ALLOCATED)
+        c->next_packed += (end - b) * l->block_size;
+    }
     c->next_block = end;
     found = true;
     break;
@@ -79,9 +88,10 @@ take_piece (struct copy *c, uint64_t *offset, uint64_t *length,
   return found;
 }
 
+/* Copies the piece at offset in the overlay to dest in the target. */
 static int
 copy_piece (struct copy *c, unsigned conn, char *buf, uint64_t offset,
-            uint64_t length, unsigned state)
+            uint64_t length, unsigned state, uint64_t dest)
 {
   struct keptfile *kf = &c->ov->kf;
 
@@ -89,9 +99,10 @@ copy_piece (struct copy *c, unsigned conn, char *buf, uint64_t offset,
   int r;
 
   if (state == KEPT_ZERO)
-    return target_zero (c->t, conn, length, offset);
+    /* Packed, the target's own map says the blocks read zeros. */
+    return c->packed ? 0 : target_zero (c->t, conn, length, dest);
   /* A file target: the kernel copies, with no pass through buf. */
-  r = target_copy_from (c->t, kf->fd, at, length, offset);
+  r = target_copy_from (c->t, kf->fd, at, length, dest);
   if (r <= 0)
     return r;
   /* Not keptfile_read_data: its message buffer is not for threads. */
@@ -100,7 +111,7 @@ copy_piece (struct copy *c, unsigned conn, char *buf, uint64_t offset,
                   kf->path, length, offset);
     return -1;
   }
-  return target_write (c->t, conn, buf, length, offset);
+  return target_write (c->t, conn, buf, length, dest);
 }
 
 static void *
@@ -109,15 +120,15 @@ worker_run (void *arg)
   struct worker *w = arg;
   struct copy *c = w->c;
   uint64_t bytes = c->piece_blocks * c->ov->kf.header.layout.block_size;
-  uint64_t offset, length;
+  uint64_t offset, length, dest;
   unsigned state;
   char *buf = malloc (bytes);
   bool ok = buf != NULL;
 
   if (buf == NULL)
     nbdcow_error ("malloc: %m");
-  while (ok && take_piece (c, &offset, &length, &state)) {
-    ok = copy_piece (c, w->conn, buf, offset, length, state) == 0;
+  while (ok && take_piece (c, &offset, &length, &state, &dest)) {
+    ok = copy_piece (c, w->conn, buf, offset, length, state, dest) == 0;
     if (ok)
       progress_add (&c->progress, length);
   }
@@ -165,13 +176,14 @@ wait_for_workers (struct copy *c, unsigned started)
   pthread_mutex_unlock (&c->lock);
 }
 
-int
-copy_overlay (struct overlay *ov, struct target *t, bool progress,
-              const char *what, struct copy_totals *totals)
+static int
+copy (struct overlay *ov, struct target *t, bool packed, uint64_t data_offset,
+      bool progress, const char *what, struct copy_totals *totals)
 {
   unsigned n = target_connections (t), started, i;
   uint32_t block_size = ov->kf.header.layout.block_size;
-  struct copy c = { .ov = ov, .t = t };
+  struct copy c = { .ov = ov, .t = t, .packed = packed,
+                    .next_packed = data_offset };
   struct worker *workers = calloc (n, sizeof *workers);
   int err = 0;
 
@@ -212,4 +224,19 @@ copy_overlay (struct overlay *ov, struct target *t, bool progress,
   if (c.failed || started == 0)
     return -1;
   return target_flush (t);
+}
+
+int
+copy_overlay (struct overlay *ov, struct target *t, bool progress,
+              const char *what, struct copy_totals *totals)
+{
+  return copy (ov, t, false, 0, progress, what, totals);
+}
+
+int
+copy_overlay_packed (struct overlay *ov, struct target *t,
+                     uint64_t data_offset, bool progress, const char *what,
+                     struct copy_totals *totals)
+{
+  return copy (ov, t, true, data_offset, progress, what, totals);
 }

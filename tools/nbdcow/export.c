@@ -1,154 +1,32 @@
 /* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
 
-/* nbdcow export: the overlay as a qcow2 file over the raw base, made by
- * qemu-img and written through qemu-nbd by the engine of commit.
+/* nbdcow export: the overlay as a qcow2 file over the raw base, laid
+ * out by qcow2.c and its data written by the engine of commit.
  */
 
 #include <config.h>
 
-#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <libgen.h>
-#include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-#include <libnbd.h>
-
 #include "commit.h"
-
-/* qemu-nbd gets this long to listen on its socket, in ms. */
-#define SERVER_START_MS 30000
-
-/* Starts argv[0] from PATH; it dies with us if we die first.  Returns
- * its pid, or -1 after a message.
- */
-static pid_t
-spawn (char *const argv[])
-{
-  pid_t pid = fork ();
-
-  if (pid == -1) {
-    nbdcow_error ("fork: %m");
-    return -1;
-  }
-  if (pid == 0) {
-    prctl (PR_SET_PDEATHSIG, SIGTERM);
-    execvp (argv[0], argv);
-    nbdcow_error ("%s: %m", argv[0]);
-    _exit (127);
-  }
-  return pid;
-}
-
-/* Waits for pid and says how it ended.  Returns 0 if it exited 0. */
-static int
-wait_for (pid_t pid, const char *name)
-{
-  int status;
-
-  while (waitpid (pid, &status, 0) == -1)
-    if (errno != EINTR) {
-      nbdcow_error ("waitpid: %m");
-      return -1;
-    }
-  if (WIFEXITED (status) && WEXITSTATUS (status) == 0)
-    return 0;
-  if (WIFEXITED (status))
-    nbdcow_error ("%s failed (exit status %d)", name, WEXITSTATUS (status));
-  else
-    nbdcow_error ("%s killed by signal %d", name, WTERMSIG (status));
-  return -1;
-}
-
-static int
-run (char *const argv[])
-{
-  pid_t pid = spawn (argv);
-
-  return pid == -1 ? -1 : wait_for (pid, argv[0]);
-}
-
-/* Whether an NBD server answers at uri: a whole handshake, so that the
- * server sees a client come and go cleanly.
- */
-static bool
-serving (const char *uri)
-{
-  struct nbd_handle *h = nbd_create ();
-  bool ok = h && nbd_connect_uri (h, uri) == 0;
-
-  if (ok)
-    nbd_shutdown (h, 0);
-  nbd_close (h);
-  return ok;
-}
-
-/* Serves the qcow2 file out on the socket sock (uri) with qemu-nbd, for
- * up to connections clients at once.  Returns its pid once it listens, or
- * -1 after a message.
- */
-static pid_t
-start_qemu_nbd (const char *out, const char *sock, const char *uri,
-                unsigned connections)
-{
-  char shared[32], socket_arg[PATH_MAX + 16];
-  char *argv[] = { "qemu-nbd", "--persistent", shared, "--format=qcow2",
-                   "--cache=writeback", socket_arg, (char *) out, NULL };
-  const struct timespec tick = { 0, 10 * 1000000L };
-  pid_t pid;
-  int ms;
-
-  snprintf (shared, sizeof shared, "--shared=%u", connections);
-  snprintf (socket_arg, sizeof socket_arg, "--socket=%s", sock);
-  pid = spawn (argv);
-  if (pid == -1)
-    return -1;
-  for (ms = 0; ms < SERVER_START_MS; ms += 10) {
-    if (serving (uri))
-      return pid;
-    if (waitpid (pid, NULL, WNOHANG) == pid) {
-      nbdcow_error ("qemu-nbd exited before serving %s", out);
-      return -1;
-    }
-    nanosleep (&tick, NULL);
-  }
-  nbdcow_error ("qemu-nbd did not serve %s within %d s", out,
-                SERVER_START_MS / 1000);
-  kill (pid, SIGKILL);
-  waitpid (pid, NULL, 0);
-  return -1;
-}
-
-/* Stops qemu-nbd, which then closes the qcow2 file cleanly. */
-static int
-stop_qemu_nbd (pid_t pid)
-{
-  int status;
-
-  kill (pid, SIGTERM);
-  while (waitpid (pid, &status, 0) == -1)
-    if (errno != EINTR)
-      return -1;
-  return 0;
-}
+#include "qcow2.h"
 
 /* The base as qemu will find it: a relative backing file name is
- * relative to the directory of the qcow2 file.
+ * relative to the directory of the qcow2 file.  Sets *st.
  */
 static int
-check_base (const struct overlay *ov, const char *base, const char *out)
+check_base (const struct overlay *ov, const char *base, const char *out,
+            struct stat *st)
 {
   char *copy = strdup (out), *path = NULL;
-  struct stat st;
   int r = -1;
 
   if (copy == NULL ||
@@ -157,11 +35,14 @@ check_base (const struct overlay *ov, const char *base, const char *out)
     nbdcow_error ("malloc: %m");
     path = NULL;
   }
-  else if (stat (path, &st) == -1)
+  else if (strlen (base) > QCOW2_MAX_BACKING)
+    nbdcow_error ("--base=%s: longer than qcow2's %d bytes", base,
+                  QCOW2_MAX_BACKING);
+  else if (stat (path, st) == -1)
     nbdcow_error ("--base=%s: %s: %m", base, path);
-  else if ((uint64_t) st.st_size != ov->kf.header.layout.base_size)
+  else if ((uint64_t) st->st_size != ov->kf.header.layout.base_size)
     nbdcow_error ("--base=%s: %" PRIu64 " bytes, but the base of %s has %"
-                  PRIu64, base, (uint64_t) st.st_size, ov->kf.path,
+                  PRIu64, base, (uint64_t) st->st_size, ov->kf.path,
                   ov->kf.header.layout.base_size);
   else
     r = 0;
@@ -170,53 +51,91 @@ check_base (const struct overlay *ov, const char *base, const char *out)
   return r;
 }
 
-/* A new qcow2 file out over the raw file base, clusters of the
- * overlay's block size where qcow2 allows it.
- */
-static int
-create_qcow2 (const struct overlay *ov, const char *base, const char *out)
+/* Whether out names the same file as st. */
+static bool
+same_file (const char *out, const struct stat *st)
 {
-  const struct kept_layout *l = &ov->kf.header.layout;
-  uint32_t cluster = l->block_size;
-  char options[64], size[32];
-  char *argv[] = { "qemu-img", "create", "-q", "-f", "qcow2", "-o", options,
-                   "-b", (char *) base, "-F", "raw", (char *) out, size,
-                   NULL };
+  struct stat o;
 
-  if (cluster > 2 * 1024 * 1024)
-    cluster = 2 * 1024 * 1024;
-  snprintf (options, sizeof options, "cluster_size=%" PRIu32, cluster);
-  snprintf (size, sizeof size, "%" PRIu64, l->base_size);
-  return run (argv);
+  return stat (out, &o) == 0 && o.st_dev == st->st_dev &&
+    o.st_ino == st->st_ino;
 }
 
-/* Creates out and writes the overlay into it through qemu-nbd serving
- * it on a socket in the directory dir.
- */
+/* Refuses an out that would overwrite the overlay or the base. */
 static int
-export_to (struct overlay *ov, const char *base, const char *out,
-           const char *dir, unsigned connections, bool progress,
-           struct copy_totals *totals)
+check_out (const struct overlay *ov, const char *out, const struct stat *base)
 {
-  char sock[PATH_MAX], uri[PATH_MAX + 32];
-  pid_t server;
-  int r;
+  struct stat st;
 
-  if (snprintf (sock, sizeof sock, "%s/sock", dir) >= (int) sizeof sock ||
-      snprintf (uri, sizeof uri, "nbd+unix:///?socket=%s", sock)
-      >= (int) sizeof uri) {
-    nbdcow_error ("%s: path too long", dir);
+  if (fstat (ov->kf.fd, &st) == 0 && same_file (out, &st)) {
+    nbdcow_error ("%s: is the overlay itself", out);
     return -1;
   }
-  if (create_qcow2 (ov, base, out) == -1)
+  if (same_file (out, base)) {
+    nbdcow_error ("%s: is the base itself", out);
     return -1;
-  server = start_qemu_nbd (out, sock, uri, connections);
-  if (server == -1)
+  }
+  return 0;
+}
+
+/* Writes the tables into fd (out), then the data, flushed, then the
+ * header, flushed: out is a qcow2 file only once all it maps is
+ * durable.
+ */
+static int
+write_qcow2 (struct overlay *ov, const struct qcow2_layout *q, int fd,
+             const char *base, const char *out, unsigned connections,
+             bool progress, struct copy_totals *totals)
+{
+  struct target *t;
+  int r;
+
+  if (ftruncate (fd, q->clusters << q->cluster_bits) == -1) {
+    nbdcow_error ("%s: ftruncate: %m", out);
     return -1;
-  r = commit_into (ov, uri, connections, progress, "export", totals);
-  if (stop_qemu_nbd (server) == -1)
+  }
+  if (qcow2_write_tables (q, ov, fd, out) == -1)
+    return -1;
+  t = target_open (out, connections);
+  if (t == NULL)
+    return -1;
+  r = copy_overlay_packed (ov, t, q->data_offset, progress, "export", totals);
+  target_close (t);
+  if (r == -1 || qcow2_write_header (q, fd, out, base) == -1)
+    return -1;
+  if (fdatasync (fd) == -1) {
+    nbdcow_error ("%s: fdatasync: %m", out);
+    return -1;
+  }
+  return 0;
+}
+
+static int
+export_to (struct overlay *ov, const char *base, const char *out,
+           unsigned connections, bool progress, struct copy_totals *totals)
+{
+  struct qcow2_layout q;
+  int fd, r;
+
+  qcow2_plan (ov, &q);
+  if (q.l1_entries > QCOW2_MAX_L1_ENTRIES) {
+    nbdcow_error ("%s: a disk of %" PRIu64 " bytes in clusters of %u bytes "
+                  "needs a larger L1 table than qemu reads", ov->kf.path,
+                  q.virtual_size, 1U << q.cluster_bits);
+    return -1;
+  }
+  fd = open (out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd == -1) {
+    nbdcow_error ("%s: %m", out);
+    return -1;
+  }
+  r = write_qcow2 (ov, &q, fd, base, out, connections, progress, totals);
+  if (close (fd) == -1 && r == 0) {
+    nbdcow_error ("%s: close: %m", out);
     r = -1;
-  unlink (sock);
+  }
+  if (r == -1)
+    unlink (out);               /* no half-made file is left behind */
   return r;
 }
 
@@ -231,11 +150,11 @@ cmd_export (int argc, char **argv)
     { NULL, 0, NULL, 0 },
   };
   unsigned connections = DEFAULT_CONNECTIONS;
-  const char *base = NULL, *tmpdir = getenv ("TMPDIR"), *out;
+  const char *base = NULL, *out;
   bool progress = false;
   struct copy_totals totals;
   struct overlay ov;
-  char dir[PATH_MAX];
+  struct stat base_st;
   int c, r;
 
   optind = 1;
@@ -259,25 +178,14 @@ cmd_export (int argc, char **argv)
   r = overlay_open (&ov, argv[optind], KEPTFILE_READ);
   if (r != EXIT_OK)
     return r;
-  if (check_base (&ov, base, out) == -1) {
-    overlay_close (&ov);
-    return EXIT_ERROR;
-  }
-  snprintf (dir, sizeof dir, "%s/nbdcow-XXXXXX", tmpdir ? tmpdir : "/tmp");
-  if (mkdtemp (dir) == NULL) {
-    nbdcow_error ("%s: mkdtemp: %m", dir);
-    overlay_close (&ov);
-    return EXIT_ERROR;
-  }
-  if (export_to (&ov, base, out, dir, connections, progress, &totals) == -1) {
-    unlink (out);               /* no half-made file is left behind */
+  if (check_base (&ov, base, out, &base_st) == -1 ||
+      check_out (&ov, out, &base_st) == -1 ||
+      export_to (&ov, base, out, connections, progress, &totals) == -1)
     r = EXIT_ERROR;
-  }
   else
     printf ("%s: exported %" PRIu64 " bytes of data and %" PRIu64
             " bytes of zeros to %s, over %s\n", argv[optind],
             totals.data_bytes, totals.zero_bytes, out, base);
-  rmdir (dir);
   overlay_close (&ov);
   return r;
 }

@@ -1,0 +1,349 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* The qcow2 file of nbdcow export (qcow2.h), after qemu's description
+ * of the format (docs/interop/qcow2.txt in qemu's tree).  Every field
+ * on disk is big-endian.
+ */
+
+#include <config.h>
+
+#include <endian.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fullio.h"
+#include "qcow2.h"
+
+#define QCOW2_MAGIC 0x514649fbU
+#define QCOW2_VERSION 3
+#define HEADER_LENGTH 104       /* version 3's fields, up to header_length */
+#define EXT_BACKING_FORMAT 0xe2792acaU
+#define REFCOUNT_ORDER 4        /* 16-bit refcounts */
+#define MAX_CLUSTER_BITS 21     /* 2M */
+#define SECTOR_SIZE 512
+
+#define OFLAG_COPIED (UINT64_C (1) << 63)  /* refcount exactly 1 */
+#define OFLAG_ZERO UINT64_C (1)             /* L2: the cluster reads zeros */
+
+static uint64_t
+div_up (uint64_t a, uint64_t b)
+{
+  return a / b + (a % b != 0);
+}
+
+static uint64_t
+cluster_size (const struct qcow2_layout *q)
+{
+  return UINT64_C (1) << q->cluster_bits;
+}
+
+/* Bytes of the disk one L2 table maps: a cluster of 8-byte entries. */
+static unsigned
+l2_shift (const struct qcow2_layout *q)
+{
+  return 2 * q->cluster_bits - 3;
+}
+
+/* Whether the blocks of a run of this state are in the file. */
+static bool
+mapped (unsigned state)
+{
+  return state == KEPT_ALLOCATED || state == KEPT_ZERO;
+}
+
+/*----------------------------------------------------------------------
+ * The plan.
+ */
+
+struct count {
+  struct qcow2_layout *q;
+  bool any;                     /* an L2 table counted yet */
+  uint64_t last_l2;             /* the index of the last one */
+};
+
+static int
+count_run (uint64_t offset, uint64_t length, unsigned state, void *opaque)
+{
+  struct count *n = opaque;
+  struct qcow2_layout *q = n->q;
+  uint64_t first, last;
+
+  if (!mapped (state) || length == 0)
+    return 0;
+  first = offset >> l2_shift (q);
+  last = (offset + length - 1) >> l2_shift (q);
+  q->l2_tables += last - first + 1 - (n->any && n->last_l2 == first);
+  n->any = true;
+  n->last_l2 = last;
+  if (state == KEPT_ALLOCATED)
+    q->data_clusters += div_up (length, cluster_size (q));
+  return 0;
+}
+
+/* The refcount blocks and table that count every cluster, themselves
+ * included: the least fixed point, reached from below.
+ */
+static void
+plan_refcounts (struct qcow2_layout *q, uint64_t other_clusters)
+{
+  uint64_t per_block = cluster_size (q) * 8 >> REFCOUNT_ORDER;
+  uint64_t blocks = 1, table = 1;
+
+  for (;;) {
+    uint64_t total = other_clusters + blocks + table;
+    uint64_t need_blocks = div_up (total, per_block);
+    uint64_t need_table = div_up (need_blocks * 8, cluster_size (q));
+
+    if (need_blocks <= blocks && need_table <= table)
+      break;
+    if (need_blocks > blocks)
+      blocks = need_blocks;
+    if (need_table > table)
+      table = need_table;
+  }
+  q->refcount_blocks = blocks;
+  q->refcount_table_clusters = table;
+}
+
+void
+qcow2_plan (const struct overlay *ov, struct qcow2_layout *q)
+{
+  const struct kept_layout *l = &ov->kf.header.layout;
+  struct count n = { .q = q };
+  uint64_t c;
+
+  memset (q, 0, sizeof *q);
+  q->cluster_bits = __builtin_ctz (l->block_size);
+  if (q->cluster_bits > MAX_CLUSTER_BITS)
+    q->cluster_bits = MAX_CLUSTER_BITS;
+  /* qemu counts a disk in 512-byte sectors, rounding a qcow2 file's size
+   * down and a raw file's up: the size is the base's, rounded up.
+   */
+  q->virtual_size = div_up (l->base_size, SECTOR_SIZE) * SECTOR_SIZE;
+  q->l1_entries = div_up (q->virtual_size, UINT64_C (1) << l2_shift (q));
+  q->l1_clusters = div_up (q->l1_entries * 8, cluster_size (q));
+  if (q->l1_clusters == 0)
+    q->l1_clusters = 1;
+  overlay_each_run (ov, count_run, &n);
+  plan_refcounts (q, 1 + q->l1_clusters + q->l2_tables + q->data_clusters);
+
+  c = cluster_size (q);
+  q->refcount_table_offset = c;
+  q->refcount_blocks_offset = q->refcount_table_offset +
+    q->refcount_table_clusters * c;
+  q->l1_offset = q->refcount_blocks_offset + q->refcount_blocks * c;
+  q->l2_offset = q->l1_offset + q->l1_clusters * c;
+  q->data_offset = q->l2_offset + q->l2_tables * c;
+  q->clusters = q->data_offset / c + q->data_clusters;
+}
+
+/*----------------------------------------------------------------------
+ * The tables.
+ */
+
+static int
+write_at (int fd, const char *out, const void *buf, uint64_t count,
+          uint64_t offset)
+{
+  if (pwrite_full (fd, buf, count, offset) == -1) {
+    nbdcow_error ("%s: write at %" PRIu64 ": %m", out, offset);
+    return -1;
+  }
+  return 0;
+}
+
+/* Each refcount table entry points to its refcount block; every cluster
+ * of the file has refcount 1.
+ */
+static int
+write_refcounts (const struct qcow2_layout *q, int fd, const char *out,
+                 void *cluster)
+{
+  uint64_t c = cluster_size (q), per_table = c / 8, per_block = c / 2;
+  uint64_t *entry = cluster;
+  uint16_t *count = cluster;
+  uint64_t i, j;
+
+  for (i = 0; i < q->refcount_table_clusters; ++i) {
+    for (j = 0; j < per_table; ++j) {
+      uint64_t block = i * per_table + j;
+
+      entry[j] = block < q->refcount_blocks
+        ? htobe64 (q->refcount_blocks_offset + block * c) : 0;
+    }
+    if (write_at (fd, out, cluster, c, q->refcount_table_offset + i * c) == -1)
+      return -1;
+  }
+  for (i = 0; i < q->refcount_blocks; ++i) {
+    for (j = 0; j < per_block; ++j)
+      count[j] = htobe16 (i * per_block + j < q->clusters);
+    if (write_at (fd, out, cluster, c, q->refcount_blocks_offset + i * c)
+        == -1)
+      return -1;
+  }
+  return 0;
+}
+
+/* The L2 tables, filled one at a time in the order of the disk. */
+struct mapper {
+  const struct qcow2_layout *q;
+  int fd;
+  const char *out;
+  uint64_t *l1;                 /* the whole L1 table */
+  uint64_t *l2;                 /* the table being filled */
+  bool have_l2;
+  uint64_t l2_index;            /* of the table being filled */
+  uint64_t l2_written;          /* tables written so far */
+  uint64_t data_mapped;         /* data clusters mapped so far */
+};
+
+static int
+write_l2 (struct mapper *m)
+{
+  uint64_t c = cluster_size (m->q);
+  uint64_t at = m->q->l2_offset + m->l2_written * c;
+
+  if (!m->have_l2)
+    return 0;
+  if (write_at (m->fd, m->out, m->l2, c, at) == -1)
+    return -1;
+  m->l1[m->l2_index] = htobe64 (at | OFLAG_COPIED);
+  m->l2_written++;
+  m->have_l2 = false;
+  return 0;
+}
+
+static int
+map_run (uint64_t offset, uint64_t length, unsigned state, void *opaque)
+{
+  struct mapper *m = opaque;
+  const struct qcow2_layout *q = m->q;
+  uint64_t per_l2 = cluster_size (q) / 8;
+  uint64_t c, end;
+
+  if (!mapped (state) || length == 0)
+    return 0;
+  end = (offset + length - 1) >> q->cluster_bits;
+  for (c = offset >> q->cluster_bits; c <= end; ++c) {
+    uint64_t table = c / per_l2;
+
+    if (m->have_l2 && table != m->l2_index && write_l2 (m) == -1)
+      return -1;
+    if (!m->have_l2) {
+      memset (m->l2, 0, cluster_size (q));
+      m->l2_index = table;
+      m->have_l2 = true;
+    }
+    if (state == KEPT_ZERO)
+      m->l2[c % per_l2] = htobe64 (OFLAG_ZERO);
+    else
+      m->l2[c % per_l2] = htobe64 ((q->data_offset +
+                                    (m->data_mapped++ << q->cluster_bits)) |
+                                   OFLAG_COPIED);
+  }
+  return 0;
+}
+
+static int
+write_maps (const struct qcow2_layout *q, const struct overlay *ov, int fd,
+            const char *out, void *cluster)
+{
+  struct mapper m = { .q = q, .fd = fd, .out = out, .l2 = cluster };
+  int r;
+
+  m.l1 = calloc (q->l1_clusters, cluster_size (q));
+  if (m.l1 == NULL) {
+    nbdcow_error ("calloc: %m");
+    return -1;
+  }
+  r = overlay_each_run (ov, map_run, &m);
+  if (r == 0)
+    r = write_l2 (&m);
+  if (r == 0 && (m.l2_written != q->l2_tables ||
+                 m.data_mapped != q->data_clusters)) {
+    nbdcow_error ("%s: internal error: %" PRIu64 " L2 tables and %" PRIu64
+                  " data clusters planned, %" PRIu64 " and %" PRIu64 " made",
+                  out, q->l2_tables, q->data_clusters, m.l2_written,
+                  m.data_mapped);
+    r = -1;
+  }
+  if (r == 0)
+    r = write_at (fd, out, m.l1, q->l1_clusters * cluster_size (q),
+                  q->l1_offset);
+  free (m.l1);
+  return r;
+}
+
+int
+qcow2_write_tables (const struct qcow2_layout *q, const struct overlay *ov,
+                    int fd, const char *out)
+{
+  void *cluster = malloc (cluster_size (q));
+  int r;
+
+  if (cluster == NULL) {
+    nbdcow_error ("malloc: %m");
+    return -1;
+  }
+  r = write_refcounts (q, fd, out, cluster);
+  if (r == 0)
+    r = write_maps (q, ov, fd, out, cluster);
+  free (cluster);
+  return r;
+}
+
+/*----------------------------------------------------------------------
+ * The header.
+ */
+
+static void
+put32 (uint8_t *p, uint32_t v)
+{
+  v = htobe32 (v);
+  memcpy (p, &v, 4);
+}
+
+static void
+put64 (uint8_t *p, uint64_t v)
+{
+  v = htobe64 (v);
+  memcpy (p, &v, 8);
+}
+
+int
+qcow2_write_header (const struct qcow2_layout *q, int fd, const char *out,
+                    const char *backing)
+{
+  /* The fields, the backing format extension ("raw", padded to 8), the
+   * end of the extensions, then the backing file's name.
+   */
+  enum { EXT = HEADER_LENGTH, END = EXT + 16, NAME = END + 8 };
+  uint8_t buf[NAME + QCOW2_MAX_BACKING] = { 0 };
+  size_t name_len = strlen (backing);
+
+  if (name_len > QCOW2_MAX_BACKING) {
+    nbdcow_error ("--base=%s: longer than qcow2's %d bytes", backing,
+                  QCOW2_MAX_BACKING);
+    return -1;
+  }
+  put32 (buf + 0, QCOW2_MAGIC);
+  put32 (buf + 4, QCOW2_VERSION);
+  put64 (buf + 8, NAME);                        /* backing_file_offset */
+  put32 (buf + 16, name_len);                   /* backing_file_size */
+  put32 (buf + 20, q->cluster_bits);
+  put64 (buf + 24, q->virtual_size);
+  put32 (buf + 36, q->l1_entries);              /* after crypt_method 0 */
+  put64 (buf + 40, q->l1_offset);
+  put64 (buf + 48, q->refcount_table_offset);
+  put32 (buf + 56, q->refcount_table_clusters);
+  /* No snapshots and no feature bits: bytes 60 to 95 stay zero. */
+  put32 (buf + 96, REFCOUNT_ORDER);
+  put32 (buf + 100, HEADER_LENGTH);
+  put32 (buf + EXT, EXT_BACKING_FORMAT);
+  put32 (buf + EXT + 4, 3);
+  memcpy (buf + EXT + 8, "raw", 3);
+  memcpy (buf + NAME, backing, name_len);
+  return write_at (fd, out, buf, NAME + name_len, 0);
+}

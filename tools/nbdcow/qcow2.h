@@ -1,0 +1,61 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* The qcow2 file (version 3) that nbdcow export writes with no qemu
+ * running: over a raw backing file, data clusters where the overlay
+ * has data, zero clusters where it has zero blocks, nothing elsewhere.
+ *
+ * The file is a row of clusters, each used once:
+ *   the header (with the backing file's format and name),
+ *   the refcount table, the refcount blocks,
+ *   the L1 table, the L2 tables of the ranges the overlay touches,
+ *   the overlay's data blocks, packed in the order of their offsets.
+ * So every refcount is 1, every L1 and L2 entry carries the COPIED
+ * flag, and a data block's place in the file is its rank among the
+ * data blocks times the block size.  Clusters are the overlay's block
+ * size, or 2M (qcow2's largest) for larger blocks.
+ */
+
+#ifndef NBDCOW_QCOW2_H
+#define NBDCOW_QCOW2_H
+
+#include <stdint.h>
+
+#include "nbdcow.h"
+
+/* qemu's longest backing file name, and its largest L1 table (32M). */
+#define QCOW2_MAX_BACKING 1023
+#define QCOW2_MAX_L1_ENTRIES (4 * 1024 * 1024)
+
+struct qcow2_layout {
+  unsigned cluster_bits;
+  uint64_t virtual_size;        /* the base's size, in whole sectors */
+  uint64_t l1_entries;
+  uint64_t l2_tables;           /* L2 tables in the file */
+  uint64_t data_clusters;
+  uint64_t refcount_table_offset, refcount_table_clusters;
+  uint64_t refcount_blocks_offset, refcount_blocks;
+  uint64_t l1_offset, l1_clusters;
+  uint64_t l2_offset;           /* the first L2 table */
+  uint64_t data_offset;         /* the first data block */
+  uint64_t clusters;            /* in the whole file */
+};
+
+/* Lays out the file for ov. */
+extern void qcow2_plan (const struct overlay *ov, struct qcow2_layout *q);
+
+/* Writes the tables of q for ov into fd (the file out, sized to
+ * q->clusters clusters): everything but the header, which
+ * qcow2_write_header writes last, so that the file is a qcow2 file only
+ * once complete.  Returns 0, or -1 after a message.
+ */
+extern int qcow2_write_tables (const struct qcow2_layout *q,
+                               const struct overlay *ov, int fd,
+                               const char *out);
+
+/* Writes the header naming backing (at most QCOW2_MAX_BACKING bytes),
+ * a raw file.  Returns 0, or -1 after a message.
+ */
+extern int qcow2_write_header (const struct qcow2_layout *q, int fd,
+                               const char *out, const char *backing);
+
+#endif /* NBDCOW_QCOW2_H */
