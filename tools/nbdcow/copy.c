@@ -176,9 +176,11 @@ wait_for_workers (struct copy *c, unsigned started)
   pthread_mutex_unlock (&c->lock);
 }
 
+/* copy_overlay, or copy_overlay_packed from data_offset. */
 static int
-copy (struct overlay *ov, struct target *t, bool packed, uint64_t data_offset,
-      bool progress, const char *what, struct copy_totals *totals)
+copy_pieces (struct overlay *ov, struct target *t, bool packed,
+             uint64_t data_offset, bool progress, const char *what,
+             struct copy_totals *totals)
 {
   unsigned n = target_connections (t), started, i;
   uint32_t block_size = ov->kf.header.layout.block_size;
@@ -230,7 +232,7 @@ int
 copy_overlay (struct overlay *ov, struct target *t, bool progress,
               const char *what, struct copy_totals *totals)
 {
-  return copy (ov, t, false, 0, progress, what, totals);
+  return copy_pieces (ov, t, false, 0, progress, what, totals);
 }
 
 int
@@ -238,5 +240,5 @@ copy_overlay_packed (struct overlay *ov, struct target *t,
                      uint64_t data_offset, bool progress, const char *what,
                      struct copy_totals *totals)
 {
-  return copy (ov, t, true, data_offset, progress, what, totals);
+  return copy_pieces (ov, t, true, data_offset, progress, what, totals);
 }
