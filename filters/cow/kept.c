@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "crc32c.h"
+#include "divround.h"
 #include "ispowerof2.h"
 #include "kept.h"
 
@@ -54,7 +55,7 @@ get_le (const uint8_t *p, unsigned bytes)
 static uint64_t
 round_up (uint64_t v, uint64_t to)
 {
-  return (v + to - 1) / to * to;
+  return div_round_up (v, to) * to;
 }
 
 void

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "divround.h"
 #include "fullio.h"
 #include "iszero.h"
 #include "keptfile.h"
@@ -55,7 +56,7 @@ keptfile_blocks (const struct keptfile *kf)
 {
   const struct kept_layout *l = &kf->header.layout;
 
-  return l->base_size / l->block_size + (l->base_size % l->block_size != 0);
+  return div_round_up (l->base_size, l->block_size);
 }
 
 static int

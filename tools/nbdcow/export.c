@@ -35,9 +35,8 @@ check_base (const struct overlay *ov, const char *base, const char *out,
     nbdcow_error ("malloc: %m");
     path = NULL;
   }
-  else if (strlen (base) > QCOW2_MAX_BACKING)
-    nbdcow_error ("--base=%s: longer than qcow2's %d bytes", base,
-                  QCOW2_MAX_BACKING);
+  else if (!qcow2_backing_fits (base))
+    ;                           /* it said why */
   else if (stat (path, st) == -1)
     nbdcow_error ("--base=%s: %s: %m", base, path);
   else if ((uint64_t) st->st_size != ov->kf.header.layout.base_size)
@@ -51,27 +50,25 @@ check_base (const struct overlay *ov, const char *base, const char *out,
   return r;
 }
 
-/* Whether out names the same file as st. */
 static bool
-same_file (const char *out, const struct stat *st)
+same_file (const struct stat *a, const struct stat *b)
 {
-  struct stat o;
-
-  return stat (out, &o) == 0 && o.st_dev == st->st_dev &&
-    o.st_ino == st->st_ino;
+  return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
 }
 
 /* Refuses an out that would overwrite the overlay or the base. */
 static int
 check_out (const struct overlay *ov, const char *out, const struct stat *base)
 {
-  struct stat st;
+  struct stat o, overlay;
 
-  if (fstat (ov->kf.fd, &st) == 0 && same_file (out, &st)) {
+  if (stat (out, &o) == -1)
+    return 0;                   /* a new file */
+  if (fstat (ov->kf.fd, &overlay) == 0 && same_file (&o, &overlay)) {
     nbdcow_error ("%s: is the overlay itself", out);
     return -1;
   }
-  if (same_file (out, base)) {
+  if (same_file (&o, base)) {
     nbdcow_error ("%s: is the base itself", out);
     return -1;
   }

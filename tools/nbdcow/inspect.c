@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "divround.h"
 #include "json.h"
 #include "nbdcow.h"
 
@@ -71,7 +72,7 @@ count_run (uint64_t offset, uint64_t length, unsigned state, void *opaque)
 {
   struct counts *c = opaque;
 
-  c->blocks[state] += (length + c->block_size - 1) / c->block_size;
+  c->blocks[state] += div_round_up (length, c->block_size);
   c->bytes[state] += length;
   return 0;
 }

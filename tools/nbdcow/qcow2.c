@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "divround.h"
 #include "fullio.h"
 #include "qcow2.h"
 
@@ -26,12 +27,6 @@
 
 #define OFLAG_COPIED (UINT64_C (1) << 63)  /* refcount exactly 1 */
 #define OFLAG_ZERO UINT64_C (1)             /* L2: the cluster reads zeros */
-
-static uint64_t
-div_up (uint64_t a, uint64_t b)
-{
-  return a / b + (a % b != 0);
-}
 
 static uint64_t
 cluster_size (const struct qcow2_layout *q)
@@ -78,7 +73,7 @@ count_run (uint64_t offset, uint64_t length, unsigned state, void *opaque)
   n->any = true;
   n->last_l2 = last;
   if (state == KEPT_ALLOCATED)
-    q->data_clusters += div_up (length, cluster_size (q));
+    q->data_clusters += div_round_up (length, cluster_size (q));
   return 0;
 }
 
@@ -93,8 +88,8 @@ plan_refcounts (struct qcow2_layout *q, uint64_t other_clusters)
 
   for (;;) {
     uint64_t total = other_clusters + blocks + table;
-    uint64_t need_blocks = div_up (total, per_block);
-    uint64_t need_table = div_up (need_blocks * 8, cluster_size (q));
+    uint64_t need_blocks = div_round_up (total, per_block);
+    uint64_t need_table = div_round_up (need_blocks * 8, cluster_size (q));
 
     if (need_blocks <= blocks && need_table <= table)
       break;
@@ -121,9 +116,9 @@ qcow2_plan (const struct overlay *ov, struct qcow2_layout *q)
   /* qemu counts a disk in 512-byte sectors, rounding a qcow2 file's size
    * down and a raw file's up: the size is the base's, rounded up.
    */
-  q->virtual_size = div_up (l->base_size, SECTOR_SIZE) * SECTOR_SIZE;
-  q->l1_entries = div_up (q->virtual_size, UINT64_C (1) << l2_shift (q));
-  q->l1_clusters = div_up (q->l1_entries * 8, cluster_size (q));
+  q->virtual_size = div_round_up (l->base_size, SECTOR_SIZE) * SECTOR_SIZE;
+  q->l1_entries = div_round_up (q->virtual_size, UINT64_C (1) << l2_shift (q));
+  q->l1_clusters = div_round_up (q->l1_entries * 8, cluster_size (q));
   if (q->l1_clusters == 0)
     q->l1_clusters = 1;
   overlay_each_run (ov, count_run, &n);
@@ -312,6 +307,16 @@ put64 (uint8_t *p, uint64_t v)
   memcpy (p, &v, 8);
 }
 
+bool
+qcow2_backing_fits (const char *backing)
+{
+  if (strlen (backing) <= QCOW2_MAX_BACKING)
+    return true;
+  nbdcow_error ("--base=%s: longer than qcow2's %d bytes", backing,
+                QCOW2_MAX_BACKING);
+  return false;
+}
+
 int
 qcow2_write_header (const struct qcow2_layout *q, int fd, const char *out,
                     const char *backing)
@@ -323,11 +328,8 @@ qcow2_write_header (const struct qcow2_layout *q, int fd, const char *out,
   uint8_t buf[NAME + QCOW2_MAX_BACKING] = { 0 };
   size_t name_len = strlen (backing);
 
-  if (name_len > QCOW2_MAX_BACKING) {
-    nbdcow_error ("--base=%s: longer than qcow2's %d bytes", backing,
-                  QCOW2_MAX_BACKING);
+  if (!qcow2_backing_fits (backing))
     return -1;
-  }
   put32 (buf + 0, QCOW2_MAGIC);
   put32 (buf + 4, QCOW2_VERSION);
   put64 (buf + 8, NAME);                        /* backing_file_offset */

@@ -18,6 +18,7 @@
 #ifndef NBDCOW_QCOW2_H
 #define NBDCOW_QCOW2_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "nbdcow.h"
@@ -51,6 +52,9 @@ extern void qcow2_plan (const struct overlay *ov, struct qcow2_layout *q);
 extern int qcow2_write_tables (const struct qcow2_layout *q,
                                const struct overlay *ov, int fd,
                                const char *out);
+
+/* Whether backing fits in the header; if not, says so. */
+extern bool qcow2_backing_fits (const char *backing);
 
 /* Writes the header naming backing (at most QCOW2_MAX_BACKING bytes),
  * a raw file.  Returns 0, or -1 after a message.
