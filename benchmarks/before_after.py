@@ -6,7 +6,10 @@
 #                        [--before-args 'KEY=VALUE ...']
 #                        [--after-args 'KEY=VALUE ...']
 #                        [--both-args 'KEY=VALUE ...']
+#                        [--case NAME]...
 # (benchmarks/before-after REV [ARGS [BOTH]] builds REV and runs this.)
+# --case runs only the named cases (a name of CASES, or "pipeline"),
+# in the order of CASES; without it, all.
 # --after-args gives the after filter more parameters, e.g. cow-stats;
 # --before-args the before one (with the same SO for both, two settings
 # of one filter: --before-args cow-stripes=1 --after-args cow-stripes=8);
@@ -79,13 +82,18 @@ def main():
     ap.add_argument("--before-args", default="")
     ap.add_argument("--after-args", default="")
     ap.add_argument("--both-args", default="")
+    ap.add_argument("--case", action="append", default=[],
+                    choices=[c[0] for c in CASES] + ["pipeline"])
     args = ap.parse_args()
     args.quick = False
     os.makedirs(os.path.join(args.work, "tmp"), exist_ok=True)
     b = Bench(args)
-    print("| workload | before (IOPS) | after (IOPS) | after / before |")
-    print("|---|---:|---:|---:|")
+    print("| workload | before (IOPS) | after (IOPS) | after / before "
+          "| median of the rounds' after / before |")
+    print("|---|---:|---:|---:|---:|")
     for name, base, slow, block, rw, bs, jobs in CASES:
+        if args.case and name not in args.case:
+            continue
         iops = {"before": [], "after": []}
         for rnd in range(args.rounds):
             for which in order(rnd):
@@ -100,9 +108,12 @@ def main():
                 iops[which].append(r["iops"])
         before = statistics.median(iops["before"])
         after = statistics.median(iops["after"])
-        progress("| %s | %.0f | %.0f | %.2f |" % (name, before, after,
-                                                 after / before))
-    pipeline(b, args)
+        paired = statistics.median(a / b for a, b in zip(iops["after"],
+                                                         iops["before"]))
+        progress("| %s | %.0f | %.0f | %.2f | %.2f |" %
+                 (name, before, after, after / before, paired))
+    if not args.case or "pipeline" in args.case:
+        pipeline(b, args)
 
 
 def pipeline(b, args):

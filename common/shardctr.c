@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "divround.h"
 #include "shardctr.h"
 
 #define CACHE_LINE 64
@@ -14,7 +15,7 @@
 int
 shardctr_init (struct shardctr *ctr, unsigned n)
 {
-  unsigned lines = (n + CELLS_PER_LINE - 1) / CELLS_PER_LINE;
+  unsigned lines = div_round_up (n, CELLS_PER_LINE);
   size_t size = (size_t) SHARDCTR_SHARDS * lines * CACHE_LINE;
   unsigned i;
 

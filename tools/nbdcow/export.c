@@ -6,6 +6,7 @@
 
 #include <config.h>
 
+#include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -19,6 +20,19 @@
 #include "commit.h"
 #include "qcow2.h"
 
+/* The directory of path, malloc'd, or NULL. */
+static char *
+dir_of (const char *path)
+{
+  char *copy = strdup (path), *dir;
+
+  if (copy == NULL)
+    return NULL;
+  dir = strdup (dirname (copy));
+  free (copy);
+  return dir;
+}
+
 /* The base as qemu will find it: a relative backing file name is
  * relative to the directory of the qcow2 file.  Sets *st.
  */
@@ -26,12 +40,11 @@ static int
 check_base (const struct overlay *ov, const char *base, const char *out,
             struct stat *st)
 {
-  char *copy = strdup (out), *path = NULL;
+  char *dir = dir_of (out), *path = NULL;
   int r = -1;
 
-  if (copy == NULL ||
-      asprintf (&path, "%s/%s", base[0] == '/' ? "" : dirname (copy), base)
-      == -1) {
+  if (dir == NULL ||
+      asprintf (&path, "%s/%s", base[0] == '/' ? "" : dir, base) == -1) {
     nbdcow_error ("malloc: %m");
     path = NULL;
   }
@@ -45,7 +58,7 @@ check_base (const struct overlay *ov, const char *base, const char *out,
                   ov->kf.header.layout.base_size);
   else
     r = 0;
-  free (copy);
+  free (dir);
   free (path);
   return r;
 }
@@ -75,33 +88,133 @@ check_out (const struct overlay *ov, const char *out, const struct stat *base)
   return 0;
 }
 
-/* Writes the tables into fd (out), then the data, flushed, then the
- * header, flushed: out is a qcow2 file only once all it maps is
- * durable.
+/* Where the export is written: a file with no name yet in OUT's
+ * directory (O_TMPFILE), named OUT only once it is complete, so that an
+ * export that fails or is killed leaves no file and an earlier OUT as
+ * it was.  On a filesystem without such files, OUT itself, which a
+ * failure removes and a kill leaves behind (not yet a qcow2 file: its
+ * header is written last).
+ */
+struct out_file {
+  const char *path;             /* OUT */
+  char *dir;                    /* its directory */
+  int fd;
+  bool named;                   /* fd is OUT itself */
+};
+
+static int
+out_create (struct out_file *o, const char *out)
+{
+  o->path = out;
+  o->named = false;
+  o->dir = dir_of (out);
+  if (o->dir == NULL) {
+    nbdcow_error ("malloc: %m");
+    return -1;
+  }
+  o->fd = open (o->dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
+  if (o->fd >= 0)
+    return 0;
+  /* EISDIR: a kernel without O_TMPFILE; EOPNOTSUPP: a filesystem. */
+  if (errno == EOPNOTSUPP || errno == EISDIR) {
+    o->named = true;
+    o->fd = open (out, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  }
+  if (o->fd == -1) {
+    nbdcow_error ("%s: %m", out);
+    free (o->dir);
+    return -1;
+  }
+  return 0;
+}
+
+/* Gives the nameless file of fd the name name. */
+static int
+link_fd (int fd, const char *name)
+{
+  char proc[64];
+
+  snprintf (proc, sizeof proc, "/proc/self/fd/%d", fd);
+  return linkat (AT_FDCWD, proc, AT_FDCWD, name, AT_SYMLINK_FOLLOW);
+}
+
+/* Names the complete file OUT, replacing an earlier OUT in one rename
+ * (from OUT.nbdcow-PID, the one name a kill can leave behind), and
+ * makes the name durable.
  */
 static int
-write_qcow2 (struct overlay *ov, const struct qcow2_layout *q, int fd,
-             const char *base, const char *out, unsigned connections,
-             bool progress, struct copy_totals *totals)
+out_publish (struct out_file *o)
+{
+  char *tmp = NULL;
+  int r = o->named ? 0 : link_fd (o->fd, o->path);
+  int dir;
+
+  if (r == -1 && errno == EEXIST) {
+    if (asprintf (&tmp, "%s.nbdcow-%ld", o->path, (long) getpid ()) == -1) {
+      nbdcow_error ("malloc: %m");
+      return -1;
+    }
+    r = link_fd (o->fd, tmp);
+    if (r == 0 && (r = rename (tmp, o->path)) == -1)
+      unlink (tmp);
+  }
+  free (tmp);
+  if (r == -1) {
+    nbdcow_error ("%s: cannot name the exported file: %m", o->path);
+    return -1;
+  }
+  dir = open (o->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir == -1 || fsync (dir) == -1) {
+    nbdcow_error ("%s: fsync: %m", o->dir);
+    r = -1;
+  }
+  if (dir >= 0)
+    close (dir);
+  return r;
+}
+
+/* Closes the file; a named one that is not complete is removed. */
+static int
+out_close (struct out_file *o, bool complete)
+{
+  int r = 0;
+
+  if (close (o->fd) == -1 && complete) {
+    nbdcow_error ("%s: close: %m", o->path);
+    r = -1;
+  }
+  if (o->named && (!complete || r == -1))
+    unlink (o->path);
+  free (o->dir);
+  return r;
+}
+
+/* Writes the tables, then the data, flushed, then the header, flushed:
+ * the file is a qcow2 file only once all it maps is durable.
+ */
+static int
+write_qcow2 (struct overlay *ov, const struct qcow2_layout *q,
+             const struct out_file *o, const char *base,
+             unsigned connections, bool progress, struct copy_totals *totals)
 {
   struct target *t;
   int r;
 
-  if (ftruncate (fd, q->clusters << q->cluster_bits) == -1) {
-    nbdcow_error ("%s: ftruncate: %m", out);
+  if (ftruncate (o->fd, q->clusters << q->cluster_bits) == -1) {
+    nbdcow_error ("%s: ftruncate: %m", o->path);
     return -1;
   }
-  if (qcow2_write_tables (q, ov, fd, out) == -1)
+  if (qcow2_write_tables (q, ov, o->fd, o->path) == -1)
     return -1;
-  t = target_open (out, connections);
+  t = target_open_fd (o->path, o->fd, connections);
   if (t == NULL)
     return -1;
   r = copy_overlay_packed (ov, t, q->data_offset, progress, "export", totals);
   target_close (t);
-  if (r == -1 || qcow2_write_header (q, fd, out, base) == -1)
+  if (r == -1 || qcow2_write_header (q, o->fd, o->path, base) == -1)
     return -1;
-  if (fdatasync (fd) == -1) {
-    nbdcow_error ("%s: fdatasync: %m", out);
+  if (fdatasync (o->fd) == -1) {
+    nbdcow_error ("%s: fdatasync: %m", o->path);
     return -1;
   }
   return 0;
@@ -112,7 +225,8 @@ export_to (struct overlay *ov, const char *base, const char *out,
            unsigned connections, bool progress, struct copy_totals *totals)
 {
   struct qcow2_layout q;
-  int fd, r;
+  struct out_file o;
+  int r;
 
   qcow2_plan (ov, &q);
   if (q.l1_entries > QCOW2_MAX_L1_ENTRIES) {
@@ -121,19 +235,12 @@ export_to (struct overlay *ov, const char *base, const char *out,
                   q.virtual_size, 1U << q.cluster_bits);
     return -1;
   }
-  fd = open (out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd == -1) {
-    nbdcow_error ("%s: %m", out);
+  if (out_create (&o, out) == -1)
     return -1;
-  }
-  r = write_qcow2 (ov, &q, fd, base, out, connections, progress, totals);
-  if (close (fd) == -1 && r == 0) {
-    nbdcow_error ("%s: close: %m", out);
-    r = -1;
-  }
-  if (r == -1)
-    unlink (out);               /* no half-made file is left behind */
-  return r;
+  r = write_qcow2 (ov, &q, &o, base, connections, progress, totals);
+  if (r == 0)
+    r = out_publish (&o);
+  return out_close (&o, r == 0) == -1 ? -1 : r;
 }
 
 int

@@ -37,24 +37,30 @@ is_uri (const char *name)
   return strstr (name, "://") != NULL;
 }
 
+/* Sets the size of a file target from its open fd. */
 static int
-open_file (struct target *t)
+file_size (struct target *t)
 {
-  off_t end;
-
-  t->fd = open (t->name, O_RDWR | O_CLOEXEC);
-  if (t->fd == -1) {
-    nbdcow_error ("%s: %m", t->name);
-    return -1;
-  }
   /* lseek finds the size of block devices too. */
-  end = lseek (t->fd, 0, SEEK_END);
+  off_t end = lseek (t->fd, 0, SEEK_END);
+
   if (end == -1) {
     nbdcow_error ("%s: lseek: %m", t->name);
     return -1;
   }
   t->size = end;
   return 0;
+}
+
+static int
+open_file (struct target *t)
+{
+  t->fd = open (t->name, O_RDWR | O_CLOEXEC);
+  if (t->fd == -1) {
+    nbdcow_error ("%s: %m", t->name);
+    return -1;
+  }
+  return file_size (t);
 }
 
 static struct nbd_handle *
@@ -111,11 +117,11 @@ open_nbd (struct target *t, unsigned connections)
   return 0;
 }
 
-struct target *
-target_open (const char *name, unsigned connections)
+/* A target named name with nothing open yet, or NULL after a message. */
+static struct target *
+new_target (const char *name, unsigned connections)
 {
   struct target *t = calloc (1, sizeof *t);
-  int r;
 
   if (t == NULL || (t->name = strdup (name)) == NULL) {
     nbdcow_error ("calloc: %m");
@@ -124,8 +130,34 @@ target_open (const char *name, unsigned connections)
   }
   t->fd = -1;
   t->connections = connections;
-  r = is_uri (name) ? open_nbd (t, connections) : open_file (t);
-  if (r == -1) {
+  return t;
+}
+
+struct target *
+target_open (const char *name, unsigned connections)
+{
+  struct target *t = new_target (name, connections);
+
+  if (t == NULL)
+    return NULL;
+  if ((is_uri (name) ? open_nbd (t, connections) : open_file (t)) == -1) {
+    target_close (t);
+    return NULL;
+  }
+  return t;
+}
+
+struct target *
+target_open_fd (const char *name, int fd, unsigned connections)
+{
+  struct target *t = new_target (name, connections);
+
+  if (t == NULL)
+    return NULL;
+  t->fd = fcntl (fd, F_DUPFD_CLOEXEC, 0);
+  if (t->fd == -1)
+    nbdcow_error ("%s: fcntl: %m", name);
+  if (t->fd == -1 || file_size (t) == -1) {
     target_close (t);
     return NULL;
   }

@@ -17,6 +17,11 @@ struct target;
  * target cannot keep them consistent).  Returns NULL on failure.
  */
 extern struct target *target_open (const char *name, unsigned connections);
+/* The file open as fd (which the target duplicates), called name in
+ * messages.
+ */
+extern struct target *target_open_fd (const char *name, int fd,
+                                      unsigned connections);
 extern void target_close (struct target *t);
 
 extern const char *target_name (const struct target *t);
