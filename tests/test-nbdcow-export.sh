@@ -60,3 +60,18 @@ expect_exit 1 "--base=$tmp/small: 1048576 bytes, but the base of $ov has $((128 
 expect_exit 1 "expected FILE, --base=BASE and OUT" \
   "$NBDCOW" export "$ov" "$tmp/bad.qcow2"
 [ ! -e "$tmp/bad.qcow2" ] || fail "a refused export left a file"
+
+# Refused, before anything is written: an OUT that is the overlay, the
+# base, or not a regular file.
+cp "$ov" "$tmp/ov.before"
+cp "$tmp/base" "$tmp/base.before"
+expect_exit 1 "$ov: is the overlay itself" \
+  "$NBDCOW" export "$ov" --base="$tmp/base" "$ov"
+expect_exit 1 "$tmp/base: is the base itself" \
+  "$NBDCOW" export "$ov" --base="$tmp/base" "$tmp/base"
+mkdir "$tmp/dir"
+expect_exit 1 "$tmp/dir: is not a regular file" \
+  "$NBDCOW" export "$ov" --base="$tmp/base" "$tmp/dir"
+cmp -s "$ov" "$tmp/ov.before" || fail "a refused export changed the overlay"
+cmp -s "$tmp/base" "$tmp/base.before" || fail "a refused export changed the base"
+[ -z "$(ls -A "$tmp/dir")" ] || fail "a refused export left a file in $tmp/dir"

@@ -69,7 +69,9 @@ same_file (const struct stat *a, const struct stat *b)
   return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
 }
 
-/* Refuses an out that would overwrite the overlay or the base. */
+/* Refuses an out that would overwrite the overlay or the base, or
+ * that is not a file the export could replace.
+ */
 static int
 check_out (const struct overlay *ov, const char *out, const struct stat *base)
 {
@@ -77,6 +79,10 @@ check_out (const struct overlay *ov, const char *out, const struct stat *base)
 
   if (stat (out, &o) == -1)
     return 0;                   /* a new file */
+  if (!S_ISREG (o.st_mode)) {
+    nbdcow_error ("%s: is not a regular file", out);
+    return -1;
+  }
   if (fstat (ov->kf.fd, &overlay) == 0 && same_file (&o, &overlay)) {
     nbdcow_error ("%s: is the overlay itself", out);
     return -1;
