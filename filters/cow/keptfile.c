@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dirpath.h"
 #include "divround.h"
 #include "fullio.h"
 #include "iszero.h"
@@ -148,33 +149,6 @@ keptfile_close (struct keptfile *kf)
   kf->path = NULL;
 }
 
-/* fsync of the directory holding path, so a new file's name is as
- * durable as its content.
- */
-static int
-sync_directory (const char *path)
-{
-  char *dir = strdup (path), *slash;
-  int fd, r;
-
-  if (dir == NULL)
-    return -1;
-  slash = strrchr (dir, '/');
-  if (slash == NULL)
-    strcpy (dir, ".");
-  else if (slash == dir)
-    slash[1] = '\0';
-  else
-    *slash = '\0';
-  fd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  free (dir);
-  if (fd == -1)
-    return -1;
-  r = fsync (fd);
-  close (fd);
-  return r;
-}
-
 int
 keptfile_create (struct keptfile *kf, uint32_t block_size,
                  uint64_t base_size, const char *name)
@@ -202,7 +176,7 @@ keptfile_create (struct keptfile *kf, uint32_t block_size,
   if (r == 0)
     r = fsync (kf->fd);
   if (r == 0)
-    r = sync_directory (kf->path);
+    r = sync_dir_of (kf->path);
   free (buf);
   if (r == -1)
     return fail (kf, false, "cannot create the overlay: %m");

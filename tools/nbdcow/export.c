@@ -10,7 +10,6 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,20 +17,8 @@
 #include <unistd.h>
 
 #include "commit.h"
+#include "dirpath.h"
 #include "qcow2.h"
-
-/* The directory of path, malloc'd, or NULL. */
-static char *
-dir_of (const char *path)
-{
-  char *copy = strdup (path), *dir;
-
-  if (copy == NULL)
-    return NULL;
-  dir = strdup (dirname (copy));
-  free (copy);
-  return dir;
-}
 
 /* The base as qemu will find it: a relative backing file name is
  * relative to the directory of the qcow2 file.  Sets *st.
@@ -153,7 +140,6 @@ out_publish (struct out_file *o)
 {
   char *tmp = NULL;
   int r = o->named ? 0 : link_fd (o->fd, o->path);
-  int dir;
 
   if (r == -1 && errno == EEXIST) {
     if (asprintf (&tmp, "%s.nbdcow-%ld", o->path, (long) getpid ()) == -1) {
@@ -169,14 +155,11 @@ out_publish (struct out_file *o)
     nbdcow_error ("%s: cannot name the exported file: %m", o->path);
     return -1;
   }
-  dir = open (o->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir == -1 || fsync (dir) == -1) {
+  if (sync_dir_of (o->path) == -1) {
     nbdcow_error ("%s: fsync: %m", o->dir);
-    r = -1;
+    return -1;
   }
-  if (dir >= 0)
-    close (dir);
-  return r;
+  return 0;
 }
 
 /* Closes the file; a named one that is not complete is removed. */

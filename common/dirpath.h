@@ -1,0 +1,21 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* The directory holding a file, and making a new name in it durable:
+ * a file created (or renamed) survives a crash under its name only once
+ * its directory is synced too.
+ */
+
+#ifndef COMMON_DIRPATH_H
+#define COMMON_DIRPATH_H
+
+/* The directory of path as dirname(3) gives it ("." for a bare name),
+ * malloc'd, or NULL with errno set.
+ */
+extern char *dir_of (const char *path);
+
+/* fsync of the directory holding path.  Returns 0, or -1 with errno
+ * set.
+ */
+extern int sync_dir_of (const char *path);
+
+#endif /* COMMON_DIRPATH_H */
