@@ -484,9 +484,10 @@ class Tools:
 
     def no_out(self):
         """Removes the last export's file, not timed: freeing its 2 GiB
-        sends discards at the filesystem's next commit (docs/performance.md
-        section 14), which without the sync would land in the next
-        export's time."""
+        sends a discard per extent (docs/performance.md section 14), at
+        the journal's next commit, which without the sync would land in
+        the next export's time, or inside the unlink on a filesystem
+        without a journal."""
         out = self.path("out.qcow2")
         if os.path.exists(out):
             os.unlink(out)
@@ -591,25 +592,55 @@ def machine():
                        "--always", "--dirty"]),
         "overlay filesystem": out(["findmnt", "-n", "-o", "FSTYPE,OPTIONS",
                                    "-T", os.path.dirname(__file__)]),
+        "overlay journal": journal_of(os.path.dirname(__file__)),
         "guest": guest_kind(),
     }
+
+
+def journal_of(path):
+    """Whether the ext4 filesystem holding path has a journal: without
+    one, freeing an extent on a `discard` mount waits on the device's
+    discard inside the call that frees it (docs/performance.md section
+    14); with one, the journal's commit sends them."""
+    fields = command_output(["findmnt", "-n", "-o", "SOURCE,FSTYPE",
+                             "-T", path]).split()
+    if len(fields) != 2 or fields[1] not in ("ext3", "ext4"):
+        return "not ext3/ext4"
+    dev = os.path.basename(fields[0])
+    try:
+        journals = os.listdir("/proc/fs/jbd2")
+    except OSError:
+        journals = []
+    return ("yes (jbd2)" if any(j.startswith(dev + "-") for j in journals)
+            else "none (ext4 without a journal)")
 
 
 def guest_kind():
     """Whether the kernel runs paravirtualized (PVM, where every page
     fault is a trip to the host), under another hypervisor, or on bare
-    metal: absolute figures differ by kind (benchmarks/README.md)."""
-    try:
-        log = subprocess.run(["dmesg"], text=True, stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL).stdout
-    except OSError:
-        log = ""
-    for line in log.splitlines():
+    metal: absolute figures differ by kind (benchmarks/README.md).
+    dmesg's boot line tells PVM from KVM; once the kernel's ring buffer
+    has wrapped, lscpu still names the hypervisor but not that."""
+    for line in command_output(["dmesg"]).splitlines():
         if "Hypervisor detected:" in line:
             name = line.split("Hypervisor detected:", 1)[1].strip()
             return ("paravirtualized (%s)" % name if name == "PVM"
                     else "virtual machine (%s)" % name)
-    return "no hypervisor seen (dmesg)"
+    for line in command_output(["lscpu"]).splitlines():
+        if line.startswith("Hypervisor vendor:"):
+            return ("virtual machine (%s, from lscpu: dmesg no longer "
+                    "holds the boot line that tells a paravirtualized "
+                    "kernel apart)" % line.split(":", 1)[1].strip())
+    return "no hypervisor seen (dmesg, lscpu)"
+
+
+def command_output(argv):
+    """What argv prints, or nothing if it cannot run."""
+    try:
+        return subprocess.run(argv, text=True, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL).stdout
+    except OSError:
+        return ""
 
 
 def main():

@@ -383,13 +383,16 @@ def tools_section(res):
            "flushing at the end; and again without emptying the overlay "
            "(`nbdcow commit`, `qemu-img commit -d`).  Emptying frees the "
            "overlay's space: on a filesystem mounted with `discard` "
-           "(here: %s) each freed extent is a discard sent to the device.  "
+           "(here: %s; journal: %s) each freed extent is a discard sent "
+           "to the device, waited for where it is freed if the "
+           "filesystem has no journal.  "
            "Export: `nbdcow export` against the "
            "recipe it replaces (nbdkit serving the live view, `qemu-img "
            "create -b` it, `qemu-img rebase` onto the base), each making "
            "a qcow2 file over the base.  %s" %
            (r0["size"] / 2**30, r0["changes"] / 2**30,
             res["machine"].get("overlay filesystem", "not recorded"),
+            res["machine"].get("overlay journal", "not recorded"),
             "One round." if rounds == 1 else
             "%d rounds, the six in a rotated order; the median counts." %
             rounds), "",
