@@ -5,8 +5,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "dirpath.h"
@@ -40,4 +44,59 @@ sync_dir_of (const char *path)
   close (fd);
   errno = saved;
   return r;
+}
+
+/* As the kernel's limit on links followed in one lookup. */
+#define MAX_LINKS 40
+
+static bool
+is_link (const char *path)
+{
+  struct stat st;
+
+  return lstat (path, &st) == 0 && S_ISLNK (st.st_mode);
+}
+
+/* What the link path points to, relative to the link's directory if it
+ * is not absolute, malloc'd, or NULL with errno set.
+ */
+static char *
+link_target (const char *path)
+{
+  char target[PATH_MAX], *dir, *joined = NULL;
+  ssize_t n = readlink (path, target, sizeof target);
+
+  if (n == -1)
+    return NULL;
+  if (n == (ssize_t) sizeof target) {
+    errno = ENAMETOOLONG;
+    return NULL;
+  }
+  target[n] = '\0';
+  if (target[0] == '/')
+    return strdup (target);
+  dir = dir_of (path);
+  if (dir != NULL && asprintf (&joined, "%s/%s", dir, target) == -1)
+    joined = NULL;
+  free (dir);
+  return joined;
+}
+
+char *
+through_links (const char *path)
+{
+  char *name = strdup (path), *next;
+  unsigned links;
+
+  for (links = 0; name != NULL && is_link (name); ++links) {
+    if (links == MAX_LINKS) {
+      free (name);
+      errno = ELOOP;
+      return NULL;
+    }
+    next = link_target (name);
+    free (name);
+    name = next;
+  }
+  return name;
 }

@@ -18,4 +18,12 @@ extern char *dir_of (const char *path);
  */
 extern int sync_dir_of (const char *path);
 
+/* The name of the file that writing through path reaches: path with
+ * every symbolic link it names followed, even a last one that dangles
+ * (a file created through it gets that name), malloc'd.  Path itself if
+ * it is no link or cannot be looked at.  NULL with errno set: ELOOP
+ * after MAX_LINKS links, as the kernel gives up.
+ */
+extern char *through_links (const char *path);
+
 #endif /* COMMON_DIRPATH_H */

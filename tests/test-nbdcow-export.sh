@@ -75,3 +75,35 @@ expect_exit 1 "$tmp/dir: is not a regular file" \
 cmp -s "$ov" "$tmp/ov.before" || fail "a refused export changed the overlay"
 cmp -s "$tmp/base" "$tmp/base.before" || fail "a refused export changed the base"
 [ -z "$(ls -A "$tmp/dir")" ] || fail "a refused export left a file in $tmp/dir"
+
+# An OUT that is a symbolic link is written through, as qemu-img
+# writes: the link stays, the file it points to (in another directory)
+# is the export, and a dangling link gets its file made.
+mkdir "$tmp/links" "$tmp/images"
+cp "$tmp/base.before" "$tmp/images/old.qcow2"
+ln -s ../images/old.qcow2 "$tmp/links/o.qcow2"
+ln -s ../images/new.qcow2 "$tmp/links/dangling.qcow2"
+for link in o dangling; do
+  "$NBDCOW" export "$ov" --base="$tmp/base" "$tmp/links/$link.qcow2"
+  [ -L "$tmp/links/$link.qcow2" ] || fail "the export replaced the link $link"
+  qemu-img compare "$tmp/links/$link.qcow2" "$tmp/live.img" ||
+    fail "compare through the link $link"
+done
+cmp -s "$tmp/images/old.qcow2" "$tmp/base.before" &&
+  fail "the file behind the link was not replaced"
+[ "$(ls "$tmp/images")" = "$(printf 'new.qcow2\nold.qcow2')" ] ||
+  fail "behind the links: $(ls "$tmp/images")"
+
+# Without /proc a nameless file could not be named at the end: the
+# export writes OUT itself from the start, and succeeds.  (Sanitizer
+# runtimes and valgrind need /proc themselves; hiding it takes root.)
+if ! instrumented && unshare -m true 2>/dev/null; then
+  mkdir "$tmp/noproc"
+  unshare -m sh -c 'mount -t tmpfs none /proc && exec "$@"' sh \
+    "$NBDCOW" export "$ov" --base="$tmp/base" "$tmp/noproc/o.qcow2" ||
+    fail "export without /proc"
+  qemu-img compare "$tmp/noproc/o.qcow2" "$tmp/live.img" ||
+    fail "compare of the export made without /proc"
+  [ "$(ls -A "$tmp/noproc")" = o.qcow2 ] ||
+    fail "without /proc, beside OUT: $(ls -A "$tmp/noproc")"
+fi

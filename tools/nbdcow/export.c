@@ -84,9 +84,9 @@ check_out (const struct overlay *ov, const char *out, const struct stat *base)
 /* Where the export is written: a file with no name yet in OUT's
  * directory (O_TMPFILE), named OUT only once it is complete, so that an
  * export that fails or is killed leaves no file and an earlier OUT as
- * it was.  On a filesystem without such files, OUT itself, which a
- * failure removes and a kill leaves behind (not yet a qcow2 file: its
- * header is written last).
+ * it was.  On a filesystem without such files or without /proc, OUT
+ * itself, which a failure removes and a kill leaves behind (not yet a
+ * qcow2 file: its header is written last).
  */
 struct out_file {
   const char *path;             /* OUT */
@@ -94,6 +94,23 @@ struct out_file {
   int fd;
   bool named;                   /* fd is OUT itself */
 };
+
+/* Where nameless files are named from (link_fd). */
+#define PROC_FDS "/proc/self/fd"
+
+/* A file with no name in dir, or -1 with errno set: EOPNOTSUPP if the
+ * filesystem has no such files or, without /proc, it could not be named
+ * later; EISDIR from a kernel without O_TMPFILE.
+ */
+static int
+open_nameless (const char *dir)
+{
+  if (access (PROC_FDS, X_OK) == -1) {
+    errno = EOPNOTSUPP;
+    return -1;
+  }
+  return open (dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
+}
 
 static int
 out_create (struct out_file *o, const char *out)
@@ -105,10 +122,9 @@ out_create (struct out_file *o, const char *out)
     nbdcow_error ("malloc: %m");
     return -1;
   }
-  o->fd = open (o->dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
+  o->fd = open_nameless (o->dir);
   if (o->fd >= 0)
     return 0;
-  /* EISDIR: a kernel without O_TMPFILE; EOPNOTSUPP: a filesystem. */
   if (errno == EOPNOTSUPP || errno == EISDIR) {
     o->named = true;
     o->fd = open (out, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -127,7 +143,7 @@ link_fd (int fd, const char *name)
 {
   char proc[64];
 
-  snprintf (proc, sizeof proc, "/proc/self/fd/%d", fd);
+  snprintf (proc, sizeof proc, PROC_FDS "/%d", fd);
   return linkat (AT_FDCWD, proc, AT_FDCWD, name, AT_SYMLINK_FOLLOW);
 }
 
@@ -244,6 +260,7 @@ cmd_export (int argc, char **argv)
   };
   unsigned connections = DEFAULT_CONNECTIONS;
   const char *base = NULL, *out;
+  char *out_file;
   bool progress = false;
   struct copy_totals totals;
   struct overlay ov;
@@ -268,17 +285,24 @@ cmd_export (int argc, char **argv)
     return EXIT_ERROR;
   }
   out = argv[optind + 1];
+  /* Through a symbolic link, as qemu-img writes: the link stays. */
+  out_file = through_links (out);
+  if (out_file == NULL) {
+    nbdcow_error ("%s: %m", out);
+    return EXIT_ERROR;
+  }
   r = overlay_open (&ov, argv[optind], KEPTFILE_READ);
-  if (r != EXIT_OK)
-    return r;
-  if (check_base (&ov, base, out, &base_st) == -1 ||
-      check_out (&ov, out, &base_st) == -1 ||
-      export_to (&ov, base, out, connections, progress, &totals) == -1)
-    r = EXIT_ERROR;
-  else
-    printf ("%s: exported %" PRIu64 " bytes of data and %" PRIu64
-            " bytes of zeros to %s, over %s\n", argv[optind],
-            totals.data_bytes, totals.zero_bytes, out, base);
-  overlay_close (&ov);
+  if (r == EXIT_OK) {
+    if (check_base (&ov, base, out, &base_st) == -1 ||
+        check_out (&ov, out_file, &base_st) == -1 ||
+        export_to (&ov, base, out_file, connections, progress, &totals) == -1)
+      r = EXIT_ERROR;
+    else
+      printf ("%s: exported %" PRIu64 " bytes of data and %" PRIu64
+              " bytes of zeros to %s, over %s\n", argv[optind],
+              totals.data_bytes, totals.zero_bytes, out, base);
+    overlay_close (&ov);
+  }
+  free (out_file);
   return r;
 }
