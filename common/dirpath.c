@@ -28,21 +28,26 @@ dir_of (const char *path)
 }
 
 int
-sync_dir_of (const char *path)
+sync_dir (const char *dir)
 {
-  char *dir = dir_of (path);
-  int fd, r, saved;
+  int fd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), r, saved;
 
-  if (dir == NULL)
-    return -1;
-  fd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  free (dir);
   if (fd == -1)
     return -1;
   r = fsync (fd);
   saved = errno;
   close (fd);
   errno = saved;
+  return r;
+}
+
+int
+sync_dir_of (const char *path)
+{
+  char *dir = dir_of (path);
+  int r = dir == NULL ? -1 : sync_dir (dir);
+
+  free (dir);                   /* keeps errno (POSIX.1-2024, glibc 2.33) */
   return r;
 }
 

@@ -13,9 +13,10 @@
  */
 extern char *dir_of (const char *path);
 
-/* fsync of the directory holding path.  Returns 0, or -1 with errno
- * set.
+/* fsync of the directory dir, or of the directory holding path.
+ * Return 0, or -1 with errno set.
  */
+extern int sync_dir (const char *dir);
 extern int sync_dir_of (const char *path);
 
 /* The name of the file that writing through path reaches: path with

@@ -1,8 +1,8 @@
 /* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
 
 /* Unit test of dirpath.c: the directory of bare, relative, absolute
- * and top-level names, syncing a directory that exists and one that
- * does not, and following chains of relative, absolute, dangling and
+ * and top-level names, syncing a directory (by its name and by a name
+ * in it) that exists and one that does not, and following chains of relative, absolute, dangling and
  * looping symbolic links.
  */
 
@@ -109,6 +109,10 @@ main (void)
   expect_dir ("/ov.cow", "/");
   if (sync_dir_of ("/tmp/any-name") == -1) {
     perror ("test-dirpath: sync_dir_of (\"/tmp/any-name\")");
+    failed = 1;
+  }
+  if (sync_dir ("/tmp") == -1) {
+    perror ("test-dirpath: sync_dir (\"/tmp\")");
     failed = 1;
   }
   errno = 0;

@@ -171,7 +171,7 @@ out_publish (struct out_file *o)
     nbdcow_error ("%s: cannot name the exported file: %m", o->path);
     return -1;
   }
-  if (sync_dir_of (o->path) == -1) {
+  if (sync_dir (o->dir) == -1) {
     nbdcow_error ("%s: fsync: %m", o->dir);
     return -1;
   }
