@@ -104,11 +104,12 @@ class Targets:
                           (what, measured(value, shown, spread), op,
                            shown % goal, "met" if ok else "**MISSED**"))
 
-    def control(self, what, value, shown="%.2f", spread=None):
+    def control(self, what, value, shown="%.2f", spread=None,
+                label="control"):
         """A figure shown beside the targets to tell their noise, not
         judged."""
-        self.lines.append("| %s | %s | (control) | not judged |" %
-                          (what, measured(value, shown, spread)))
+        self.lines.append("| %s | %s | (%s) | not judged |" %
+                          (what, measured(value, shown, spread), label))
 
 
 def measured(value, shown, spread):
@@ -185,16 +186,40 @@ def check_tool_targets(res, t):
             ratio(secs.get(RECIPE_EXPORT), secs.get(OURS_EXPORT)), ">=", 1.5)
 
 
+def scaling_cells(res, me):
+    """The per-round scaling ratios of me, for each scenario and
+    workload measured: (where, ratios)."""
+    cells = []
+    for scen, _, _, _, _ in SCENARIOS:
+        for wl, _, _ in WORKLOADS:
+            rs = scaling_ratios(res, scen, wl, me)
+            if rs:
+                cells.append(("%s, %s" % (scen, wl), rs))
+    return cells
+
+
 def worst_scaling(res, me):
     """The per-round scaling ratios of me in the scenario and workload
     whose median is lowest, and where that is."""
     worst, where = None, ""
-    for scen, _, _, _, _ in SCENARIOS:
-        for wl, _, _ in WORKLOADS:
-            rs = scaling_ratios(res, scen, wl, me)
-            if rs and (worst is None or median(rs) < median(worst)):
-                worst, where = rs, "%s, %s" % (scen, wl)
+    for cell, rs in scaling_cells(res, me):
+        if worst is None or median(rs) < median(worst):
+            worst, where = rs, cell
     return worst, where
+
+
+def pooled_scaling(res, me, t):
+    """Beside the worst cell, what every cell says: the median of all
+    their rounds' ratios, and how many cells meet the rule, for the
+    planning of docs/performance.md sections 20 and 21.  Not judged."""
+    cells = scaling_cells(res, me)
+    if not cells:
+        return
+    pooled = [x for _, rs in cells for x in rs]
+    passing = sum(median(rs) >= 0.95 for _, rs in cells)
+    t.control("scaling, %s, pooled: every round of every cell (%d of %d "
+              "cells at >= 0.95)" % (me, passing, len(cells)),
+              median(pooled), label="pooled")
 
 
 def check_targets_of(res, me, t):
@@ -222,6 +247,10 @@ def check_targets_of(res, me, t):
         t.control("the same for %s, the ceiling measured twice, worst "
                   "workload (%s)" % (NONE_AGAIN, where), median(worst),
                   spread=worst)
+    if worst:                       # beside a control, to compare with
+        pooled_scaling(res, me, t)
+        if me == OURS:
+            pooled_scaling(res, NONE_AGAIN, t)
     for src in sorted({r["source"] for r in res["pipeline"]}):
         rows = [r for r in res["pipeline"] if r["source"] == src]
         total = {r["peer"]: r["write_s"] + r["copy_s"] for r in rows}
