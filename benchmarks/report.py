@@ -198,23 +198,21 @@ def scaling_cells(res, me):
     return cells
 
 
-def worst_scaling(res, me):
-    """The per-round scaling ratios of me in the scenario and workload
-    whose median is lowest, and where that is."""
+def worst_scaling(cells):
+    """Of scaling_cells, the per-round ratios of the cell whose median
+    is lowest, and where that is."""
     worst, where = None, ""
-    for cell, rs in scaling_cells(res, me):
+    for cell, rs in cells:
         if worst is None or median(rs) < median(worst):
             worst, where = rs, cell
     return worst, where
 
 
-def pooled_scaling(res, me, t):
-    """Beside the worst cell, what every cell says: the median of all
-    their rounds' ratios, and how many cells meet the rule, for the
-    planning of docs/performance.md sections 20 and 21.  Not judged."""
-    cells = scaling_cells(res, me)
-    if not cells:
-        return
+def pooled_scaling(cells, me, t):
+    """Beside the worst cell, what every cell of me's scaling_cells
+    says: the median of all their rounds' ratios, and how many cells
+    meet the rule, for the planning of docs/performance.md sections 20
+    and 21.  Not judged."""
     pooled = [x for _, rs in cells for x in rs]
     passing = sum(median(rs) >= 0.95 for _, rs in cells)
     t.control("scaling, %s, pooled: every round of every cell (%d of %d "
@@ -238,19 +236,21 @@ def check_targets_of(res, me, t):
         rs = fio_ratios(res, scen, wl, (me, 4), (peer, 4))
         t.check("%s: %s / %s" % (what, me, peer), median(rs), ">=", goal,
                 spread=rs)
-    worst, where = worst_scaling(res, me)
+    cells = scaling_cells(res, me)
+    worst, where = worst_scaling(cells)
     t.check("scaling, %s 8 jobs / 1 job over %s 8 jobs / 1 job, worst "
             "workload (%s)" % (me, NONE, where or "none measured"),
             median(worst), ">=", 0.95, spread=worst)
-    worst, where = worst_scaling(res, NONE_AGAIN)
-    if worst and me == OURS:        # once: it is the same for KEPT
-        t.control("the same for %s, the ceiling measured twice, worst "
-                  "workload (%s)" % (NONE_AGAIN, where), median(worst),
-                  spread=worst)
-    if worst:                       # beside a control, to compare with
-        pooled_scaling(res, me, t)
+    control = scaling_cells(res, NONE_AGAIN)
+    if control:                     # the run measured the control
+        if me == OURS:              # once: it is the same for KEPT
+            worst, where = worst_scaling(control)
+            t.control("the same for %s, the ceiling measured twice, worst "
+                      "workload (%s)" % (NONE_AGAIN, where), median(worst),
+                      spread=worst)
+        pooled_scaling(cells, me, t)
         if me == OURS:
-            pooled_scaling(res, NONE_AGAIN, t)
+            pooled_scaling(control, NONE_AGAIN, t)
     for src in sorted({r["source"] for r in res["pipeline"]}):
         rows = [r for r in res["pipeline"] if r["source"] == src]
         total = {r["peer"]: r["write_s"] + r["copy_s"] for r in rows}

@@ -2,8 +2,8 @@
 
 /* Unit test of dirpath.c: the directory of bare, relative, absolute
  * and top-level names, syncing a directory (by its name and by a name
- * in it) that exists and one that does not, and following chains of relative, absolute, dangling and
- * looping symbolic links.
+ * in it) that exists and one that does not, and following chains of
+ * relative, absolute, dangling and looping symbolic links.
  */
 
 #include <config.h>
