@@ -1,7 +1,7 @@
 # Rewrites the header of a kept overlay (docs/overlay-format.md) for the
 # tests: kept_header.py FILE FIELD=VALUE...; fields version, flags,
 # recoveries.  The checksum is made right again, so the file is what a
-# writer of that version would have left.
+# writer of that version would have left.  kept_v2.py imports it.
 
 import struct
 import sys
@@ -20,13 +20,19 @@ def crc32c(data):
     return crc ^ 0xffffffff
 
 
-path = sys.argv[1]
-with open(path, 'r+b') as f:
-    header = bytearray(f.read(HEADER))
-    for arg in sys.argv[2:]:
-        name, value = arg.split('=')
-        struct.pack_into('<I', header, FIELDS[name], int(value))
+def seal(header):
+    """Sets the checksum of header (a bytearray) to match it."""
     struct.pack_into('<I', header, CRC_AT, 0)
     struct.pack_into('<I', header, CRC_AT, crc32c(bytes(header)))
-    f.seek(0)
-    f.write(header)
+
+
+if __name__ == '__main__':
+    path = sys.argv[1]
+    with open(path, 'r+b') as f:
+        header = bytearray(f.read(HEADER))
+        for arg in sys.argv[2:]:
+            name, value = arg.split('=')
+            struct.pack_into('<I', header, FIELDS[name], int(value))
+        seal(header)
+        f.seek(0)
+        f.write(header)

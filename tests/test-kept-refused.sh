@@ -47,14 +47,26 @@ expect_start_failure "cow-file=$ov: not a cow overlay" \
 damage 24 '\001'      # the base size, under the checksum
 expect_start_failure "cow-file=$ov: corrupted header" \
   --filter=cow file "$tmp/base" cow-file="$ov"
-damage 8192 '\377'    # block states of value 3
-expect_after_fork_failure "cow-file=$ov: corrupted block states" \
+damage 8192 '\377'    # block 0 in a slot past the end of the file
+expect_after_fork_failure "cow-file=$ov: corrupted block states or truncated file" \
+  --filter=cow file "$tmp/base" cow-file="$ov"
+damage 8196 '\002'    # block 1 in block 0's slot
+expect_after_fork_failure "cow-file=$ov: corrupted block states \(block 1 is in slot 0, which another block has\)" \
   --filter=cow file "$tmp/base" cow-file="$ov"
 head -c 5000 "$tmp/good" > "$ov"
 expect_start_failure "cow-file=$ov: not a cow overlay \(truncated header\)" \
   --filter=cow file "$tmp/base" cow-file="$ov"
-head -c 100000 "$tmp/good" > "$ov"
-expect_after_fork_failure "cow-file=$ov: truncated" \
+head -c 100000 "$tmp/good" > "$ov"    # inside block 0's slot
+expect_after_fork_failure "cow-file=$ov: corrupted block states or truncated file \(block 0 is in slot 0" \
+  --filter=cow file "$tmp/base" cow-file="$ov"
+head -c 10000 "$tmp/good" > "$ov"     # inside the states
+expect_after_fork_failure "cow-file=$ov: truncated: shorter than its header says" \
+  --filter=cow file "$tmp/base" cow-file="$ov"
+# Format version 2: the value 3 is no state.
+cp "$tmp/good" "$ov"
+"$PYTHON" "$tests/kept_v2.py" "$ov"
+printf '\377' | dd of="$ov" bs=1 seek=8192 conv=notrunc 2>/dev/null
+expect_after_fork_failure "cow-file=$ov: corrupted block states \(block 0 has the invalid state 3\)" \
   --filter=cow file "$tmp/base" cow-file="$ov"
 echo "some text file" > "$ov"
 expect_start_failure "cow-file=$ov: not a cow overlay" \

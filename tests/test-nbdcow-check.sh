@@ -22,7 +22,6 @@ stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
 rm -f "$tmp/sock"
 cp "$ov" "$tmp/good"
 data_offset=$(( B ))             # 8K header + 4K states, rounded to 64K
-length=$(stat -c %s "$ov")
 
 expect_exit 0 "$ov: no errors found" "$NBDCOW" check "$ov"
 
@@ -40,12 +39,20 @@ expect_exit 2 "nbdcow: $ov: corrupted header \(checksum mismatch\)" \
   "$NBDCOW" check "$ov"
 expect_exit 2 "corrupted header" "$NBDCOW" check --repair "$ov"
 expect_exit 2 "corrupted header" "$NBDCOW" info "$ov"
-damage 8193 '\377'
-expect_exit 2 "$ov: damaged: 4 blocks have the invalid state 3 \(cannot repair" \
-  "$NBDCOW" check "$ov"
-expect_exit 2 "invalid state 3" "$NBDCOW" check --repair "$ov"
-expect_exit 2 "corrupted block states \(block 4 has the invalid state 3\)" \
+
+# The states (4 bytes a block, docs/overlay-format.md): block 2 is in
+# slot 0, block 40 in slot 1.  A slot past the end of the file, and a
+# slot that two blocks claim, are damage that no repair can mend.
+bad_slots="blocks have a slot that another block has too or that lies past the end of the file \(cannot repair"
+damage 8193 '\377'              # block 0 in slot 65278
+expect_exit 2 "$ov: damaged: 1 $bad_slots" "$NBDCOW" check "$ov"
+expect_exit 2 "$bad_slots" "$NBDCOW" check --repair "$ov"
+expect_exit 2 "corrupted block states or truncated file \(block 0 is in slot 65278, past the end of the file\)" \
   "$NBDCOW" map "$ov"
+damage $(( 8192 + 4 * 5 )) '\002'  # block 5 in slot 0 too
+expect_exit 2 "$ov: damaged: 1 $bad_slots" "$NBDCOW" check "$ov"
+expect_exit 2 "corrupted block states \(block 5 is in slot 0, which another block has\)" \
+  "$NBDCOW" info "$ov"
 head -c 5000 "$tmp/good" > "$ov"
 expect_exit 2 "$ov: not a cow overlay \(truncated header\)" "$NBDCOW" check "$ov"
 echo "some text file" > "$ov"
@@ -56,27 +63,51 @@ expect_exit 3 "$tmp/missing: No such file or directory" \
   "$NBDCOW" check "$tmp/missing"
 expect_exit 3 "$tmp: (not a regular file|Is a directory)" "$NBDCOW" check "$tmp"
 
-# Cut short after the last block in the overlay (block 40): repaired
-# by extending.  Cut inside it: its data is gone, not repaired.
+# Cut inside block 40's slot: its data is gone.  Cut inside the states:
+# what they held is gone.
 cp "$tmp/good" "$ov"
-truncate -s $(( data_offset + 60 * B )) "$ov"
-expect_exit 2 "$ov: damaged: $(( data_offset + 60 * B )) bytes long, not $length" \
+truncate -s $(( data_offset + B + 100 )) "$ov"
+expect_exit 2 "$ov: damaged: 1 $bad_slots" "$NBDCOW" check --repair "$ov"
+truncate -s 10000 "$ov"
+expect_exit 2 "$ov: damaged: 10000 bytes long, not $data_offset" \
   "$NBDCOW" check "$ov"
+expect_exit 2 "cannot repair: the block states are cut short" \
+  "$NBDCOW" check --repair "$ov"
 expect_exit 2 "truncated: shorter than its header says" "$NBDCOW" info "$ov"
-expect_exit 0 "$ov: repaired: extended to $length bytes" \
+
+# Format version 2 stores block b at its own offset, 2 bits of state a
+# block, and the file is as long as the base: the value 3 is damage,
+# and a file cut short after its last block in the overlay (block 40)
+# is repaired by extending it; cut inside it, its data is gone.
+cp "$tmp/good" "$tmp/v2"
+"$PYTHON" "$tests/kept_v2.py" "$tmp/v2"
+v2_length=$(stat -c %s "$tmp/v2")
+cp "$tmp/v2" "$ov"
+expect_exit 0 "$ov: no errors found" "$NBDCOW" check "$ov"
+printf '\377' | dd of="$ov" bs=1 seek=8193 conv=notrunc 2>/dev/null
+expect_exit 2 "$ov: damaged: 4 blocks have the invalid state 3 \(cannot repair" \
+  "$NBDCOW" check "$ov"
+expect_exit 2 "invalid state 3" "$NBDCOW" check --repair "$ov"
+expect_exit 2 "corrupted block states \(block 4 has the invalid state 3\)" \
+  "$NBDCOW" map "$ov"
+cp "$tmp/v2" "$ov"
+truncate -s $(( data_offset + 60 * B )) "$ov"
+expect_exit 2 "$ov: damaged: $(( data_offset + 60 * B )) bytes long, not $v2_length" \
+  "$NBDCOW" check "$ov"
+expect_exit 0 "$ov: repaired: extended to $v2_length bytes" \
   "$NBDCOW" check --repair "$ov"
 expect_exit 0 "no errors found" "$NBDCOW" check "$ov"
-cp "$ov" "$tmp/repaired"
 truncate -s $(( data_offset + 40 * B + 100 )) "$ov"
 expect_exit 2 "cannot repair: blocks in the overlay reach past the end" \
   "$NBDCOW" check --repair "$ov"
 
-# What a crash leaves is harmless, reported, and tidied by --repair.
-cp "$tmp/repaired" "$ov"
+# What a crash leaves is harmless, reported, and tidied by --repair:
+# data written past the last slot.
+cp "$tmp/good" "$ov"
 "$PYTHON" "$tests/kept_header.py" "$ov" flags=1
 head -c $B /dev/urandom |
   dd of="$ov" bs=$B seek=$(( data_offset / B + 70 )) conv=notrunc 2>/dev/null
-expect_exit 0 "$ov: $B bytes of data in blocks not in the overlay" \
+expect_exit 0 "$ov: $B bytes of data outside the overlay's blocks" \
   "$NBDCOW" check "$ov"
 grep -q "not closed cleanly" "$tmp/out" || fail "crash flag not reported"
 expect_exit 0 "$ov: repaired: data outside the overlay's blocks punched" \

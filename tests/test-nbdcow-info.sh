@@ -3,7 +3,7 @@
 # blocks by state, runs merged, whether it was closed cleanly and how
 # often it was recovered from a crash; they refuse a file nbdkit
 # serves; and a file of format version 1 still opens, in nbdcow and in
-# the filter.
+# the filter (version 2: tests/test-kept-v2.sh).
 . "$abs_top_srcdir/tests/functions.sh"
 
 make_base "$tmp/base" $((8 * 1024 * 1024))          # 128 blocks of 64K
@@ -30,7 +30,7 @@ stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
 rm -f "$tmp/sock"
 
 "$NBDCOW" info "$ov"
-info_is ".format_version == 2 and .block_size == $B and
+info_is ".format_version == 3 and .block_size == $B and
          .base_size == 128 * $B and .export_name == \"\" and
          .blocks == { not_allocated: 120, allocated: 3, zero: 5 } and
          .data_bytes == 3 * $B and .zero_bytes == 5 * $B and
@@ -65,8 +65,9 @@ stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
 rm -f "$tmp/sock"
 info_is '.closed_cleanly == true and .recoveries == 1' "after recovery"
 
-# Format version 1 (no flags): nbdcow opens it and says what it cannot
-# know; the filter serves it and leaves it version 2.
+# Format version 1 (version 2 without flags): nbdcow opens it and says
+# what it cannot know; the filter serves it and leaves it version 2.
+"$PYTHON" "$tests/kept_v2.py" "$ov"
 "$PYTHON" "$tests/kept_header.py" "$ov" version=1 flags=0 recoveries=0
 "$NBDCOW" info "$ov" | grep -q '^closed cleanly: unknown (format version 1' ||
   fail "version 1 info"

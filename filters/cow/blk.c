@@ -106,10 +106,14 @@ struct blk {
   struct keptfile *kept;
   char *kept_name;
   /* Pages of the state area changed since they were last written, one
-   * entry per KEPT_BLOCKS_PER_PAGE blocks, 1 if dirty.  Under
+   * entry per page (blocks_per_page of the layout), 1 if dirty.  Under
    * state_lock.
    */
   struct statemap dirty_pages;
+  /* A packed kept overlay's slots (keptslots.h): looked up without a
+   * lock, changed by the overlay file under its write lock.
+   */
+  struct keptslots slots;
   pthread_mutex_t flush_lock;
 
   /* The overlay's disk space counted against cow-max-size (taken
@@ -274,10 +278,13 @@ all_in_state (struct blk *blk, uint64_t first, uint64_t n,
  * their entries in dirty_pages are [*page, *page + *pages).
  */
 static void
-state_pages_of (uint64_t first, uint64_t n, uint64_t *page, uint64_t *pages)
+state_pages_of (const struct blk *blk, uint64_t first, uint64_t n,
+                uint64_t *page, uint64_t *pages)
 {
-  *page = first / KEPT_BLOCKS_PER_PAGE;
-  *pages = (first + n - 1) / KEPT_BLOCKS_PER_PAGE - *page + 1;
+  uint64_t per_page = blk->kept->header.layout.blocks_per_page;
+
+  *page = first / per_page;
+  *pages = (first + n - 1) / per_page - *page + 1;
 }
 
 /* Makes room in the map before the I/O of a state change, so that the
@@ -289,11 +296,12 @@ reserve_states (struct blk *blk, uint64_t first, uint64_t n, int *err)
   uint64_t page, pages;
   int r;
 
-  state_pages_of (first, n, &page, &pages);
   lock_mutex (blk, &blk->state_lock, BLK_LOCK_STATE);
   r = statemap_reserve (&blk->states, first, n);
-  if (r == 0 && blk->kept)
+  if (r == 0 && blk->kept) {
+    state_pages_of (blk, first, n, &page, &pages);
     r = statemap_reserve (&blk->dirty_pages, page, pages);
+  }
   pthread_mutex_unlock (&blk->state_lock);
   if (r == -1) {
     *err = errno;
@@ -308,11 +316,12 @@ set_states (struct blk *blk, uint64_t first, uint64_t n, enum blk_state state)
 {
   uint64_t page, pages;
 
-  state_pages_of (first, n, &page, &pages);
   lock_mutex (blk, &blk->state_lock, BLK_LOCK_STATE);
   statemap_set (&blk->states, first, n, state);
-  if (blk->kept)
+  if (blk->kept) {
+    state_pages_of (blk, first, n, &page, &pages);
     statemap_set (&blk->dirty_pages, page, pages, 1);
+  }
   pthread_mutex_unlock (&blk->state_lock);
 }
 
@@ -608,7 +617,7 @@ blk_new_kept (uint32_t block_size, const char *path, const char *name)
 
 /* A clean stop of a kept overlay: what clients wrote is kept, flushed
  * or not, and the file is marked closed cleanly, unless the flush
- * failed.
+ * failed, then cut after its last slot.
  */
 static void
 close_kept (struct blk *blk)
@@ -622,6 +631,8 @@ close_kept (struct blk *blk)
                     strerror (err));
     else if (keptfile_set_flags (kf, 0, kf->header.recoveries) == -1)
       kept_error (kf);
+    else
+      keptfile_cut (kf, &blk->slots);
   }
   keptfile_close (kf);
   free (kf);
@@ -638,6 +649,7 @@ blk_free (struct blk *blk)
   statemap_free (&blk->states);
   statemap_free (&blk->base_map);
   statemap_free (&blk->dirty_pages);
+  keptslots_free (&blk->slots);
   pthread_mutex_destroy (&blk->state_lock);
   pthread_mutex_destroy (&blk->flush_lock);
   rangelock_destroy (&blk->rmw_locks);
@@ -648,7 +660,9 @@ blk_free (struct blk *blk)
 
 /* Opens a kept overlay that has a header: loads its states and punches
  * what a crash left in the data of the others.  A file not closed
- * cleanly is counted as recovered.  Requires state_lock.
+ * cleanly is counted as recovered.  The sync of the header's flag makes
+ * the states loaded durable before any write can take a slot they
+ * leave free (docs/overlay-format.md).  Requires state_lock.
  */
 static int
 load_kept (struct blk *blk)
@@ -658,11 +672,11 @@ load_kept (struct blk *blk)
   bool crashed = (h->flags & KEPT_OPEN) != 0;
 
   if (keptfile_check_length (kf) == -1 ||
-      keptfile_load_states (kf, &blk->states, NULL) == -1) {
+      keptfile_load_states (kf, &blk->states, &blk->slots, NULL) == -1) {
     kept_error (kf);
     return -1;
   }
-  keptfile_punch_unallocated (kf, &blk->states);
+  keptfile_punch_unallocated (kf, &blk->states, &blk->slots);
   if (crashed)
     nbdkit_debug ("cow-file=%s: not closed cleanly: it holds what was "
                   "flushed before", kf->path);
@@ -686,6 +700,11 @@ open_kept (struct blk *blk, uint64_t size)
       kept_error (kf);
       return -1;
     }
+    if (keptslots_init (&blk->slots, keptfile_blocks (kf)) == -1) {
+      nbdkit_error ("cow-file=%s: cannot hold the block slots: %m",
+                    kf->path);
+      return -1;
+    }
   }
   else if (kf->header.layout.base_size != size) {
     nbdkit_error ("cow-file=%s: made for a base of %" PRIu64 " bytes, "
@@ -695,7 +714,11 @@ open_kept (struct blk *blk, uint64_t size)
   }
   else if (load_kept (blk) == -1)
     return -1;
-  blk->file.data_offset = kf->header.layout.data_offset;
+  if (kf->header.layout.packed)
+    overlayfile_use_slots (&blk->file, kf->header.layout.data_offset,
+                           &blk->slots, blk->block_shift);
+  else
+    blk->file.data_offset = kf->header.layout.data_offset;
   spacecap_charge (&blk->space, blk->file.data_offset +
                    space_in_map (blk, 0, blk_of (blk, size - 1) + 1,
                                  BLK_ALLOCATED));
@@ -774,8 +797,8 @@ take_dirty_pages (void *opaque, uint64_t *next, uint64_t *pages,
       p = end;
       continue;
     }
-    statemap_export (&blk->states, p * KEPT_BLOCKS_PER_PAGE,
-                     KEPT_BLOCKS_PER_PAGE, buf + n * KEPT_STATE_PAGE);
+    keptfile_export_page (blk->kept, &blk->states, &blk->slots, p,
+                          buf + n * KEPT_STATE_PAGE);
     statemap_set (&blk->dirty_pages, p, 1, 0);
     pages[n++] = p++;
   }

@@ -59,12 +59,14 @@ round_up (uint64_t v, uint64_t to)
 }
 
 void
-kept_layout (uint32_t block_size, uint64_t base_size,
+kept_layout (uint32_t version, uint32_t block_size, uint64_t base_size,
              struct kept_layout *layout)
 {
-  uint64_t blocks = base_size / block_size + (base_size % block_size != 0);
-  uint64_t pages = blocks / KEPT_BLOCKS_PER_PAGE
-                   + (blocks % KEPT_BLOCKS_PER_PAGE != 0);
+  bool packed = version >= KEPT_PACKED_VERSION;
+  /* A packed entry is 4 bytes, an unpacked state 2 bits. */
+  uint64_t per_page = packed ? KEPT_STATE_PAGE / 4 : KEPT_STATE_PAGE * 4;
+  uint64_t blocks = div_round_up (base_size, block_size);
+  uint64_t pages = div_round_up (blocks, per_page);
   /* The data area is block- and page-aligned in the file, so that a
    * block's pages hold nothing else and a punch frees them whole.
    */
@@ -72,6 +74,8 @@ kept_layout (uint32_t block_size, uint64_t base_size,
 
   layout->block_size = block_size;
   layout->base_size = base_size;
+  layout->packed = packed;
+  layout->blocks_per_page = per_page;
   layout->states_offset = KEPT_HEADER_SIZE;
   layout->states_length = pages * KEPT_STATE_PAGE;
   layout->data_offset = round_up (KEPT_HEADER_SIZE + layout->states_length,
@@ -97,7 +101,7 @@ kept_header_encode (const struct kept_header *header, uint8_t *buf)
 
   memset (buf, 0, KEPT_HEADER_SIZE);
   memcpy (buf + OFF_MAGIC, magic, sizeof magic);
-  put_le (buf + OFF_VERSION, KEPT_VERSION, 4);
+  put_le (buf + OFF_VERSION, header->version, 4);
   put_le (buf + OFF_HEADER_SIZE, KEPT_HEADER_SIZE, 4);
   put_le (buf + OFF_BLOCK_SIZE, layout->block_size, 4);
   put_le (buf + OFF_NAME_LENGTH, len, 4);
@@ -151,7 +155,9 @@ kept_header_decode (const uint8_t *buf, struct kept_header *header,
     *why = "inconsistent header";
     return KEPT_DAMAGED;
   }
-  kept_layout (layout->block_size, layout->base_size, &expected);
+  kept_layout (version, layout->block_size, layout->base_size, &expected);
+  layout->packed = expected.packed;
+  layout->blocks_per_page = expected.blocks_per_page;
   if (layout->states_offset != expected.states_offset ||
       layout->states_length != expected.states_length ||
       layout->data_offset != expected.data_offset) {

@@ -6,6 +6,7 @@
 
 #include <config.h>
 
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -162,13 +163,13 @@ keptfile_create (struct keptfile *kf, uint32_t block_size,
   buf = malloc (KEPT_HEADER_SIZE);
   if (buf == NULL)
     return fail (kf, false, "malloc: %m");
-  kept_layout (block_size, base_size, &h->layout);
+  kept_layout (KEPT_VERSION, block_size, base_size, &h->layout);
   h->version = KEPT_VERSION;
   h->flags = KEPT_OPEN;
   h->recoveries = 0;
   strcpy (h->name, name);
   kept_header_encode (h, buf);
-  r = ftruncate (kf->fd, h->layout.data_offset + base_size);
+  r = ftruncate (kf->fd, keptfile_min_length (kf));
   if (r == 0)
     r = fsync (kf->fd);
   if (r == 0)
@@ -184,19 +185,38 @@ keptfile_create (struct keptfile *kf, uint32_t block_size,
   return 0;
 }
 
+uint64_t
+keptfile_min_length (const struct keptfile *kf)
+{
+  const struct kept_layout *l = &kf->header.layout;
+
+  return l->data_offset + (l->packed ? 0 : l->base_size);
+}
+
 int
 keptfile_check_length (struct keptfile *kf)
 {
-  const struct kept_layout *l = &kf->header.layout;
   struct stat st;
 
   if (fstat (kf->fd, &st) == -1)
     return fail (kf, false, "fstat: %m");
-  if ((uint64_t) st.st_size < l->data_offset + l->base_size)
+  if ((uint64_t) st.st_size < keptfile_min_length (kf))
     return fail (kf, true, "truncated: shorter than its header says "
                  "(%" PRIu64 " bytes, not %" PRIu64 ")",
-                 (uint64_t) st.st_size, l->data_offset + l->base_size);
+                 (uint64_t) st.st_size, keptfile_min_length (kf));
   return 0;
+}
+
+/* The bytes of block b: the last block of a base whose size is not a
+ * multiple of the block size is short.
+ */
+static uint64_t
+block_length (const struct kept_layout *l, uint64_t b)
+{
+  uint64_t start = b * l->block_size;
+
+  return l->base_size - start < l->block_size ? l->base_size - start
+                                              : l->block_size;
 }
 
 /* Block states of value 3 in the packed bytes buf[0..len), which no
@@ -219,66 +239,218 @@ count_bad_states (const uint8_t *buf, uint64_t len, uint64_t *first)
   return bad;
 }
 
-int
-keptfile_load_states (struct keptfile *kf, struct statemap *states,
-                      uint64_t *bad_blocks)
+/* A chunk of an unpacked state area, len bytes from byte at of it. */
+static int
+load_unpacked (struct keptfile *kf, const uint8_t *buf, uint64_t at,
+               uint64_t len, struct statemap *states, uint64_t *bad_blocks)
+{
+  uint64_t first_bad = 0, bad = count_bad_states (buf, len, &first_bad);
+
+  if (bad && bad_blocks == NULL)
+    return fail (kf, true, "corrupted block states (block %" PRIu64
+                 " has the invalid state 3)", 4 * at + first_bad);
+  if (bad_blocks)
+    *bad_blocks += bad;
+  if (!is_zero ((const char *) buf, len) &&
+      statemap_import (states, 4 * at, 4 * len, buf) == -1)
+    return fail (kf, false, "cannot load the block states: %m");
+  return 0;
+}
+
+/* Gives allocated block b of a packed file its slot, checking that the
+ * slot is the block's alone and lies within the file.  Returns 0, 1 if
+ * the entry is bad, or -1 after fail().
+ */
+static int
+load_slot (struct keptfile *kf, struct keptslots *slots, uint64_t b,
+           uint64_t slot, uint64_t file_length, bool counting)
 {
   const struct kept_layout *l = &kf->header.layout;
-  uint64_t chunk = PAGES_PER_IO * KEPT_STATE_PAGE, at;
-  uint8_t *buf = malloc (chunk);
+  uint64_t end = l->data_offset + slot * l->block_size + block_length (l, b);
+  int r;
+
+  if (end > file_length) {
+    if (counting)
+      return 1;
+    return fail (kf, true, "corrupted block states or truncated file "
+                 "(block %" PRIu64 " is in slot %" PRIu64 ", past the end "
+                 "of the file)", b, slot);
+  }
+  r = keptslots_assign (slots, b, slot);
+  if (r == -1)
+    return fail (kf, false, "cannot load the block slots: %m");
+  if (r == 1 && !counting)
+    return fail (kf, true, "corrupted block states (block %" PRIu64
+                 " is in slot %" PRIu64 ", which another block has)",
+                 b, slot);
+  return r;
+}
+
+/* A chunk of a packed state area: entries of blocks [first, first +
+ * n).  A bad entry is counted in *bad_blocks and loaded as state 3, or
+ * fails the load if bad_blocks is NULL.
+ */
+static int
+load_packed (struct keptfile *kf, const uint8_t *buf, uint64_t first,
+             uint64_t n, uint64_t file_length, struct statemap *states,
+             struct keptslots *slots, uint64_t *bad_blocks)
+{
+  uint64_t i;
+
+  for (i = 0; i < n; ++i) {
+    uint64_t b = first + i;
+    uint32_t entry;
+    unsigned state = KEPT_ZERO;
+    int r = 0;
+
+    memcpy (&entry, buf + 4 * i, 4);
+    entry = le32toh (entry);
+    if (entry == KEPT_ENTRY_BASE)
+      continue;
+    if (entry >= KEPT_ENTRY_SLOT) {
+      state = KEPT_ALLOCATED;
+      r = load_slot (kf, slots, b, entry - KEPT_ENTRY_SLOT, file_length,
+                     bad_blocks != NULL);
+      if (r == -1)
+        return -1;
+      if (r == 1) {
+        state = 3;
+        ++*bad_blocks;
+      }
+    }
+    if (statemap_reserve (states, b, 1) == -1)
+      return fail (kf, false, "cannot load the block states: %m");
+    statemap_set (states, b, 1, state);
+  }
+  return 0;
+}
+
+int
+keptfile_load_states (struct keptfile *kf, struct statemap *states,
+                      struct keptslots *slots, uint64_t *bad_blocks)
+{
+  const struct kept_layout *l = &kf->header.layout;
+  uint64_t chunk = PAGES_PER_IO * KEPT_STATE_PAGE, at, blocks;
+  uint8_t *buf;
+  struct stat st;
   int r = 0;
 
-  if (buf == NULL)
-    return fail (kf, false, "malloc: %m");
   if (bad_blocks)
     *bad_blocks = 0;
+  if (fstat (kf->fd, &st) == -1)
+    return fail (kf, false, "fstat: %m");
+  blocks = keptfile_blocks (kf);
+  if (l->packed && keptslots_init (slots, blocks) == -1)
+    return fail (kf, false, "cannot load the block slots: %m");
+  buf = malloc (chunk);
+  if (buf == NULL)
+    return fail (kf, false, "malloc: %m");
   for (at = 0; at < l->states_length && r == 0; at += chunk) {
     uint64_t len = l->states_length - at < chunk ? l->states_length - at : chunk;
-    uint64_t first_bad = 0, bad;
+    uint64_t first = at / 4, n = len / 4;
 
-    if (pread_full (kf->fd, buf, len, l->states_offset + at) == -1) {
+    if (pread_full (kf->fd, buf, len, l->states_offset + at) == -1)
       r = fail (kf, false, "cannot read the block states: %m");
-      break;
-    }
-    bad = count_bad_states (buf, len, &first_bad);
-    if (bad && bad_blocks == NULL)
-      r = fail (kf, true, "corrupted block states (block %" PRIu64
-                " has the invalid state 3)", 4 * at + first_bad);
-    else if (bad_blocks)
-      *bad_blocks += bad;
-    if (r == 0 && !is_zero ((const char *) buf, len) &&
-        statemap_import (states, 4 * at, 4 * len, buf) == -1)
-      r = fail (kf, false, "cannot load the block states: %m");
+    else if (!l->packed)
+      r = load_unpacked (kf, buf, at, len, states, bad_blocks);
+    else if (first < blocks && !is_zero ((const char *) buf, len))
+      r = load_packed (kf, buf, first, first + n > blocks ? blocks - first : n,
+                       st.st_size, states, slots, bad_blocks);
   }
   free (buf);
   return r;
 }
 
-/* Calls fn (kf, from, to, opaque) for the byte range of the data area
- * ([from, to) of the disk) of each run of blocks that states does not
- * hold allocated, stopping at the first that returns -1.
- */
-static int
-each_unallocated_run (struct keptfile *kf, const struct statemap *states,
-                      int (*fn) (struct keptfile *, uint64_t, uint64_t,
-                                 void *),
-                      void *opaque)
+void
+keptfile_export_page (const struct keptfile *kf, const struct statemap *states,
+                      const struct keptslots *slots, uint64_t page,
+                      uint8_t *buf)
 {
   const struct kept_layout *l = &kf->header.layout;
-  uint64_t blocks = keptfile_blocks (kf), b = 0;
+  uint64_t first = page * l->blocks_per_page, i;
 
-  while (b < blocks) {
-    unsigned state;
-    uint64_t end = statemap_run (states, b, blocks, &state);
-    uint64_t to = end * l->block_size;
-
-    if (state != KEPT_ALLOCATED &&
-        fn (kf, b * l->block_size, to < l->base_size ? to : l->base_size,
-            opaque) == -1)
-      return -1;
-    b = end;
+  if (!l->packed) {
+    statemap_export (states, first, l->blocks_per_page, buf);
+    return;
   }
+  for (i = 0; i < l->blocks_per_page; ++i) {
+    uint64_t b = first + i, slot;
+    uint32_t entry = KEPT_ENTRY_BASE;
+
+    switch (statemap_get (states, b)) {
+    case KEPT_ZERO:
+      entry = KEPT_ENTRY_ZERO;
+      break;
+    case KEPT_ALLOCATED:
+      /* An allocated block always has its slot. */
+      if (keptslots_get (slots, b, &slot))
+        entry = slot + KEPT_ENTRY_SLOT;
+      break;
+    }
+    entry = htole32 (entry);
+    memcpy (buf + 4 * i, &entry, 4);
+  }
+}
+
+/* Calls fn (kf, from, to, opaque) for each range [from, to) of the
+ * data area (offsets from data_offset) that holds no block of the
+ * overlay, stopping at the first that returns -1: unpacked, the blocks
+ * that states does not hold allocated; packed, the slots not taken,
+ * then whatever the file holds past the last slot taken.
+ */
+static int
+each_unused_range (struct keptfile *kf, const struct statemap *states,
+                   const struct keptslots *slots,
+                   int (*fn) (struct keptfile *, uint64_t, uint64_t, void *),
+                   void *opaque)
+{
+  const struct kept_layout *l = &kf->header.layout;
+  uint64_t blocks = keptfile_blocks (kf), b = 0, end, s = 0;
+  struct stat st;
+
+  if (!l->packed) {
+    while (b < blocks) {
+      unsigned state;
+      uint64_t run_end = statemap_run (states, b, blocks, &state);
+      uint64_t to = run_end * l->block_size;
+
+      if (state != KEPT_ALLOCATED &&
+          fn (kf, b * l->block_size, to < l->base_size ? to : l->base_size,
+              opaque) == -1)
+        return -1;
+      b = run_end;
+    }
+    return 0;
+  }
+  end = keptslots_end (slots);
+  while (s < end) {
+    uint64_t t = s;
+
+    while (t < end && !keptslots_is_taken (slots, t))
+      t++;
+    if (t > s && fn (kf, s * l->block_size, t * l->block_size, opaque) == -1)
+      return -1;
+    s = t + 1;
+  }
+  if (fstat (kf->fd, &st) == -1)
+    return fail (kf, false, "fstat: %m");
+  if ((uint64_t) st.st_size > l->data_offset + end * l->block_size)
+    return fn (kf, end * l->block_size, st.st_size - l->data_offset, opaque);
   return 0;
+}
+
+/* Cuts the file to length bytes if it is longer (best effort, as
+ * punch_run).
+ */
+static void
+shorten (struct keptfile *kf, uint64_t length)
+{
+  struct stat st;
+
+  if (fstat (kf->fd, &st) == -1 || (uint64_t) st.st_size <= length)
+    return;
+  if (ftruncate (kf->fd, length) == -1)
+    return;                     /* the file only keeps the space */
 }
 
 static int
@@ -292,9 +464,20 @@ punch_run (struct keptfile *kf, uint64_t from, uint64_t to, void *opaque)
 }
 
 void
-keptfile_punch_unallocated (struct keptfile *kf, const struct statemap *states)
+keptfile_punch_unallocated (struct keptfile *kf, const struct statemap *states,
+                            const struct keptslots *slots)
 {
-  each_unallocated_run (kf, states, punch_run, NULL);
+  keptfile_cut (kf, slots);
+  each_unused_range (kf, states, slots, punch_run, NULL);
+}
+
+void
+keptfile_cut (struct keptfile *kf, const struct keptslots *slots)
+{
+  const struct kept_layout *l = &kf->header.layout;
+
+  if (l->packed)
+    shorten (kf, l->data_offset + keptslots_end (slots) * l->block_size);
 }
 
 /* Adds to *opaque the bytes of [from, to) of the data area that hold
@@ -326,10 +509,10 @@ count_data_run (struct keptfile *kf, uint64_t from, uint64_t to, void *opaque)
 
 int
 keptfile_leaked_bytes (struct keptfile *kf, const struct statemap *states,
-                       uint64_t *bytes)
+                       const struct keptslots *slots, uint64_t *bytes)
 {
   *bytes = 0;
-  return each_unallocated_run (kf, states, count_data_run, bytes);
+  return each_unused_range (kf, states, slots, count_data_run, bytes);
 }
 
 int
@@ -340,7 +523,9 @@ keptfile_set_flags (struct keptfile *kf, uint32_t flags, uint32_t recoveries)
 
   if (buf == NULL)
     return fail (kf, false, "malloc: %m");
-  kf->header.version = KEPT_VERSION;
+  /* Version 1 had no flags: its files become version 2. */
+  if (kf->header.version < 2)
+    kf->header.version = 2;
   kf->header.flags = flags;
   kf->header.recoveries = recoveries;
   kept_header_encode (&kf->header, buf);
@@ -427,22 +612,34 @@ keptfile_empty (struct keptfile *kf)
   }
   if (r == 0 && fdatasync (kf->fd) == -1)
     r = fail (kf, false, "fdatasync: %m");
-  if (r == 0)
+  /* Packed, the data area goes whole, its few extents with it. */
+  if (r == 0 && l->packed)
+    shorten (kf, l->data_offset);
+  else if (r == 0)
     punch_run (kf, 0, l->base_size, NULL);
   free (buf);
   free (zero);
   return r;
 }
 
-int
-keptfile_read_data (struct keptfile *kf, void *buf, uint64_t count,
-                    uint64_t offset)
+uint64_t
+keptfile_data_run (const struct keptfile *kf, const struct keptslots *slots,
+                   uint64_t b, uint64_t n, uint64_t *at)
 {
-  if (pread_full (kf->fd, buf, count, kf->header.layout.data_offset + offset)
-      == -1)
-    return fail (kf, false, "read of %" PRIu64 " bytes at offset %" PRIu64
-                 ": %m", count, offset);
-  return 0;
+  const struct kept_layout *l = &kf->header.layout;
+  uint64_t slot, next, i;
+
+  if (!l->packed) {
+    *at = l->data_offset + b * l->block_size;
+    return n;
+  }
+  if (!keptslots_get (slots, b, &slot))
+    return 0;
+  *at = l->data_offset + slot * l->block_size;
+  for (i = 1; i < n; ++i)
+    if (!keptslots_get (slots, b + i, &next) || next != slot + i)
+      break;
+  return i;
 }
 
 uint64_t

@@ -13,12 +13,15 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <nbdkit-filter.h>
 
+#include "divround.h"
 #include "fullio.h"
+#include "keptslots.h"
 #include "overlayfile.h"
 #include "timedlock.h"
 
@@ -30,6 +33,13 @@
  * ran 10x slower than 128K ones, while overwriting either ran alike.
  */
 #define WRITE_PIECE (128 * 1024)
+
+/* A packed file is extended this far ahead of its slots at a time,
+ * sparsely: a write that changes the file's length cost a quarter of
+ * the 4K random writes into new blocks (docs/performance.md, section
+ * 25).
+ */
+#define GROW_BYTES (64 * 1024 * 1024)
 
 /* The source of writes of zeros where the file cannot zero ranges. */
 static const char zero_buf[WRITE_PIECE];
@@ -58,6 +68,7 @@ new_stripes (struct overlayfile *of, unsigned nr_stripes,
   of->nr_stripes = nr_stripes;
   of->chunk_shift = nr_stripes > 1 ? chunk_shift : ONE_CHUNK_SHIFT;
   of->data_offset = 0;
+  of->slots = NULL;
   of->owns_fds = owns_fds;
   return 0;
 }
@@ -117,6 +128,21 @@ overlayfile_new_fd (struct overlayfile *of, int fd)
   of->stripes[0].fd = fd;
   posix_fadvise (fd, 0, 0, POSIX_FADV_RANDOM);
   return 0;
+}
+
+void
+overlayfile_use_slots (struct overlayfile *of, uint64_t data_offset,
+                       struct keptslots *slots, unsigned block_shift)
+{
+  struct stat st;
+
+  of->data_offset = data_offset;
+  of->slots = slots;
+  of->block_shift = block_shift;
+  of->sized_slots = 0;
+  if (fstat (of->stripes[0].fd, &st) == 0 &&
+      (uint64_t) st.st_size > data_offset)
+    of->sized_slots = ((uint64_t) st.st_size - data_offset) >> block_shift;
 }
 
 void
@@ -228,18 +254,112 @@ report (const char *what, uint64_t count, uint64_t offset, int *err)
                   ": %m", what, count, offset);
 }
 
+/*----------------------------------------------------------------------
+ * Slots of a packed overlay.
+ */
+
+static uint64_t
+block_end (const struct overlayfile *of, uint64_t offset, uint64_t end)
+{
+  uint64_t next = ((offset >> of->block_shift) + 1) << of->block_shift;
+
+  return next < end ? next : end;
+}
+
+/* Packed: the end of the piece of [offset, end) from offset on whose
+ * blocks lie one after another in the file, and in *at the file offset
+ * of its first byte.  Returns the end of offset's block with *found
+ * false if that block has no slot.
+ */
+static uint64_t
+slot_run (const struct overlayfile *of, uint64_t offset, uint64_t end,
+          bool *found, uint64_t *at)
+{
+  uint64_t b = offset >> of->block_shift, slot, next;
+  uint64_t stop = block_end (of, offset, end);
+
+  *found = keptslots_get (of->slots, b, &slot);
+  if (!*found)
+    return stop;
+  *at = of->data_offset + (slot << of->block_shift)
+        + (offset - (b << of->block_shift));
+  while (stop < end && keptslots_get (of->slots, ++b, &next) &&
+         next == ++slot)
+    stop = block_end (of, stop, end);
+  return stop;
+}
+
+/* Packed: extends the file, sparsely, past its last slot taken, so
+ * that the writes of the next GROW_BYTES of new slots leave its length
+ * alone.  Best effort: a write past the end extends the file anyway.
+ * Requires the write lock.
+ */
+static void
+grow_ahead (struct overlayfile *of)
+{
+  uint64_t step = GROW_BYTES >> of->block_shift, sized;
+
+  if (keptslots_end (of->slots) <= of->sized_slots)
+    return;
+  if (step == 0)
+    step = 1;
+  sized = div_round_up (keptslots_end (of->slots), step) * step;
+  if (ftruncate (of->stripes[0].fd, of->data_offset
+                                    + (sized << of->block_shift)) == 0)
+    of->sized_slots = sized;
+}
+
+/* Packed: gives every block of [offset, end) that has none a slot, in
+ * order, so that blocks written together lie together.  Requires the
+ * write lock.
+ */
+static int
+take_slots (struct overlayfile *of, uint64_t offset, uint64_t end)
+{
+  uint64_t b, last = (end - 1) >> of->block_shift, slot;
+
+  for (b = offset >> of->block_shift; b <= last; ++b)
+    if (!keptslots_get (of->slots, b, &slot) &&
+        keptslots_take (of->slots, b, &slot) == -1)
+      return -1;
+  grow_ahead (of);
+  return 0;
+}
+
+/*----------------------------------------------------------------------
+ * Data.
+ */
+
+/* The part of a read that lies in one chunk, or packed in one run of
+ * slots.
+ */
+static int
+read_piece (struct overlayfile *of, char *p, uint64_t offset, uint64_t end,
+            uint64_t *stop)
+{
+  bool found = true;
+  uint64_t at = of->data_offset + offset;
+
+  if (of->slots)
+    *stop = slot_run (of, offset, end, &found, &at);
+  else
+    *stop = piece_end (of, offset, end);
+  if (!found) {
+    memset (p, 0, *stop - offset);
+    return 0;
+  }
+  return pread_full (fd_of (of, offset), p, *stop - offset, at);
+}
+
 int
 overlayfile_read (struct overlayfile *of, void *buf, uint64_t count,
                   uint64_t offset, int *err)
 {
-  uint64_t end = offset + count;
+  uint64_t end = offset + count, stop;
   char *p = buf;
 
   while (offset < end) {
-    uint64_t stop = piece_end (of, offset, end);
-
-    if (pread_full (fd_of (of, offset), p, stop - offset,
-                    of->data_offset + offset) == -1) {
+    if (read_piece (of, p, offset, end, &stop) == -1) {
       report ("read", count, offset, err);
       return -1;
     }
@@ -271,17 +391,23 @@ write_pieces (int fd, const char *buf, uint64_t count, uint64_t at)
   return 0;
 }
 
-/* The part of a write that lies in one chunk.  Zeros stay allocated:
- * the client did not allow a hole, and later writes into the block
- * should not fail for want of space.
+/* The part of a write that lies in one chunk, or packed in one run of
+ * slots.  Zeros stay allocated: the client did not allow a hole, and
+ * later writes into the block should not fail for want of space.
  */
 static int
-write_piece (struct overlayfile *of, const char *buf, uint64_t count,
-             uint64_t offset)
+write_piece (struct overlayfile *of, const char *buf, uint64_t offset,
+             uint64_t end, uint64_t *stop)
 {
   int fd = fd_of (of, offset);
-  uint64_t at = of->data_offset + offset;
+  bool found;
+  uint64_t at = of->data_offset + offset, count;
 
+  if (of->slots)
+    *stop = slot_run (of, offset, end, &found, &at);
+  else
+    *stop = piece_end (of, offset, end);
+  count = *stop - offset;
   if (buf == NULL && fallocate (fd, FALLOC_FL_ZERO_RANGE, at, count) == 0)
     return 0;
   return write_pieces (fd, buf, count, at);
@@ -291,13 +417,15 @@ int
 overlayfile_write_locked (struct overlayfile *of, const void *buf,
                           uint64_t count, uint64_t offset, int *err)
 {
-  uint64_t end = offset + count, at = offset;
+  uint64_t end = offset + count, at = offset, stop;
   const char *p = buf;
 
+  if (of->slots && take_slots (of, offset, end) == -1) {
+    report (buf ? "write" : "write of zeros", count, offset, err);
+    return -1;
+  }
   while (at < end) {
-    uint64_t stop = piece_end (of, at, end);
-
-    if (write_piece (of, p, stop - at, at) == -1) {
+    if (write_piece (of, p, at, end, &stop) == -1) {
       report (buf ? "write" : "write of zeros", count, offset, err);
       return -1;
     }
@@ -323,6 +451,38 @@ punch_stripe (struct overlayfile *of, unsigned s, uint64_t from, uint64_t to,
   return r;
 }
 
+/* Packed: punches the slots of the blocks of [offset, end), a run of
+ * slots at a time, and retires them.  Under the write lock.
+ */
+static int
+punch_slots (struct overlayfile *of, uint64_t offset, uint64_t end,
+             uint64_t *waited)
+{
+  struct overlayfile_stripe *stripe = &of->stripes[0];
+  uint64_t at, stop, b, block_size = UINT64_C (1) << of->block_shift;
+  int r = 0, saved_errno = 0;
+  bool found;
+
+  *waited += timed_lock (&stripe->write_lock);
+  for (; offset < end; offset = stop) {
+    stop = slot_run (of, offset, end, &found, &at);
+    if (!found)
+      continue;
+    /* Whole slots: the disk's short last block has a whole one too. */
+    if (fallocate (stripe->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                   at, div_round_up (stop - offset, block_size) * block_size)
+        == -1) {
+      r = -1;
+      saved_errno = errno;
+    }
+    for (b = offset >> of->block_shift; b << of->block_shift < stop; ++b)
+      keptslots_retire (of->slots, b);
+  }
+  pthread_mutex_unlock (&stripe->write_lock);
+  errno = saved_errno;
+  return r;
+}
+
 /* Each file is punched once, from the first of its chunks in the range
  * to the last: the other stripes' chunks in between are holes in it
  * already.
@@ -336,6 +496,8 @@ overlayfile_punch (struct overlayfile *of, uint64_t count, uint64_t offset,
   unsigned n = of->nr_stripes, s;
   int r = 0, saved_errno = 0;
 
+  if (of->slots)
+    return punch_slots (of, offset, end, waited);
   for (s = 0; s < n; ++s) {
     uint64_t first, last, from, to;
 

@@ -9,6 +9,14 @@
  * c mod nr_stripes.  In a file, the chunks of the other stripes are
  * holes that nothing writes.
  *
+ * A packed kept overlay (format version 3, overlayfile_use_slots) has
+ * one file and keeps block b in a slot of it instead, at data_offset +
+ * slot * block size (keptslots.h): a block written for the first time
+ * takes the lowest free slot, a block punched whole gives its slot up
+ * (retired: not taken again while the file stays open).  Reads find a
+ * block with no slot (one punched meanwhile) as zeros.  The file is
+ * extended ahead of its slots, sparsely, 64 MiB at a time.
+ *
  * Each stripe has a write lock (docs/design.md): held over every
  * system call that writes or punches its file, and by the block layer
  * over the state lookups that must not race them.  A caller holding
@@ -34,10 +42,18 @@ struct overlayfile_stripe {
   pthread_mutex_t write_lock;
 };
 
+struct keptslots;
+
 struct overlayfile {
   unsigned nr_stripes;
   unsigned chunk_shift;         /* 63 for one stripe: nothing is split */
-  uint64_t data_offset;         /* where disk byte 0 is in each file */
+  uint64_t data_offset;         /* where disk byte 0 (or slot 0) is */
+  /* Packed: the slots of the blocks, under the write lock but for
+   * lookups (keptslots.h); NULL otherwise.
+   */
+  struct keptslots *slots;
+  unsigned block_shift;         /* if packed */
+  uint64_t sized_slots;         /* packed: slots the file's length spans */
   bool owns_fds;                /* close them in overlayfile_close */
   struct overlayfile_stripe *stripes;
 };
@@ -53,6 +69,14 @@ extern int overlayfile_new_temp (struct overlayfile *of, const char *tmpdir,
  * Returns 0, or -1 after nbdkit_error.
  */
 extern int overlayfile_new_fd (struct overlayfile *of, int fd);
+
+/* Packs the one file of overlayfile_new_fd from now on: slot s at
+ * data_offset + (s << block_shift).  Before any I/O.
+ */
+extern void overlayfile_use_slots (struct overlayfile *of,
+                                   uint64_t data_offset,
+                                   struct keptslots *slots,
+                                   unsigned block_shift);
 
 extern void overlayfile_close (struct overlayfile *of);
 
@@ -89,8 +113,9 @@ extern int overlayfile_write_locked (struct overlayfile *of, const void *buf,
 
 /* Deallocates [offset, offset+count), which then reads as zeros,
  * taking each stripe's write lock in turn and adding the time waited
- * for them to *waited.  Returns 0, or -1 with errno set if a file
- * could not be punched.
+ * for them to *waited.  Packed, the range is whole blocks (the disk's
+ * last one may be short), whose slots are given up.  Returns 0, or -1
+ * with errno set if a file could not be punched.
  */
 extern int overlayfile_punch (struct overlayfile *of, uint64_t count,
                               uint64_t offset, uint64_t *waited);

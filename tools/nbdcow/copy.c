@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "copy.h"
+#include "divround.h"
 #include "fullio.h"
 #include "progress.h"
 
@@ -88,30 +89,59 @@ take_piece (struct copy *c, uint64_t *offset, uint64_t *length,
   return found;
 }
 
-/* Copies the piece at offset in the overlay to dest in the target. */
+/* Copies length bytes of allocated blocks, lying one after another at
+ * at in the overlay file, to dest in the target.
+ */
+static int
+copy_data (struct copy *c, unsigned conn, char *buf, uint64_t at,
+           uint64_t length, uint64_t dest)
+{
+  struct keptfile *kf = &c->ov->kf;
+  int r;
+
+  /* A file target: the kernel copies, with no pass through buf. */
+  r = target_copy_from (c->t, kf->fd, at, length, dest);
+  if (r <= 0)
+    return r;
+  if (pread_full (kf->fd, buf, length, at) == -1) {
+    nbdcow_error ("%s: read of %" PRIu64 " bytes at %" PRIu64 ": %m",
+                  kf->path, length, at);
+    return -1;
+  }
+  return target_write (c->t, conn, buf, length, dest);
+}
+
+/* Copies the piece at offset in the overlay (block-aligned) to dest in
+ * the target, a run of the file at a time.
+ */
 static int
 copy_piece (struct copy *c, unsigned conn, char *buf, uint64_t offset,
             uint64_t length, unsigned state, uint64_t dest)
 {
   struct keptfile *kf = &c->ov->kf;
-
-  uint64_t at = kf->header.layout.data_offset + offset;
-  int r;
+  uint32_t block_size = kf->header.layout.block_size;
 
   if (state == KEPT_ZERO)
     /* Packed, the target's own map says the blocks read zeros. */
     return c->packed ? 0 : target_zero (c->t, conn, length, dest);
-  /* A file target: the kernel copies, with no pass through buf. */
-  r = target_copy_from (c->t, kf->fd, at, length, dest);
-  if (r <= 0)
-    return r;
-  /* Not keptfile_read_data: its message buffer is not for threads. */
-  if (pread_full (kf->fd, buf, length, at) == -1) {
-    nbdcow_error ("%s: read of %" PRIu64 " bytes at %" PRIu64 ": %m",
-                  kf->path, length, offset);
-    return -1;
+  while (length > 0) {
+    uint64_t at, n = keptfile_data_run (kf, &c->ov->slots, offset / block_size,
+                                        div_round_up (length, block_size),
+                                        &at);
+    uint64_t bytes = n * block_size < length ? n * block_size : length;
+
+    if (n == 0) {
+      nbdcow_error ("%s: block %" PRIu64 " is in the overlay but has no "
+                    "slot", kf->path, offset / block_size);
+      return -1;
+    }
+    if (copy_data (c, conn, buf, at, bytes, dest) == -1)
+      return -1;
+    offset += bytes;
+    dest += bytes;
+    length -= bytes;
   }
-  return target_write (c->t, conn, buf, length, dest);
+  return 0;
 }
 
 static void *

@@ -219,21 +219,29 @@ note_allocated_end (uint64_t offset, uint64_t length, unsigned state,
 }
 
 /* A file shorter than its header says: repairable by extending it
- * only if no allocated block reaches past its end, whose data is gone.
- * Returns true if the file is (now) long enough.
+ * only if its state area is whole and, unpacked, no allocated block
+ * reaches past its end, whose data is gone (packed, such a block is a
+ * bad state, counted by the load).  Returns true if the file is (now)
+ * long enough.
  */
 static bool
 check_length (struct overlay *ov, bool repair)
 {
   const struct kept_layout *l = &ov->kf.header.layout;
-  uint64_t want = l->data_offset + l->base_size, data_end = 0;
+  uint64_t want = keptfile_min_length (&ov->kf), data_end = 0;
   struct stat st;
 
   if (fstat (ov->kf.fd, &st) == -1 || (uint64_t) st.st_size >= want)
     return true;
-  overlay_each_run (ov, note_allocated_end, &data_end);
   printf ("%s: damaged: %" PRIu64 " bytes long, not %" PRIu64 "\n",
           ov->kf.path, (uint64_t) st.st_size, want);
+  if ((uint64_t) st.st_size < l->states_offset + l->states_length) {
+    printf ("%s: cannot repair: the block states are cut short, what they "
+            "held is lost\n", ov->kf.path);
+    return false;
+  }
+  if (!l->packed)
+    overlay_each_run (ov, note_allocated_end, &data_end);
   if (l->data_offset + data_end > (uint64_t) st.st_size) {
     printf ("%s: cannot repair: blocks in the overlay reach past the end "
             "of the file, their data is lost\n", ov->kf.path);
@@ -260,17 +268,17 @@ check_crash_leftovers (struct overlay *ov, bool repair)
   bool crashed = (kf->header.flags & KEPT_OPEN) != 0;
   uint64_t leaked;
 
-  if (keptfile_leaked_bytes (kf, &ov->states, &leaked) == -1)
+  if (keptfile_leaked_bytes (kf, &ov->states, &ov->slots, &leaked) == -1)
     return report_kept (kf);
   if (crashed)
     printf ("%s: not closed cleanly (its writer crashed or was killed): "
             "it holds what was flushed before\n", kf->path);
   if (leaked)
-    printf ("%s: %" PRIu64 " bytes of data in blocks not in the overlay "
+    printf ("%s: %" PRIu64 " bytes of data outside the overlay's blocks "
             "(unflushed writes cut off by a crash)\n", kf->path, leaked);
   if (!repair || (!crashed && !leaked))
     return EXIT_OK;
-  keptfile_punch_unallocated (kf, &ov->states);
+  keptfile_punch_unallocated (kf, &ov->states, &ov->slots);
   if (keptfile_set_flags (kf, 0, kf->header.recoveries + crashed) == -1)
     return report_kept (kf);
   printf ("%s: repaired: data outside the overlay's blocks punched, "
@@ -282,7 +290,8 @@ int
 cmd_check (int argc, char **argv)
 {
   const char *file;
-  struct overlay ov = { .states = STATEMAP_INIT };
+  struct overlay ov = { .states = STATEMAP_INIT,
+                        .slots = { .map = SLOTMAP_INIT } };
   uint64_t bad = 0;
   bool repair, sound;
   int r;
@@ -293,14 +302,18 @@ cmd_check (int argc, char **argv)
   if (keptfile_open (&ov.kf, file, repair ? KEPTFILE_WRITE : KEPTFILE_READ)
       == -1)
     return report_kept (&ov.kf);
-  if (keptfile_load_states (&ov.kf, &ov.states, &bad) == -1) {
+  if (keptfile_load_states (&ov.kf, &ov.states, &ov.slots, &bad) == -1) {
     r = report_kept (&ov.kf);
     overlay_close (&ov);
     return r;
   }
   if (bad)
-    printf ("%s: damaged: %" PRIu64 " blocks have the invalid state 3 "
-            "(cannot repair: what they held is unknown)\n", file, bad);
+    printf ("%s: damaged: %" PRIu64 " blocks have %s (cannot repair: what "
+            "they held is unknown)\n", file, bad,
+            ov.kf.header.layout.packed
+            ? "a slot that another block has too or that lies past the end "
+              "of the file"
+            : "the invalid state 3");
   sound = check_length (&ov, repair) && bad == 0;
   r = sound ? check_crash_leftovers (&ov, repair) : EXIT_DAMAGED;
   if (r == EXIT_OK)

@@ -36,10 +36,11 @@ overlay_open (struct overlay *ov, const char *path, enum keptfile_mode mode)
   int r;
 
   ov->states = (struct statemap) STATEMAP_INIT;
+  ov->slots = (struct keptslots) { .map = SLOTMAP_INIT };
   if (keptfile_open (&ov->kf, path, mode) == -1)
     return report_kept (&ov->kf);
   if (keptfile_check_length (&ov->kf) == -1 ||
-      keptfile_load_states (&ov->kf, &ov->states, NULL) == -1) {
+      keptfile_load_states (&ov->kf, &ov->states, &ov->slots, NULL) == -1) {
     r = report_kept (&ov->kf);
     overlay_close (ov);
     return r;
@@ -52,6 +53,7 @@ overlay_close (struct overlay *ov)
 {
   keptfile_close (&ov->kf);
   statemap_free (&ov->states);
+  keptslots_free (&ov->slots);
 }
 
 int

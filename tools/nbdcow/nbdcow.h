@@ -23,10 +23,13 @@ enum {
   EXIT_UNUSABLE = 3,            /* missing, locked, unreadable, not ours */
 };
 
-/* An overlay file, opened and its states loaded. */
+/* An overlay file, opened and its states (and slots, if packed)
+ * loaded.
+ */
 struct overlay {
   struct keptfile kf;
   struct statemap states;
+  struct keptslots slots;
 };
 
 /* Opens path in mode and loads its states.  Returns EXIT_OK, or the

@@ -1,0 +1,91 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+#include <config.h>
+
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "slotalloc.h"
+
+void
+slotalloc_init (struct slotalloc *a, uint64_t limit)
+{
+  memset (a, 0, sizeof *a);
+  a->limit = limit;
+}
+
+void
+slotalloc_free (struct slotalloc *a)
+{
+  free (a->taken);
+  a->taken = NULL;
+  a->words = a->end = a->next = 0;
+}
+
+bool
+slotalloc_is_taken (const struct slotalloc *a, uint64_t slot)
+{
+  return slot / 64 < a->words && (a->taken[slot / 64] >> (slot % 64) & 1);
+}
+
+/* Makes room for bit slot, doubling the bitmap. */
+static int
+grow (struct slotalloc *a, uint64_t slot)
+{
+  uint64_t words = a->words ? a->words : 16, *taken;
+
+  while (words <= slot / 64)
+    words *= 2;
+  if (words > SIZE_MAX / sizeof *taken) {
+    errno = ENOMEM;
+    return -1;
+  }
+  taken = realloc (a->taken, words * sizeof *taken);
+  if (taken == NULL)
+    return -1;
+  memset (taken + a->words, 0, (words - a->words) * sizeof *taken);
+  a->taken = taken;
+  a->words = words;
+  return 0;
+}
+
+int
+slotalloc_mark (struct slotalloc *a, uint64_t slot)
+{
+  assert (slot < a->limit);
+  if (slotalloc_is_taken (a, slot))
+    return 1;
+  if (slot / 64 >= a->words && grow (a, slot) == -1)
+    return -1;
+  a->taken[slot / 64] |= UINT64_C (1) << (slot % 64);
+  if (slot >= a->end)
+    a->end = slot + 1;
+  return 0;
+}
+
+int
+slotalloc_take (struct slotalloc *a, uint64_t *slot)
+{
+  uint64_t s = a->next;
+
+  /* Whole words of taken slots at a time, then bit by bit. */
+  while (s < a->end) {
+    if (s % 64 == 0 && s / 64 < a->words && a->taken[s / 64] == UINT64_MAX)
+      s += 64;
+    else if (slotalloc_is_taken (a, s))
+      s++;
+    else
+      break;
+  }
+  if (s >= a->limit) {
+    errno = ENOSPC;
+    return -1;
+  }
+  if (slotalloc_mark (a, s) == -1)
+    return -1;
+  a->next = s + 1;
+  *slot = s;
+  return 0;
+}

@@ -1,0 +1,52 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* A table of uint32_t values for a fixed number of entries, every
+ * entry starting at 0, in leaves of 1024 entries (4 KiB) allocated on
+ * first use behind a directory of 8 bytes per leaf.  A kept overlay of
+ * format version 3 holds in it the slot of each block
+ * (docs/overlay-format.md).
+ *
+ * slotmap_get takes no lock and may run beside one slotmap_reserve or
+ * slotmap_set: leaves are published with release and read with
+ * acquire, entries are read and written whole (relaxed atomics), so a
+ * reader sees an entry's old or new value.  The caller serializes
+ * slotmap_reserve, slotmap_set and slotmap_free among themselves.
+ */
+
+#ifndef COMMON_SLOTMAP_H
+#define COMMON_SLOTMAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SLOTMAP_LEAF_ENTRIES 1024
+
+struct slotmap {
+  uint64_t entries;
+  uint32_t **leaves;            /* entries / 1024 rounded up; NULL: none */
+  size_t bytes;                 /* memory held */
+};
+
+#define SLOTMAP_INIT { .entries = 0, .leaves = NULL, .bytes = 0 }
+
+/* An empty map of entries entries.  Returns 0, or -1 with errno set
+ * (ENOMEM).
+ */
+extern int slotmap_init (struct slotmap *map, uint64_t entries);
+
+/* Entry i, i < entries. */
+extern uint32_t slotmap_get (const struct slotmap *map, uint64_t i);
+
+/* Allocates the leaves of entries [i, i+n), so that slotmap_set on
+ * them cannot fail.  Returns 0, or -1 with errno set (ENOMEM).
+ */
+extern int slotmap_reserve (struct slotmap *map, uint64_t i, uint64_t n);
+
+/* Sets entry i.  A non-zero value needs the entry reserved; 0 never
+ * allocates.
+ */
+extern void slotmap_set (struct slotmap *map, uint64_t i, uint32_t value);
+
+extern void slotmap_free (struct slotmap *map);
+
+#endif /* COMMON_SLOTMAP_H */
