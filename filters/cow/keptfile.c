@@ -392,37 +392,47 @@ keptfile_export_page (const struct keptfile *kf, const struct statemap *states,
   }
 }
 
-/* Calls fn (kf, from, to, opaque) for each range [from, to) of the
- * data area (offsets from data_offset) that holds no block of the
- * overlay, stopping at the first that returns -1: unpacked, the blocks
- * that states does not hold allocated; packed, the slots not taken,
- * then whatever the file holds past the last slot taken.
+/* What each_unused_range calls for a range [from, to) of the data
+ * area (offsets from data_offset).
+ */
+typedef int unused_range_fn (struct keptfile *kf, uint64_t from, uint64_t to,
+                             void *opaque);
+
+/* Unpacked: fn for the runs of blocks that states does not hold
+ * allocated.
  */
 static int
-each_unused_range (struct keptfile *kf, const struct statemap *states,
-                   const struct keptslots *slots,
-                   int (*fn) (struct keptfile *, uint64_t, uint64_t, void *),
-                   void *opaque)
+each_unallocated_run (struct keptfile *kf, const struct statemap *states,
+                      unused_range_fn *fn, void *opaque)
 {
   const struct kept_layout *l = &kf->header.layout;
-  uint64_t blocks = keptfile_blocks (kf), b = 0, end, s = 0;
+  uint64_t blocks = keptfile_blocks (kf), b = 0;
+
+  while (b < blocks) {
+    unsigned state;
+    uint64_t end = statemap_run (states, b, blocks, &state);
+    uint64_t to = end * l->block_size;
+
+    if (state != KEPT_ALLOCATED &&
+        fn (kf, b * l->block_size, to < l->base_size ? to : l->base_size,
+            opaque) == -1)
+      return -1;
+    b = end;
+  }
+  return 0;
+}
+
+/* Packed: fn for the runs of slots not taken, then for whatever the
+ * file holds past the last slot taken.
+ */
+static int
+each_free_slot_run (struct keptfile *kf, const struct keptslots *slots,
+                    unused_range_fn *fn, void *opaque)
+{
+  const struct kept_layout *l = &kf->header.layout;
+  uint64_t end = keptslots_end (slots), s = 0;
   struct stat st;
 
-  if (!l->packed) {
-    while (b < blocks) {
-      unsigned state;
-      uint64_t run_end = statemap_run (states, b, blocks, &state);
-      uint64_t to = run_end * l->block_size;
-
-      if (state != KEPT_ALLOCATED &&
-          fn (kf, b * l->block_size, to < l->base_size ? to : l->base_size,
-              opaque) == -1)
-        return -1;
-      b = run_end;
-    }
-    return 0;
-  }
-  end = keptslots_end (slots);
   while (s < end) {
     uint64_t t = s;
 
@@ -430,7 +440,7 @@ each_unused_range (struct keptfile *kf, const struct statemap *states,
       t++;
     if (t > s && fn (kf, s * l->block_size, t * l->block_size, opaque) == -1)
       return -1;
-    s = t + 1;
+    s = t + 1;                  /* t is taken, or the end */
   }
   if (fstat (kf->fd, &st) == -1)
     return fail (kf, false, "fstat: %m");
@@ -439,18 +449,30 @@ each_unused_range (struct keptfile *kf, const struct statemap *states,
   return 0;
 }
 
-/* Cuts the file to length bytes if it is longer (best effort, as
- * punch_run).
+/* Calls fn for each range of the data area that holds no block of the
+ * overlay, stopping at the first that returns -1.
  */
-static void
+static int
+each_unused_range (struct keptfile *kf, const struct statemap *states,
+                   const struct keptslots *slots, unused_range_fn *fn,
+                   void *opaque)
+{
+  if (kf->header.layout.packed)
+    return each_free_slot_run (kf, slots, fn, opaque);
+  return each_unallocated_run (kf, states, fn, opaque);
+}
+
+/* Cuts the file to length bytes if it is longer.  Callers take it as
+ * best effort, as punch_run: a longer file only keeps the space.
+ */
+static int
 shorten (struct keptfile *kf, uint64_t length)
 {
   struct stat st;
 
   if (fstat (kf->fd, &st) == -1 || (uint64_t) st.st_size <= length)
-    return;
-  if (ftruncate (kf->fd, length) == -1)
-    return;                     /* the file only keeps the space */
+    return 0;
+  return ftruncate (kf->fd, length);
 }
 
 static int

@@ -330,20 +330,30 @@ take_slots (struct overlayfile *of, uint64_t offset, uint64_t end)
  * Data.
  */
 
-/* The part of a read that lies in one chunk, or packed in one run of
- * slots.
+/* The piece of [offset, end) from offset on that one system call
+ * moves: the part in one chunk, or packed, one run of slots.  Sets *at
+ * to its offset in the file, or *found to false if (packed) its block
+ * has no slot.
  */
+static uint64_t
+next_piece (const struct overlayfile *of, uint64_t offset, uint64_t end,
+            bool *found, uint64_t *at)
+{
+  *found = true;
+  *at = of->data_offset + offset;
+  if (of->slots)
+    return slot_run (of, offset, end, found, at);
+  return piece_end (of, offset, end);
+}
+
 static int
 read_piece (struct overlayfile *of, char *p, uint64_t offset, uint64_t end,
             uint64_t *stop)
 {
-  bool found = true;
-  uint64_t at = of->data_offset + offset;
+  bool found;
+  uint64_t at;
 
-  if (of->slots)
-    *stop = slot_run (of, offset, end, &found, &at);
-  else
-    *stop = piece_end (of, offset, end);
+  *stop = next_piece (of, offset, end, &found, &at);
   if (!found) {
     memset (p, 0, *stop - offset);
     return 0;
@@ -391,9 +401,9 @@ write_pieces (int fd, const char *buf, uint64_t count, uint64_t at)
   return 0;
 }
 
-/* The part of a write that lies in one chunk, or packed in one run of
- * slots.  Zeros stay allocated: the client did not allow a hole, and
- * later writes into the block should not fail for want of space.
+/* A piece of a write (next_piece; packed, every block has its slot).
+ * Zeros stay allocated: the client did not allow a hole, and later
+ * writes into the block should not fail for want of space.
  */
 static int
 write_piece (struct overlayfile *of, const char *buf, uint64_t offset,
@@ -401,12 +411,9 @@ write_piece (struct overlayfile *of, const char *buf, uint64_t offset,
 {
   int fd = fd_of (of, offset);
   bool found;
-  uint64_t at = of->data_offset + offset, count;
+  uint64_t at, count;
 
-  if (of->slots)
-    *stop = slot_run (of, offset, end, &found, &at);
-  else
-    *stop = piece_end (of, offset, end);
+  *stop = next_piece (of, offset, end, &found, &at);
   count = *stop - offset;
   if (buf == NULL && fallocate (fd, FALLOC_FL_ZERO_RANGE, at, count) == 0)
     return 0;
