@@ -75,6 +75,28 @@ expect_exit 2 "cannot repair: the block states are cut short" \
   "$NBDCOW" check --repair "$ov"
 expect_exit 2 "truncated: shorter than its header says" "$NBDCOW" info "$ov"
 
+# Cut between its states and its data, a file with no block in a slot
+# (only zeroed blocks) lost nothing: --repair extends it, and the
+# filter then serves it.
+start_nbdkit "$tmp/sock" --filter=cow file "$tmp/base" cow-file="$tmp/zeros"
+nbdsh -u "$uri" -c "h.zero(3 * $B, $B); h.flush()"
+stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
+rm -f "$tmp/sock"
+cp "$tmp/zeros" "$ov"
+truncate -s 20000 "$ov"
+expect_exit 2 "$ov: damaged: 20000 bytes long, not $data_offset" \
+  "$NBDCOW" check "$ov"
+expect_exit 0 "$ov: repaired: extended to $data_offset bytes" \
+  "$NBDCOW" check --repair "$ov"
+expect_exit 0 "$ov: no errors found" "$NBDCOW" check "$ov"
+start_nbdkit "$tmp/sock" --filter=cow file "$tmp/base" cow-file="$ov"
+nbdsh -u "$uri" -c "
+assert h.pread($B, 3 * $B) == bytearray($B)
+assert h.pread($B, 4 * $B) == bytearray(open('$tmp/base', 'rb').read()[4 * $B:5 * $B])
+"
+stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
+rm -f "$tmp/sock"
+
 # Format version 2 stores block b at its own offset, 2 bits of state a
 # block, and the file is as long as the base: the value 3 is damage,
 # and a file cut short after its last block in the overlay (block 40)
@@ -100,6 +122,13 @@ expect_exit 0 "no errors found" "$NBDCOW" check "$ov"
 truncate -s $(( data_offset + 40 * B + 100 )) "$ov"
 expect_exit 2 "cannot repair: blocks in the overlay reach past the end" \
   "$NBDCOW" check --repair "$ov"
+cp "$tmp/zeros" "$tmp/v2-zeros"
+"$PYTHON" "$tests/kept_v2.py" "$tmp/v2-zeros"
+cp "$tmp/v2-zeros" "$ov"
+truncate -s 20000 "$ov"
+expect_exit 0 "$ov: repaired: extended to $v2_length bytes" \
+  "$NBDCOW" check --repair "$ov"
+expect_exit 0 "no errors found" "$NBDCOW" check "$ov"
 
 # What a crash leaves is harmless, reported, and tidied by --repair:
 # data written past the last slot.

@@ -221,8 +221,9 @@ note_allocated_end (uint64_t offset, uint64_t length, unsigned state,
 /* A file shorter than its header says: repairable by extending it
  * only if its state area is whole and, unpacked, no allocated block
  * reaches past its end, whose data is gone (packed, such a block is a
- * bad state, counted by the load).  Returns true if the file is (now)
- * long enough.
+ * bad state, counted by the load).  A file cut between its states and
+ * its data, with no block in the overlay, lost nothing.  Returns true
+ * if the file is (now) long enough.
  */
 static bool
 check_length (struct overlay *ov, bool repair)
@@ -242,7 +243,7 @@ check_length (struct overlay *ov, bool repair)
   }
   if (!l->packed)
     overlay_each_run (ov, note_allocated_end, &data_end);
-  if (l->data_offset + data_end > (uint64_t) st.st_size) {
+  if (data_end > 0 && l->data_offset + data_end > (uint64_t) st.st_size) {
     printf ("%s: cannot repair: blocks in the overlay reach past the end "
             "of the file, their data is lost\n", ov->kf.path);
     return false;
