@@ -157,7 +157,11 @@ def power_image():
     successful sync covered (those returned before it started) are on
     disk; of the later ones, each 4K page holds the effect of a random
     number of them, in order, as page writeback may have left it.
-    Sizes change at once (they only change at open, before a sync).
+    Sizes change at once.  The filter sets a file's size at open and at
+    a clean stop, and extends a packed file ahead of its slots as it
+    runs; the entries that name a slot reach the disk only after the
+    data sync that covers the size, so a length lost with the power
+    would leave no entry pointing past the end.
     """
     with open(overlay + '.start', 'rb') as f:
         img = bytearray(f.read())

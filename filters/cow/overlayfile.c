@@ -310,8 +310,9 @@ grow_ahead (struct overlayfile *of)
 }
 
 /* Packed: gives every block of [offset, end) that has none a slot, in
- * order, so that blocks written together lie together.  Requires the
- * write lock.
+ * order, so that blocks written together lie together.  Done before
+ * any byte is written, so that a write that cannot have its slots
+ * fails having written nothing.  Requires the write lock.
  */
 static int
 take_slots (struct overlayfile *of, uint64_t offset, uint64_t end)

@@ -30,13 +30,14 @@ struct copy {
   struct target *t;
   struct progress progress;
   uint64_t piece_blocks;
-  bool packed;                  /* copy_overlay_packed */
+  bool consecutive;             /* copy_overlay_consecutive */
 
   /* Under lock: */
   pthread_mutex_t lock;
   pthread_cond_t finished_cond;
   uint64_t next_block;          /* the cursor */
-  uint64_t next_packed;         /* packed: where the next data block goes */
+  uint64_t next_data;           /* consecutive: where the next data
+                                   block goes */
   unsigned finished;            /* workers that have returned */
   bool failed;                  /* a worker failed: the others stop */
 };
@@ -76,10 +77,10 @@ take_piece (struct copy *c, uint64_t *offset, uint64_t *length,
     *offset = b * l->block_size;
     *length = (to < l->base_size ? to : l->base_size) - *offset;
     *dest = *offset;
-    if (c->packed) {
-      *dest = c->next_packed;
+    if (c->consecutive) {
+      *dest = c->next_data;
       if (*state == KEPT_ALLOCATED)
-        c->next_packed += (end - b) * l->block_size;
+        c->next_data += (end - b) * l->block_size;
     }
     c->next_block = end;
     found = true;
@@ -122,8 +123,8 @@ copy_piece (struct copy *c, unsigned conn, char *buf, uint64_t offset,
   uint32_t block_size = kf->header.layout.block_size;
 
   if (state == KEPT_ZERO)
-    /* Packed, the target's own map says the blocks read zeros. */
-    return c->packed ? 0 : target_zero (c->t, conn, length, dest);
+    /* Consecutive, the target's own map says the blocks read zeros. */
+    return c->consecutive ? 0 : target_zero (c->t, conn, length, dest);
   while (length > 0) {
     uint64_t at, n = keptfile_data_run (kf, &c->ov->slots, offset / block_size,
                                         div_round_up (length, block_size),
@@ -206,16 +207,16 @@ wait_for_workers (struct copy *c, unsigned started)
   pthread_mutex_unlock (&c->lock);
 }
 
-/* copy_overlay, or copy_overlay_packed from data_offset. */
+/* copy_overlay, or copy_overlay_consecutive from data_offset. */
 static int
-copy_pieces (struct overlay *ov, struct target *t, bool packed,
+copy_pieces (struct overlay *ov, struct target *t, bool consecutive,
              uint64_t data_offset, bool progress, const char *what,
              struct copy_totals *totals)
 {
   unsigned n = target_connections (t), started, i;
   uint32_t block_size = ov->kf.header.layout.block_size;
-  struct copy c = { .ov = ov, .t = t, .packed = packed,
-                    .next_packed = data_offset };
+  struct copy c = { .ov = ov, .t = t, .consecutive = consecutive,
+                    .next_data = data_offset };
   struct worker *workers = calloc (n, sizeof *workers);
   int err = 0;
 
@@ -266,9 +267,9 @@ copy_overlay (struct overlay *ov, struct target *t, bool progress,
 }
 
 int
-copy_overlay_packed (struct overlay *ov, struct target *t,
-                     uint64_t data_offset, bool progress, const char *what,
-                     struct copy_totals *totals)
+copy_overlay_consecutive (struct overlay *ov, struct target *t,
+                          uint64_t data_offset, bool progress,
+                          const char *what, struct copy_totals *totals)
 {
   return copy_pieces (ov, t, true, data_offset, progress, what, totals);
 }

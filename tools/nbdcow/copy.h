@@ -30,13 +30,13 @@ extern int copy_overlay (struct overlay *ov, struct target *t,
                          bool progress, const char *what,
                          struct copy_totals *totals);
 
-/* The same, packed (qcow2.h): the data blocks go one after another
- * from data_offset in t, in the order of their offsets, and zero blocks
+/* The same, but the data blocks go one after another from data_offset
+ * in t (qcow2.h), in the order of their offsets, and zero blocks
  * nowhere, the target's own map saying that they read zeros.
  */
-extern int copy_overlay_packed (struct overlay *ov, struct target *t,
-                                uint64_t data_offset, bool progress,
-                                const char *what,
-                                struct copy_totals *totals);
+extern int copy_overlay_consecutive (struct overlay *ov, struct target *t,
+                                     uint64_t data_offset, bool progress,
+                                     const char *what,
+                                     struct copy_totals *totals);
 
 #endif /* NBDCOW_COPY_H */

@@ -214,7 +214,8 @@ write_qcow2 (struct overlay *ov, const struct qcow2_layout *q,
   t = target_open_fd (o->path, o->fd, connections);
   if (t == NULL)
     return -1;
-  r = copy_overlay_packed (ov, t, q->data_offset, progress, "export", totals);
+  r = copy_overlay_consecutive (ov, t, q->data_offset, progress, "export",
+                                totals);
   target_close (t);
   if (r == -1 || qcow2_write_header (q, o->fd, o->path, base) == -1)
     return -1;

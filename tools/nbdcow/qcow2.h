@@ -8,7 +8,8 @@
  *   the header (with the backing file's format and name),
  *   the refcount table, the refcount blocks,
  *   the L1 table, the L2 tables of the ranges the overlay touches,
- *   the overlay's data blocks, packed in the order of their offsets.
+ *   the overlay's data blocks, one after another in the order of
+ *   their offsets.
  * So every refcount is 1, every L1 and L2 entry carries the COPIED
  * flag, and a data block's place in the file is its rank among the
  * data blocks times the block size.  Clusters are the overlay's block
