@@ -3,8 +3,10 @@
 # (nbdkit's delay filter below ours, 10 ms a read: at 1 ms the windows
 # in which a copy-up can race a write are too short for the client to
 # hit often), with cow-on-read off, on, and switched by path while
-# running, for block sizes 4K, 64K and 1M: 8 connections x depth 32 of
-# random requests, every read checked against the model.
+# running, for block sizes 4K, 64K and 1M, and a kept overlay (cow-file,
+# its one file under the default 8 stripes of write locks) over the
+# fast base: 8 connections x depth 32 of random requests, every read
+# checked against the model.
 # TORTURE_SECONDS sets each run's length (make check-stress sets it).
 # Instrumented, the 64K blocks are left out: starting nbdkit dominates.
 . "$abs_top_srcdir/tests/functions.sh"
@@ -15,8 +17,12 @@ echo "TORTURE_SECONDS=$seconds"
 
 run ()
 {
-  base_kind=$1 cow_on_read=$2 block_size=$3
-  delay_filter=() delay_args=()
+  base_kind=$1 cow_on_read=$2 block_size=$3 overlay=${4:-throw-away}
+  delay_filter=() delay_args=() kept_args=()
+  if [ "$overlay" = kept ]; then
+    rm -f "$tmp/kept"
+    kept_args=(cow-file="$tmp/kept")
+  fi
   if [ "$base_kind" = slow ]; then
     delay_filter=(--filter=delay) delay_args=(delay-read=10ms)
   fi
@@ -26,9 +32,10 @@ run ()
     ( while :; do touch "$cor"; sleep 0.2; rm -f "$cor"; sleep 0.2; done ) &
     toggler=$!
   fi
-  echo "== $base_kind base, cow-on-read=$cow_on_read, cow-block-size=$block_size"
+  echo "== $base_kind base, cow-on-read=$cow_on_read, cow-block-size=$block_size, $overlay"
   "$NBDKIT" -U - --filter=cow "${delay_filter[@]}" file "$tmp/base" "${delay_args[@]}" \
     cow-block-size="$block_size" cow-on-read="$cor" cow-on-cache=true \
+    "${kept_args[@]}" \
     --run "'$abs_top_builddir/tests/torture' -Q -t $seconds -b $block_size \
            ${TORTURE_ARGS:-} '$tmp/base' \"\$uri\"" || fail "torture failed"
   if [ "$cow_on_read" = switched ]; then
@@ -45,4 +52,7 @@ for base_kind in fast slow; do
       run "$base_kind" "$cow_on_read" "$block_size"
     done
   done
+done
+for block_size in $block_sizes; do
+  run fast false "$block_size" kept
 done

@@ -527,15 +527,21 @@ blk_alloc (uint32_t block_size)
   return blk;
 }
 
+/* The chunks of the stripes: STRIPE_CHUNK, or one block if larger. */
+static unsigned
+chunk_shift_of (uint32_t block_size)
+{
+  return log_2_bits (block_size > STRIPE_CHUNK ? block_size : STRIPE_CHUNK);
+}
+
 struct blk *
 blk_new (uint32_t block_size, const char *tmpdir, unsigned stripes)
 {
-  unsigned chunk_shift = log_2_bits (block_size > STRIPE_CHUNK ? block_size
-                                     : STRIPE_CHUNK);
   struct blk *blk = blk_alloc (block_size);
 
   if (blk &&
-      overlayfile_new_temp (&blk->file, tmpdir, stripes, chunk_shift) == -1) {
+      overlayfile_new_temp (&blk->file, tmpdir, stripes,
+                            chunk_shift_of (block_size)) == -1) {
     blk_free (blk);
     return NULL;
   }
@@ -571,7 +577,8 @@ check_kept_header (const struct keptfile *kf, uint32_t block_size,
 }
 
 struct blk *
-blk_new_kept (uint32_t block_size, const char *path, const char *name)
+blk_new_kept (uint32_t block_size, const char *path, const char *name,
+              unsigned stripes)
 {
   struct keptfile *kf;
   struct blk *blk;
@@ -602,7 +609,8 @@ blk_new_kept (uint32_t block_size, const char *path, const char *name)
     return NULL;
   }
   blk->kept = kf;
-  if (overlayfile_new_fd (&blk->file, kf->fd) == -1) {
+  if (overlayfile_new_fd (&blk->file, kf->fd, stripes,
+                          chunk_shift_of (block_size)) == -1) {
     blk_free (blk);
     return NULL;
   }
@@ -1454,7 +1462,7 @@ blk_get_stats (struct blk *blk, struct blk_stats *stats)
 
   memset (stats, 0, sizeof *stats);
   stats->block_size = blk->block_size;
-  stats->stripes = blk->file.nr_stripes;
+  stats->files = overlayfile_files (&blk->file);
   if (size_is_known (blk))
     count_states (blk, stats->blocks);
   stats->overlay_bytes = overlayfile_bytes (&blk->file);

@@ -51,12 +51,13 @@ extern struct blk *blk_new (uint32_t block_size, const char *tmpdir,
                             unsigned stripes);
 
 /* Opens the kept overlay at path for export name, creating path if it
- * is missing, and locks it against other processes.  An existing file
+ * is missing, and locks it against other processes; its one file is
+ * striped over stripes write locks.  An existing file
  * must be an overlay for this block size and name (its base size is
  * checked by blk_set_size).  Returns NULL after nbdkit_error.
  */
 extern struct blk *blk_new_kept (uint32_t block_size, const char *path,
-                                 const char *name);
+                                 const char *name, unsigned stripes);
 
 /* Limits the disk space the overlay takes to bytes (cow-max-size): a
  * request that needs more fails with ENOSPC and changes nothing.  Call
@@ -129,7 +130,7 @@ extern const char *blk_lock_name (enum blk_lock lock);
 struct blk_stats {
   uint64_t block_size;
   uint64_t blocks[3];           /* blocks in each enum blk_state */
-  unsigned stripes;             /* files of the overlay */
+  unsigned files;               /* files of the overlay */
   uint64_t overlay_bytes;       /* disk space the overlay's files take */
   /* Blocks copied up from the base: by cow-on-read, by cow-on-cache,
    * and read to complete a partial write (read-modify-write).

@@ -42,7 +42,6 @@ static char *stats_path;                    /* cow-stats, absolute, or NULL */
 static uint64_t max_size = UINT64_MAX;      /* cow-max-size, or none */
 static const char *max_size_arg;            /* as given, for messages */
 static unsigned stripes = DEFAULT_STRIPES;  /* cow-stripes */
-static const char *stripes_arg;             /* as given, or NULL */
 
 /* cow-on-read: off, on, or on while cow_on_read_path exists. */
 static enum { COW_ON_READ_OFF, COW_ON_READ_ON, COW_ON_READ_PATH } cow_on_read;
@@ -122,7 +121,6 @@ parse_stripes (const char *value)
     return -1;
   }
   stripes = r;
-  stripes_arg = value;          /* argv outlives the server */
   return 0;
 }
 
@@ -200,14 +198,6 @@ cow_config_complete (nbdkit_next_config_complete *next, nbdkit_backend *nxdata)
                   "(cow-block-size=%" PRIu32 ")", max_size_arg, block_size);
     return -1;
   }
-  /* A kept overlay's format and its crash argument are about one file
-   * (docs/overlay-format.md).
-   */
-  if (cow_file && stripes_arg && stripes != 1) {
-    nbdkit_error ("cow-stripes=%s: a kept overlay (cow-file=) is one file",
-                  stripes_arg);
-    return -1;
-  }
   return next (nxdata);
 }
 
@@ -218,7 +208,8 @@ cow_config_complete (nbdkit_next_config_complete *next, nbdkit_backend *nxdata)
   "cow-on-cache=<BOOL>   Copy cache (prefetch) requests to the overlay.\n" \
   "cow-on-read=<BOOL>|/PATH  Copy reads to the overlay (while PATH exists).\n" \
   "cow-stats=<FILE>      Write statistics to FILE every second and at exit.\n" \
-  "cow-stripes=<N>       Stripe a throw-away overlay across N files (default 8)."
+  "cow-stripes=<N>       Stripe the overlay over N write locks (default 8),\n" \
+  "                      and a throw-away one over N files."
 
 /* The kept overlay file of an export: PATH for the default export "",
  * PATH.NAME for the others, NAME with every byte but [A-Za-z0-9_-]
@@ -273,7 +264,7 @@ new_blk (const char *exportname)
       nbdkit_error ("cow: %m");
       return NULL;
     }
-    blk = blk_new_kept (block_size, path, exportname);
+    blk = blk_new_kept (block_size, path, exportname, stripes);
     free (path);
   }
   if (blk)

@@ -52,7 +52,7 @@ static const char zero_buf[WRITE_PIECE];
  */
 static int
 new_stripes (struct overlayfile *of, unsigned nr_stripes,
-             unsigned chunk_shift, bool owns_fds)
+             unsigned chunk_shift, bool one_file)
 {
   unsigned i;
 
@@ -69,8 +69,15 @@ new_stripes (struct overlayfile *of, unsigned nr_stripes,
   of->chunk_shift = nr_stripes > 1 ? chunk_shift : ONE_CHUNK_SHIFT;
   of->data_offset = 0;
   of->slots = NULL;
-  of->owns_fds = owns_fds;
+  of->one_file = one_file;
+  pthread_mutex_init (&of->slot_lock, NULL);
   return 0;
+}
+
+unsigned
+overlayfile_files (const struct overlayfile *of)
+{
+  return of->one_file ? 1 : of->nr_stripes;
 }
 
 /* A new temporary file in tmpdir, or -1 after nbdkit_error.  No
@@ -108,7 +115,7 @@ overlayfile_new_temp (struct overlayfile *of, const char *tmpdir,
 {
   unsigned i;
 
-  if (new_stripes (of, nr_stripes, chunk_shift, true) == -1)
+  if (new_stripes (of, nr_stripes, chunk_shift, false) == -1)
     return -1;
   for (i = 0; i < nr_stripes; ++i) {
     of->stripes[i].fd = temp_file (tmpdir);
@@ -121,11 +128,15 @@ overlayfile_new_temp (struct overlayfile *of, const char *tmpdir,
 }
 
 int
-overlayfile_new_fd (struct overlayfile *of, int fd)
+overlayfile_new_fd (struct overlayfile *of, int fd, unsigned nr_stripes,
+                    unsigned chunk_shift)
 {
-  if (new_stripes (of, 1, ONE_CHUNK_SHIFT, false) == -1)
+  unsigned i;
+
+  if (new_stripes (of, nr_stripes, chunk_shift, true) == -1)
     return -1;
-  of->stripes[0].fd = fd;
+  for (i = 0; i < nr_stripes; ++i)
+    of->stripes[i].fd = fd;
   posix_fadvise (fd, 0, 0, POSIX_FADV_RANDOM);
   return 0;
 }
@@ -151,10 +162,11 @@ overlayfile_close (struct overlayfile *of)
   unsigned i;
 
   for (i = 0; i < of->nr_stripes; ++i) {
-    if (of->owns_fds && of->stripes[i].fd >= 0)
+    if (!of->one_file && of->stripes[i].fd >= 0)
       close (of->stripes[i].fd);
     pthread_mutex_destroy (&of->stripes[i].write_lock);
   }
+  pthread_mutex_destroy (&of->slot_lock);
   free (of->stripes);
   of->stripes = NULL;
   of->nr_stripes = 0;
@@ -165,7 +177,7 @@ overlayfile_extend (struct overlayfile *of, uint64_t size)
 {
   unsigned i;
 
-  for (i = 0; i < of->nr_stripes; ++i)
+  for (i = 0; i < overlayfile_files (of); ++i)
     if (ftruncate (of->stripes[i].fd, of->data_offset + size) == -1)
       nbdkit_debug ("cow: overlay not sized to %" PRIu64 " bytes: %m", size);
 }
@@ -292,7 +304,8 @@ slot_run (const struct overlayfile *of, uint64_t offset, uint64_t end,
 /* Packed: extends the file, sparsely, past its last slot taken, so
  * that the writes of the next GROW_BYTES of new slots leave its length
  * alone.  Best effort: a write past the end extends the file anyway.
- * Requires the write lock.
+ * The length only grows, to past every slot taken, so it never cuts
+ * off a write of another stripe.  Requires slot_lock.
  */
 static void
 grow_ahead (struct overlayfile *of)
@@ -312,19 +325,29 @@ grow_ahead (struct overlayfile *of)
 /* Packed: gives every block of [offset, end) that has none a slot, in
  * order, so that blocks written together lie together.  Done before
  * any byte is written, so that a write that cannot have its slots
- * fails having written nothing.  Requires the write lock.
+ * fails having written nothing.  Requires the write locks of the
+ * range (so no other thread changes these blocks' slots) and takes
+ * slot_lock only if a block has no slot.
  */
 static int
 take_slots (struct overlayfile *of, uint64_t offset, uint64_t end)
 {
-  uint64_t b, last = (end - 1) >> of->block_shift, slot;
+  uint64_t b = offset >> of->block_shift, last = (end - 1) >> of->block_shift;
+  uint64_t slot;
+  int r = 0;
 
-  for (b = offset >> of->block_shift; b <= last; ++b)
-    if (!keptslots_get (of->slots, b, &slot) &&
-        keptslots_take (of->slots, b, &slot) == -1)
-      return -1;
-  grow_ahead (of);
-  return 0;
+  while (b <= last && keptslots_get (of->slots, b, &slot))
+    ++b;
+  if (b > last)
+    return 0;
+  pthread_mutex_lock (&of->slot_lock);
+  for (; b <= last && r == 0; ++b)
+    if (!keptslots_get (of->slots, b, &slot))
+      r = keptslots_take (of->slots, b, &slot);
+  if (r == 0)
+    grow_ahead (of);
+  pthread_mutex_unlock (&of->slot_lock);
+  return r;
 }
 
 /*----------------------------------------------------------------------
@@ -444,7 +467,7 @@ overlayfile_write_locked (struct overlayfile *of, const void *buf,
   return 0;
 }
 
-/* Punches [from, to) of stripe s's file under its write lock. */
+/* Punches [from, to) of stripe s's own file under its write lock. */
 static int
 punch_stripe (struct overlayfile *of, unsigned s, uint64_t from, uint64_t to,
               uint64_t *waited)
@@ -460,40 +483,60 @@ punch_stripe (struct overlayfile *of, unsigned s, uint64_t from, uint64_t to,
 }
 
 /* Packed: punches the slots of the blocks of [offset, end), a run of
- * slots at a time, and retires them.  Under the write lock.
+ * slots at a time, and retires them.  Requires the write locks of the
+ * range.
  */
 static int
-punch_slots (struct overlayfile *of, uint64_t offset, uint64_t end,
-             uint64_t *waited)
+punch_slots (struct overlayfile *of, uint64_t offset, uint64_t end)
 {
-  struct overlayfile_stripe *stripe = &of->stripes[0];
   uint64_t at, stop, b, block_size = UINT64_C (1) << of->block_shift;
   int r = 0, saved_errno = 0;
   bool found;
 
-  *waited += timed_lock (&stripe->write_lock);
   for (; offset < end; offset = stop) {
     stop = slot_run (of, offset, end, &found, &at);
     if (!found)
       continue;
     /* Whole slots: the disk's short last block has a whole one too. */
-    if (fallocate (stripe->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+    if (fallocate (of->stripes[0].fd,
+                   FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
                    at, div_round_up (stop - offset, block_size) * block_size)
         == -1) {
       r = -1;
       saved_errno = errno;
     }
+    pthread_mutex_lock (&of->slot_lock);
     for (b = offset >> of->block_shift; b << of->block_shift < stop; ++b)
       keptslots_retire (of->slots, b);
+    pthread_mutex_unlock (&of->slot_lock);
   }
-  pthread_mutex_unlock (&stripe->write_lock);
   errno = saved_errno;
   return r;
 }
 
-/* Each file is punched once, from the first of its chunks in the range
- * to the last: the other stripes' chunks in between are holes in it
- * already.
+/* A kept overlay: its one file is punched once, under the write locks
+ * of every stripe in the range, since the range holds their chunks.
+ */
+static int
+punch_one_file (struct overlayfile *of, uint64_t offset, uint64_t end,
+                uint64_t *waited)
+{
+  int r;
+
+  *waited += overlayfile_lock (of, offset, end - offset);
+  if (of->slots)
+    r = punch_slots (of, offset, end);
+  else
+    r = fallocate (of->stripes[0].fd,
+                   FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                   of->data_offset + offset, end - offset);
+  overlayfile_unlock (of, offset, end - offset);
+  return r;
+}
+
+/* Throw-away, each file is punched once, from the first of its chunks
+ * in the range to the last: the other stripes' chunks in between are
+ * holes in it already.
  */
 int
 overlayfile_punch (struct overlayfile *of, uint64_t count, uint64_t offset,
@@ -504,8 +547,8 @@ overlayfile_punch (struct overlayfile *of, uint64_t count, uint64_t offset,
   unsigned n = of->nr_stripes, s;
   int r = 0, saved_errno = 0;
 
-  if (of->slots)
-    return punch_slots (of, offset, end, waited);
+  if (of->one_file)
+    return punch_one_file (of, offset, end, waited);
   for (s = 0; s < n; ++s) {
     uint64_t first, last, from, to;
 
@@ -531,7 +574,7 @@ overlayfile_bytes (struct overlayfile *of)
   struct stat st;
   unsigned i;
 
-  for (i = 0; i < of->nr_stripes; ++i)
+  for (i = 0; i < overlayfile_files (of); ++i)
     if (fstat (of->stripes[i].fd, &st) == 0)
       bytes += (uint64_t) st.st_blocks * 512;
   return bytes;

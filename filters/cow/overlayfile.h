@@ -1,16 +1,18 @@
 /* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
 
 /* The overlay's data on disk: the one file of a kept overlay, or the
- * files of a throw-away overlay striped across several, so that writes
- * to different stripes meet neither one lock nor one inode
- * (docs/performance.md, section 16).  Disk byte x lives at byte
- * data_offset + x of the file of its stripe: the disk is cut into
+ * files of a throw-away overlay, one per stripe.  The disk is cut into
  * chunks of 2^chunk_shift bytes, and chunk c belongs to stripe
- * c mod nr_stripes.  In a file, the chunks of the other stripes are
- * holes that nothing writes.
+ * c mod nr_stripes, whose write lock covers it, so that writes to
+ * different stripes do not wait for one lock (docs/performance.md,
+ * sections 16 and 27).  Throw-away, each stripe has its own file, so
+ * they meet no inode either: disk byte x lives at byte x of its
+ * stripe's file, and the chunks of the other stripes are holes that
+ * nothing writes.  Kept, every stripe writes the one file, disk byte x
+ * at byte data_offset + x (format versions 1 and 2).
  *
- * A packed kept overlay (format version 3, overlayfile_use_slots) has
- * one file and keeps block b in a slot of it instead, at data_offset +
+ * A packed kept overlay (format version 3, overlayfile_use_slots)
+ * keeps block b in a slot of its file instead, at data_offset +
  * slot * block size (keptslots.h): a block written for the first time
  * takes the lowest free slot, a block punched whole gives its slot up
  * (retired: not taken again while the file stays open).  Reads find a
@@ -18,14 +20,18 @@
  * extended ahead of its slots, sparsely, 64 MiB at a time.
  *
  * Each stripe has a write lock (docs/design.md): held over every
- * system call that writes or punches its file, and by the block layer
- * over the state lookups that must not race them.  A caller holding
- * the locks of a range takes them with overlayfile_lock, in ascending
- * stripe order, and nothing else is taken inside them but state_lock.
+ * system call that writes or punches in its chunks, and by the block
+ * layer over the state lookups that must not race them.  A caller
+ * holding the locks of a range takes them with overlayfile_lock, in
+ * ascending stripe order, and nothing else is taken inside them but
+ * state_lock and, packed, slot_lock.  slot_lock is held over every
+ * change of the slots (taking, retiring) and the file's growth; a
+ * block's slot changes only under its stripe's write lock as well.
  *
  * Reads and writes of a range touching several chunks are split at
- * chunk boundaries, one system call or more per chunk.  nbdkit_error
- * reports each failure, naming the disk offset.
+ * chunk boundaries (packed, at runs of consecutive slots), one system
+ * call or more per piece.  nbdkit_error reports each failure, naming
+ * the disk offset.
  */
 
 #ifndef COW_OVERLAYFILE_H
@@ -54,7 +60,8 @@ struct overlayfile {
   struct keptslots *slots;
   unsigned block_shift;         /* if packed */
   uint64_t sized_slots;         /* packed: slots the file's length spans */
-  bool owns_fds;                /* close them in overlayfile_close */
+  bool one_file;                /* kept: the stripes share the caller's fd */
+  pthread_mutex_t slot_lock;    /* packed: changes of slots, growth */
   struct overlayfile_stripe *stripes;
 };
 
@@ -65,10 +72,12 @@ struct overlayfile {
 extern int overlayfile_new_temp (struct overlayfile *of, const char *tmpdir,
                                  unsigned nr_stripes, unsigned chunk_shift);
 
-/* One stripe over fd, which stays the caller's (a kept overlay's).
- * Returns 0, or -1 after nbdkit_error.
+/* nr_stripes stripes, chunks of 2^chunk_shift bytes, over the one file
+ * fd, which stays the caller's (a kept overlay's).  Returns 0, or -1
+ * after nbdkit_error.
  */
-extern int overlayfile_new_fd (struct overlayfile *of, int fd);
+extern int overlayfile_new_fd (struct overlayfile *of, int fd,
+                               unsigned nr_stripes, unsigned chunk_shift);
 
 /* Packs the one file of overlayfile_new_fd from now on: slot s at
  * data_offset + (s << block_shift).  Before any I/O.
@@ -79,6 +88,11 @@ extern void overlayfile_use_slots (struct overlayfile *of,
                                    unsigned block_shift);
 
 extern void overlayfile_close (struct overlayfile *of);
+
+/* The files: one for a kept overlay, one per stripe otherwise.  Stripe
+ * i < overlayfile_files holds file i.
+ */
+extern unsigned overlayfile_files (const struct overlayfile *of);
 
 /* Extends every file to data_offset + size bytes, sparsely.  A
  * filesystem that cannot hold that size leaves the files short, and
@@ -112,8 +126,9 @@ extern int overlayfile_write_locked (struct overlayfile *of, const void *buf,
                                      int *err);
 
 /* Deallocates [offset, offset+count), which then reads as zeros,
- * taking each stripe's write lock in turn and adding the time waited
- * for them to *waited.  Packed, the range is whole blocks (the disk's
+ * under the write locks of its stripes (each file in turn, throw-away;
+ * kept, the range's together) and adding the time waited for them to
+ * *waited.  Packed, the range is whole blocks (the disk's
  * last one may be short), whose slots are given up.  Returns 0, or -1
  * with errno set if a file could not be punched.
  */

@@ -38,7 +38,7 @@ write_export (FILE *fp, const struct export_stats *e)
            ", \"bytes\": %" PRIu64 " },\n"
            "      \"space\": { \"max\": ",
            b->block_size, b->blocks[BLK_NOT_ALLOCATED],
-           b->blocks[BLK_ALLOCATED], b->blocks[BLK_ZERO], b->stripes,
+           b->blocks[BLK_ALLOCATED], b->blocks[BLK_ZERO], b->files,
            b->overlay_bytes,
            b->copy_ups_read, b->copy_ups_cache, b->copy_ups_rmw,
            b->base_reads, b->base_read_bytes);
