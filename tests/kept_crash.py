@@ -65,6 +65,28 @@ def fail(msg):
     sys.exit('FAIL: ' + msg)
 
 
+def connect(p):
+    """A handle connected to p, the nbdkit of start().  nbdkit creates
+    its socket before it listens, so a refused connection is tried
+    again while it runs.  If it has exited, says how, with the end of
+    what it printed, and raises nbd.Error."""
+    for _ in range(100):
+        h = nbd.NBD()
+        try:
+            h.connect_unix(sock)
+            return h
+        except nbd.Error:
+            if p.poll() is not None:
+                if p.returncode != -signal.SIGKILL:
+                    with open(overlay + '.err', errors='replace') as f:
+                        print('nbdkit exited with status %d:\n%s' %
+                              (p.returncode, ''.join(f.readlines()[-10:])),
+                              file=sys.stderr)
+                raise
+            time.sleep(0.05)
+    fail('nbdkit refused connections for 5 s')
+
+
 def verify(h):
     chunk = 256
     for u in range(units):
@@ -205,9 +227,8 @@ if power_shim and not os.path.exists(overlay):
     p.wait()
 for r in range(rounds):
     p = start(logged=power_shim is not None)
-    h = nbd.NBD()
     try:
-        h.connect_unix(sock)
+        h = connect(p)
     except nbd.Error:
         # The shim may cut the power at a sync of nbdkit's start too
         # (opening the overlay marks it in use): a crash like any other.
@@ -292,8 +313,7 @@ for r in range(rounds):
     del h
 
 p = start()
-h = nbd.NBD()
-h.connect_unix(sock)
+h = connect(p)
 r = rounds
 verify(h)
 h.shutdown()
