@@ -23,6 +23,7 @@
 #include "fullio.h"
 #include "iszero.h"
 #include "keptfile.h"
+#include "punch.h"
 
 /* State pages read or written per system call (and per round of a
  * flush): 1 MiB.
@@ -478,10 +479,8 @@ shorten (struct keptfile *kf, uint64_t length)
 static int
 punch_run (struct keptfile *kf, uint64_t from, uint64_t to, void *opaque)
 {
-  off_t at = kf->header.layout.data_offset + from;
-
   /* Best effort: a filesystem without holes only keeps the space. */
-  fallocate (kf->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, at, to - from);
+  punch_hole (kf->fd, kf->header.layout.data_offset + from, to - from);
   return 0;
 }
 

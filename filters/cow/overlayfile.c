@@ -23,6 +23,7 @@
 #include "fullio.h"
 #include "keptslots.h"
 #include "overlayfile.h"
+#include "punch.h"
 #include "timedlock.h"
 
 /* Every pwrite into the overlay ends on a multiple of this many bytes
@@ -476,8 +477,7 @@ punch_stripe (struct overlayfile *of, unsigned s, uint64_t from, uint64_t to,
   int r;
 
   *waited += timed_lock (&stripe->write_lock);
-  r = fallocate (stripe->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-                 of->data_offset + from, to - from);
+  r = punch_hole (stripe->fd, of->data_offset + from, to - from);
   pthread_mutex_unlock (&stripe->write_lock);
   return r;
 }
@@ -498,9 +498,8 @@ punch_slots (struct overlayfile *of, uint64_t offset, uint64_t end)
     if (!found)
       continue;
     /* Whole slots: the disk's short last block has a whole one too. */
-    if (fallocate (of->stripes[0].fd,
-                   FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-                   at, div_round_up (stop - offset, block_size) * block_size)
+    if (punch_hole (of->stripes[0].fd, at,
+                    div_round_up (stop - offset, block_size) * block_size)
         == -1) {
       r = -1;
       saved_errno = errno;
@@ -527,9 +526,8 @@ punch_one_file (struct overlayfile *of, uint64_t offset, uint64_t end,
   if (of->slots)
     r = punch_slots (of, offset, end);
   else
-    r = fallocate (of->stripes[0].fd,
-                   FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-                   of->data_offset + offset, end - offset);
+    r = punch_hole (of->stripes[0].fd, of->data_offset + offset,
+                    end - offset);
   overlayfile_unlock (of, offset, end - offset);
   return r;
 }

@@ -16,6 +16,7 @@
 
 #include "fullio.h"
 #include "nbdcow.h"
+#include "punch.h"
 #include "target.h"
 
 /* Writes of zeros where a target cannot zero ranges, a piece at a time. */
@@ -268,8 +269,7 @@ write_zeros (struct target *t, unsigned conn, uint64_t count, uint64_t offset)
 static int
 zero_file (struct target *t, unsigned conn, uint64_t count, uint64_t offset)
 {
-  if (fallocate (t->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-                 offset, count) == 0 ||
+  if (punch_hole (t->fd, offset, count) == 0 ||
       fallocate (t->fd, FALLOC_FL_ZERO_RANGE, offset, count) == 0)
     return 0;
   return write_zeros (t, conn, count, offset);
