@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "fullio.h"
+#include "iszero.h"
 #include "punch.h"
 
 #define FILE_BYTES (1024 * 1024)
@@ -40,7 +41,7 @@ main (void)
 {
   const char *dir = getenv ("TMPDIR") ? getenv ("TMPDIR") : "/var/tmp";
   char template[4096];
-  static char data[FILE_BYTES], back[FILE_BYTES], zeros[HOLE_BYTES];
+  static char data[FILE_BYTES], back[FILE_BYTES];
   struct stat st;
   long long before;
   int fd;
@@ -78,7 +79,7 @@ main (void)
   }
   if (pread_full (fd, back, sizeof back, 0) == -1)
     fail ("pread_full");
-  if (memcmp (back + HOLE_AT, zeros, HOLE_BYTES) != 0) {
+  if (!is_zero (back + HOLE_AT, HOLE_BYTES)) {
     fprintf (stderr, "the punched range does not read as zeros\n");
     exit (EXIT_FAILURE);
   }
