@@ -4,7 +4,8 @@
 # written appears (tests/kept_crash.py has the model).
 . "$abs_top_srcdir/tests/functions.sh"
 
-make_base "$tmp/base" $((2 * 1024 * 1024))
+# One 1 MiB chunk for each of the 8 write locks (cow-stripes=8).
+make_base "$tmp/base" $((8 * 1024 * 1024))
 default_rounds=$(rounds 30 10)
 /usr/bin/python3 "$abs_top_srcdir/tests/kept_crash.py" "$NBDKIT" \
   "$tmp/base" "$tmp/ov" "$tmp/sock" "${KEPT_CRASH_ROUNDS:-$default_rounds}" "$RANDOM" ||
