@@ -7,13 +7,20 @@
 # its one file under the default 8 stripes of write locks) over the
 # fast base: 8 connections x depth 32 of random requests, every read
 # checked against the model.
-# TORTURE_SECONDS sets each run's length (make check-stress sets it).
+# TORTURE_SECONDS sets each run's length, TORTURE_TOTAL_SECONDS all
+# runs' together (make check-stress sets it).
 # Instrumented, the 64K blocks are left out: starting nbdkit dominates.
 . "$abs_top_srcdir/tests/functions.sh"
 
+block_sizes="4096 65536 1048576"
+! instrumented || block_sizes="4096 1048576"
+# Per block size: 2 bases x 3 kinds of cow-on-read, and the kept overlay.
+configurations=$(( 7 * $(wc -w <<< "$block_sizes") ))
 seconds=${TORTURE_SECONDS:-2}
+[ -z "${TORTURE_TOTAL_SECONDS:-}" ] ||
+  seconds=$(( TORTURE_TOTAL_SECONDS / configurations ))
 make_base "$tmp/base" $(( 16 * 1024 * 1024 + 777 ))
-echo "TORTURE_SECONDS=$seconds"
+echo "TORTURE_SECONDS=$seconds ($configurations configurations)"
 
 run ()
 {
@@ -44,8 +51,6 @@ run ()
   fi
 }
 
-block_sizes="4096 65536 1048576"
-! instrumented || block_sizes="4096 1048576"
 for base_kind in fast slow; do
   for cow_on_read in false true switched; do
     for block_size in $block_sizes; do
