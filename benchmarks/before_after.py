@@ -38,6 +38,8 @@ CASES = [
      "randread", "4k", 4),
     ("64K sequential write, 4 jobs", MEMORY_BASE, False, "64K", "write",
      "64k", 4),
+    ("64K sequential write, 8 jobs, 1M blocks", MEMORY_BASE, False, "1M",
+     "write", "64k", 8),
     ("1M sequential write, 1 job", MEMORY_BASE, False, "64K", "write",
      "1m", 1),
     ("1M sequential write, 8 jobs, 1M blocks", MEMORY_BASE, False, "1M",

@@ -1115,8 +1115,9 @@ base_reads_zeros (struct blk *blk, const struct blk_base *base, uint64_t b)
  * content is all zeros.  A block over a part of the base that is known
  * to read as zeros (a hole of a sparse image) is not read at all: the
  * first write into each such block would otherwise fetch a whole block
- * of zeros, up to 1M of them, only to find they are zeros.  Requires
- * the rmw lock of b.
+ * of zeros, up to 1M of them, only to find they are zeros.  Nor are
+ * zeros written into data for it: with *zero_rest, write_block reads
+ * only the bytes of [offset, end).  Requires the rmw lock of b.
  */
 static int
 rmw_fill (struct blk *blk, const struct blk_base *base, enum blk_state state,
@@ -1133,10 +1134,8 @@ rmw_fill (struct blk *blk, const struct blk_base *base, enum blk_state state,
     stat_add (blk, COPY_UPS_RMW, 1);
     *zero_rest = is_zero (data, len);
   }
-  else {
-    memset (data, 0, len);
+  else
     *zero_rest = true;
-  }
   if (buf != NULL)
     memcpy (data + (from - start), buf + (from - offset), to - from);
   else
@@ -1150,8 +1149,8 @@ is_partial (const struct blk *blk, uint64_t b, uint64_t offset, uint64_t end)
   return offset > blk_start (blk, b) || end < blk_end (blk, b);
 }
 
-/* Writes partial block b, whose new content rmw_fill built in data,
- * into the overlay.  If the rest of the block is zeros, the block is
+/* Writes partial block b, whose new content rmw_fill built in data
+ * (with zero_rest, only the bytes of [offset, end)), into the overlay.  If the rest of the block is zeros, the block is
  * zeroed in the overlay (overlay_write_locked of zeros:
  * FALLOC_FL_ZERO_RANGE, which allocates the space without writing it,
  * where the filesystem has it) and only the bytes of [offset, end) are
