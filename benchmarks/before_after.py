@@ -17,11 +17,11 @@
 # overlays.  A relative path in them lands in the scratch directory,
 # which is emptied after every measurement.
 
-import argparse
 import os
 import statistics
 
-from bench import DATA_BASE, MEMORY_BASE, SLOW_READ, Bench, progress
+from bench import (DATA_BASE, MEMORY_BASE, SLOW_READ, progress,
+                   side_bench, side_parser)
 
 # Parameters of --after-args whose relative paths go to the scratch dir.
 PATH_PARAMS = ("cow-file", "cow-stats")
@@ -75,21 +75,15 @@ def order(rnd):
 
 
 def main():
-    ap = argparse.ArgumentParser()
+    ap = side_parser(rounds=4, runtime=4)
     ap.add_argument("--before", required=True)
     ap.add_argument("--after", required=True)
-    ap.add_argument("--work", required=True)
-    ap.add_argument("--rounds", type=int, default=4)
-    ap.add_argument("--runtime", type=int, default=4)
     ap.add_argument("--before-args", default="")
     ap.add_argument("--after-args", default="")
     ap.add_argument("--both-args", default="")
     ap.add_argument("--case", action="append", default=[],
                     choices=[c[0] for c in CASES] + ["pipeline"])
-    args = ap.parse_args()
-    args.quick = False
-    os.makedirs(os.path.join(args.work, "tmp"), exist_ok=True)
-    b = Bench(args)
+    args, b = side_bench(ap)
     print("| workload | before (IOPS) | after (IOPS) | after / before "
           "| median of the rounds' after / before |")
     print("|---|---:|---:|---:|---:|")

@@ -575,6 +575,26 @@ def progress(msg):
     print(msg, flush=True)
 
 
+def side_parser(rounds, runtime):
+    """The options every side tool of the suite has (before_after.py,
+    cpu_per_request.py): its scratch directory, rounds and seconds per
+    measurement."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--rounds", type=int, default=rounds)
+    ap.add_argument("--runtime", type=int, default=runtime)
+    return ap
+
+
+def side_bench(ap):
+    """The arguments of a side tool's parser, and a Bench that runs
+    full-length measurements with them."""
+    args = ap.parse_args()
+    args.quick = False
+    os.makedirs(os.path.join(args.work, "tmp"), exist_ok=True)
+    return args, Bench(args)
+
+
 def machine():
     def out(argv):
         try:

@@ -9,13 +9,12 @@
 # usage: cpu_per_request.py --filter SO --distro-filter SO --work DIR
 #                           [--rounds N] [--runtime S]
 
-import argparse
 import os
 import signal
 import statistics
 
-from bench import (DISTRO, FILE_NONE, KEPT, MEMORY_BASE, NONE, OURS, Bench,
-                   progress)
+from bench import (DISTRO, FILE_NONE, KEPT, MEMORY_BASE, NONE, OURS, progress,
+                   side_bench, side_parser)
 
 PEERS = [NONE, FILE_NONE, DISTRO, OURS, KEPT]
 FIELDS = [("iops", "IOPS", "%.0f"), ("cpu", "CPU µs / request", "%.1f"),
@@ -43,16 +42,10 @@ def measure(b, peer):
 
 
 def main():
-    ap = argparse.ArgumentParser()
+    ap = side_parser(rounds=8, runtime=5)
     ap.add_argument("--filter", required=True)
     ap.add_argument("--distro-filter", required=True)
-    ap.add_argument("--work", required=True)
-    ap.add_argument("--rounds", type=int, default=8)
-    ap.add_argument("--runtime", type=int, default=5)
-    args = ap.parse_args()
-    args.quick = False
-    os.makedirs(os.path.join(args.work, "tmp"), exist_ok=True)
-    b = Bench(args)
+    args, b = side_bench(ap)
     runs = {peer: [] for peer in PEERS}
     for rnd in range(args.rounds):
         k = rnd % len(PEERS)
