@@ -14,13 +14,24 @@
 
 block_sizes="4096 65536 1048576"
 ! instrumented || block_sizes="4096 1048576"
-# Per block size: 2 bases x 3 kinds of cow-on-read, and the kept overlay.
-configurations=$(( 7 * $(wc -w <<< "$block_sizes") ))
+# Every configuration, the arguments of run: listed first, so that
+# TORTURE_TOTAL_SECONDS is shared by exactly as many as will run.
+configurations=()
+for base_kind in fast slow; do
+  for cow_on_read in false true switched; do
+    for block_size in $block_sizes; do
+      configurations+=("$base_kind $cow_on_read $block_size")
+    done
+  done
+done
+for block_size in $block_sizes; do
+  configurations+=("fast false $block_size kept")
+done
 seconds=${TORTURE_SECONDS:-2}
 [ -z "${TORTURE_TOTAL_SECONDS:-}" ] ||
-  seconds=$(( TORTURE_TOTAL_SECONDS / configurations ))
+  seconds=$(( TORTURE_TOTAL_SECONDS / ${#configurations[@]} ))
 make_base "$tmp/base" $(( 16 * 1024 * 1024 + 777 ))
-echo "TORTURE_SECONDS=$seconds ($configurations configurations)"
+echo "TORTURE_SECONDS=$seconds (${#configurations[@]} configurations)"
 
 run ()
 {
@@ -51,13 +62,7 @@ run ()
   fi
 }
 
-for base_kind in fast slow; do
-  for cow_on_read in false true switched; do
-    for block_size in $block_sizes; do
-      run "$base_kind" "$cow_on_read" "$block_size"
-    done
-  done
-done
-for block_size in $block_sizes; do
-  run fast false "$block_size" kept
+for configuration in "${configurations[@]}"; do
+  # shellcheck disable=SC2086 # the words are run's arguments
+  run $configuration
 done

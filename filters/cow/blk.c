@@ -1150,8 +1150,9 @@ is_partial (const struct blk *blk, uint64_t b, uint64_t offset, uint64_t end)
 }
 
 /* Writes partial block b, whose new content rmw_fill built in data
- * (with zero_rest, only the bytes of [offset, end)), into the overlay.  If the rest of the block is zeros, the block is
- * zeroed in the overlay (overlay_write_locked of zeros:
+ * (with zero_rest, only the bytes of [offset, end)), into the
+ * overlay.  If the rest of the block is zeros, the block is zeroed in
+ * the overlay (overlay_write_locked of zeros:
  * FALLOC_FL_ZERO_RANGE, which allocates the space without writing it,
  * where the filesystem has it) and only the bytes of [offset, end) are
  * written: copying 64K of zeros for every 4K write into a fresh block
