@@ -94,6 +94,22 @@ JOBS = [1, 2, 4, 8]
 IODEPTH = 16
 
 
+def reap(p, timeout):
+    """Waits for the Popen p to exit, killing its process group after
+    timeout seconds; returns its rusage."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pid, status, rusage = os.wait4(p.pid, os.WNOHANG)
+        if pid:
+            break
+        time.sleep(0.01)
+    else:
+        os.killpg(p.pid, signal.SIGKILL)
+        _, status, rusage = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    return rusage
+
+
 class Bench:
     def __init__(self, args):
         self.args = args
@@ -102,6 +118,7 @@ class Bench:
         self.env = dict(os.environ, TMPDIR=self.tmp,
                         PATH="/usr/bin:/usr/sbin:/bin:/sbin")
         self.procs = []
+        self.rusage = {}
         self.log = open(os.path.join(self.work, "bench.log"), "w")
 
     # ---- servers -------------------------------------------------------
@@ -128,14 +145,13 @@ class Bench:
         sys.exit("server did not start: %s" % " ".join(argv))
 
     def stop_all(self):
+        """Stops every server, newest first.  The rusage of each one that
+        this stops (its CPU time and context switches, from wait4) is
+        kept in self.rusage under its pid."""
         for p in reversed(self.procs):
             if p.poll() is None:
                 p.send_signal(signal.SIGTERM)
-                try:
-                    p.wait(20)
-                except subprocess.TimeoutExpired:
-                    os.killpg(p.pid, signal.SIGKILL)
-                    p.wait()
+                self.rusage[p.pid] = reap(p, 20)
         self.procs = []
         shutil.rmtree(self.tmp, ignore_errors=True)
         os.makedirs(self.tmp)
@@ -226,7 +242,8 @@ class Bench:
         # The nbd engine prints to stdout before the JSON.
         job = json.loads(out[out.index("\n{") + 1:])["jobs"][0]
         d = job["write" if "write" in rw else "read"]
-        return {"iops": d["iops"], "mean_us": d["clat_ns"]["mean"] / 1000,
+        return {"iops": d["iops"], "requests": d["total_ios"],
+                "mean_us": d["clat_ns"]["mean"] / 1000,
                 "p99_us": d["clat_ns"]["percentile"]["99.000000"] / 1000}
 
     def fio_matrix(self, results):

@@ -9,8 +9,6 @@
 # usage: cpu_per_request.py --filter SO --distro-filter SO --work DIR
 #                           [--rounds N] [--runtime S]
 
-import os
-import signal
 import statistics
 
 from bench import (DISTRO, FILE_NONE, KEPT, MEMORY_BASE, NONE, OURS, progress,
@@ -28,11 +26,8 @@ def measure(b, peer):
     request of its nbdkit."""
     uri, p = b.serve(peer, MEMORY_BASE, block="64K")
     r = b.fio(uri, "randwrite", "4k", 4)
-    p.send_signal(signal.SIGTERM)
-    _, _, ru = os.wait4(p.pid, 0)
-    p.returncode = 0                # reaped: stop_all leaves it alone
     b.stop_all()
-    requests = r["iops"] * b.args.runtime
+    ru, requests = b.rusage[p.pid], r["requests"]
     return {"iops": r["iops"],
             "cpu": (ru.ru_utime + ru.ru_stime) * 1e6 / requests,
             "user": ru.ru_utime * 1e6 / requests,
