@@ -664,18 +664,25 @@ def guest_kind():
     fault is a trip to the host), under another hypervisor, or on bare
     metal: absolute figures differ by kind (benchmarks/README.md).
     dmesg's boot line tells PVM from KVM; once the kernel's ring buffer
-    has wrapped, lscpu still names the hypervisor but not that."""
+    has wrapped, lscpu or the CPU's hypervisor flag still tell a
+    virtual machine, but not which kind."""
     for line in command_output(["dmesg"]).splitlines():
         if "Hypervisor detected:" in line:
             name = line.split("Hypervisor detected:", 1)[1].strip()
             return ("paravirtualized (%s)" % name if name == "PVM"
                     else "virtual machine (%s)" % name)
+    unknown = ("dmesg no longer holds the boot line that tells a "
+               "paravirtualized kernel apart")
     for line in command_output(["lscpu"]).splitlines():
         if line.startswith("Hypervisor vendor:"):
-            return ("virtual machine (%s, from lscpu: dmesg no longer "
-                    "holds the boot line that tells a paravirtualized "
-                    "kernel apart)" % line.split(":", 1)[1].strip())
-    return "no hypervisor seen (dmesg, lscpu)"
+            return ("virtual machine (%s, from lscpu; %s)" %
+                    (line.split(":", 1)[1].strip(), unknown))
+    with open("/proc/cpuinfo") as f:
+        if any(line.startswith("flags") and "hypervisor" in line.split()
+               for line in f):
+            return ("virtual machine (the CPU's hypervisor flag; %s)" %
+                    unknown)
+    return "no hypervisor seen (dmesg, lscpu, /proc/cpuinfo)"
 
 
 def command_output(argv):
