@@ -74,6 +74,14 @@ def order(rnd):
     return ("before", "after") if rnd % 2 == 0 else ("after", "before")
 
 
+def medians(num, den):
+    """Two peers' figures of the same rounds: the median of each, and
+    the median of the rounds' own ratios num / den (a round that the
+    machine slows for both cancels out of its ratio)."""
+    return (statistics.median(num), statistics.median(den),
+            statistics.median(n / d for n, d in zip(num, den)))
+
+
 def main():
     ap = side_parser(rounds=4, runtime=4)
     ap.add_argument("--before", required=True)
@@ -102,10 +110,7 @@ def main():
                 r = b.fio("nbd+unix:///?socket=" + b.sock("srv"), rw, bs, jobs)
                 b.stop_all()
                 iops[which].append(r["iops"])
-        before = statistics.median(iops["before"])
-        after = statistics.median(iops["after"])
-        paired = statistics.median(a / b for a, b in zip(iops["after"],
-                                                         iops["before"]))
+        after, before, paired = medians(iops["after"], iops["before"])
         progress("| %s | %.0f | %.0f | %.2f | %.2f |" %
                  (name, before, after, after / before, paired))
     if not args.case or "pipeline" in args.case:
@@ -133,13 +138,10 @@ def pipeline(b, args):
     steps = {"writes": lambda t: t[0], "copy out": lambda t: t[1],
              "total": sum}
     for step, seconds in steps.items():
-        before = [seconds(t) for t in secs["before"]]
-        after = [seconds(t) for t in secs["after"]]
-        paired = statistics.median(b / a for b, a in zip(before, after))
+        before, after, paired = medians([seconds(t) for t in secs["before"]],
+                                        [seconds(t) for t in secs["after"]])
         progress("| %s | %.2f | %.2f | %.2f | %.2f |" %
-                 (step, statistics.median(before), statistics.median(after),
-                  statistics.median(before) / statistics.median(after),
-                  paired))
+                 (step, before, after, before / after, paired))
 
 
 if __name__ == "__main__":
