@@ -21,7 +21,7 @@ import os
 import statistics
 
 from bench import (DATA_BASE, MEMORY_BASE, SLOW_READ, progress,
-                   side_bench, side_parser)
+                   remove_settled, side_bench, side_parser)
 
 # Parameters of --after-args whose relative paths go to the scratch dir.
 PATH_PARAMS = ("cow-file", "cow-stats")
@@ -130,7 +130,7 @@ def pipeline(b, args):
             uri = "nbd+unix:///?socket=" + b.sock("srv")
             secs[which].append((b.burst(uri), b.copy_out(uri, out)))
             b.stop_all()
-    os.unlink(out)
+            remove_settled(out)
     print()
     print("| pipeline, sparse-random 4G | before (s) | after (s) "
           "| before / after | median of the rounds' before / after |")

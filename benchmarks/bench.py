@@ -94,6 +94,20 @@ JOBS = [1, 2, 4, 8]
 IODEPTH = 16
 
 
+def remove_settled(path):
+    """Removes the file at path, if there is one, and waits until the
+    filesystem has finished with it and with everything written before,
+    not timed.  The dirty pages a run leaves are written back, and the
+    extents of the files it removed discarded (at the journal's next
+    commit, docs/performance.md section 14), in the time of whatever
+    runs next: without the sync, the peer after a big one pays for it
+    (section 33), or the unlink does on a filesystem without a
+    journal."""
+    if os.path.exists(path):
+        os.unlink(path)
+    os.sync()
+
+
 def reap(p, timeout):
     """Waits for the Popen p to exit, killing its process group after
     timeout seconds; returns its rusage."""
@@ -395,6 +409,7 @@ class Bench:
         else:
             c = self.copy_out(uri, out)
         self.stop_all()
+        remove_settled(out)
         return w, c
 
     # ---- zeroes --------------------------------------------------------
@@ -507,15 +522,9 @@ class Tools:
                           ([] if empty else ["-d"]) + [work])
 
     def no_out(self):
-        """Removes the last export's file, not timed: freeing its 2 GiB
-        sends a discard per extent (docs/performance.md section 14), at
-        the journal's next commit, which without the sync would land in
-        the next export's time, or inside the unlink on a filesystem
-        without a journal."""
+        """Removes the last export's file, not timed."""
         out = self.path("out.qcow2")
-        if os.path.exists(out):
-            os.unlink(out)
-            os.sync()
+        remove_settled(out)
         return out
 
     def export_ours(self):
