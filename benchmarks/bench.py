@@ -374,7 +374,7 @@ class Bench:
                     results.append({"source": sname, "peer": peer,
                                     "slow": slow, "write_s": w, "copy_s": c,
                                     "rounds": len(times[peer]),
-                                    "all_s": times[peer]})
+                                    "all_s": times[peer], "settled": True})
         finally:
             self.http.terminate()
             self.http.wait()

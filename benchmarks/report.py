@@ -386,8 +386,12 @@ def pipeline_section(res, d):
            "file: `nbdcopy --connections=4` for the nbdkit peers, "
            "`qemu-img convert -W -m 16` from the qcow2 for qemu.  Each "
            "figure is the round with the median total of %d, the peers "
-           "in a rotated order each round.%s" %
+           "in a rotated order each round.%s%s" %
            (max(r.get("rounds", 1) for r in rows),
+            "  After each peer its output is removed and the filesystem "
+            "synced, not timed, so that no peer pays for the writeback of "
+            "the one before (docs/performance.md, section 33)."
+            if all(r.get("settled") for r in rows) else "",
             "  A target is the median of the rounds' own ratios of "
             "totals, with the lowest and the highest round in brackets."
             if all("all_s" in r for r in rows) else ""), "",
