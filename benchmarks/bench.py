@@ -232,11 +232,13 @@ class Bench:
                 pass
         return total
 
-    def run(self, argv):
+    def run(self, argv, env=None):
+        """Runs argv to its end, in env (the suite's own by default);
+        its seconds."""
         print("$", " ".join(argv), file=self.log, flush=True)
         t = time.monotonic()
-        subprocess.run(argv, check=True, env=self.env, stdout=self.log,
-                       stderr=self.log)
+        subprocess.run(argv, check=True, env=env or self.env,
+                       stdout=self.log, stderr=self.log)
         return time.monotonic() - t
 
     # ---- fio -----------------------------------------------------------
@@ -390,10 +392,10 @@ class Bench:
                          "--io_size=%s" % ("32m" if self.args.quick
                                            else "128m")])
 
-    def copy_out(self, uri, out):
+    def copy_out(self, uri, out, env=None):
         if os.path.exists(out):
             os.unlink(out)
-        return self.run(["nbdcopy", "--connections=4", uri, out])
+        return self.run(["nbdcopy", "--connections=4", uri, out], env)
 
     def pipeline_one(self, peer, plugin, slow, out):
         uri, _ = self.serve(peer, plugin, slow)

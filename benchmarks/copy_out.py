@@ -14,13 +14,11 @@
 # usage: copy_out.py --filter SO --distro-filter SO --work DIR [--rounds N]
 
 import os
+import resource
 import statistics
-import subprocess
-import sys
-import time
 
-from bench import (DISTRO, OURS, QEMU, progress, reap, remove_settled,
-                   side_bench, side_parser)
+from bench import (DISTRO, OURS, QEMU, progress, remove_settled, side_bench,
+                   side_parser)
 
 SOURCE = ["sparse-random", "4G", "seed=42"]
 # Every freed buffer stays in the heap: no mmap for any nbdcopy buffer,
@@ -35,20 +33,13 @@ RUNS = [(DISTRO, NBDCOPY), (OURS, NBDCOPY), (DISTRO, NBDCOPY_KEEPING),
 
 def nbdcopy(b, uri, out, keeping):
     """nbdcopy out of uri into a new file out; its seconds and the
-    minor page faults it took."""
-    if os.path.exists(out):
-        os.unlink(out)
-    env = dict(b.env, GLIBC_TUNABLES=KEEP_MEMORY) if keeping else b.env
-    argv = ["nbdcopy", "--connections=4", uri, out]
-    print("$", " ".join(argv), file=b.log, flush=True)
-    t = time.monotonic()
-    p = subprocess.Popen(argv, env=env, stdout=b.log, stderr=b.log,
-                         start_new_session=True)
-    rusage = reap(p, 600)
-    seconds = time.monotonic() - t
-    if p.returncode != 0:
-        sys.exit("nbdcopy failed (see %s)" % b.log.name)
-    return seconds, rusage.ru_minflt
+    minor page faults it took (it is the only child that ends in
+    between)."""
+    env = dict(b.env, GLIBC_TUNABLES=KEEP_MEMORY) if keeping else None
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt
+    seconds = b.copy_out(uri, out, env)
+    return (seconds,
+            resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt - before)
 
 
 def measure(b, peer, client, out):
