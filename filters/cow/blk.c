@@ -1155,8 +1155,9 @@ is_partial (const struct blk *blk, uint64_t b, uint64_t offset, uint64_t end)
  * the overlay (overlay_write_locked of zeros:
  * FALLOC_FL_ZERO_RANGE, which allocates the space without writing it,
  * where the filesystem has it) and only the bytes of [offset, end) are
- * written: copying 64K of zeros for every 4K write into a fresh block
- * was the largest cost of small random writes (docs/performance.md).
+ * written, if they are not zeros too: copying 64K of zeros for every
+ * 4K write into a fresh block was the largest cost of small random
+ * writes (docs/performance.md).
  * Requires the rmw lock of b, which keeps punches away from it.
  */
 static int
@@ -1172,7 +1173,7 @@ write_block (struct blk *blk, uint64_t b, const char *data, bool zero_rest,
   block_part (blk, b, offset, end, &from, &to);
   lock_file (blk, len, start);
   r = overlay_write_locked (blk, NULL, len, start, err);
-  if (r == 0)
+  if (r == 0 && !is_zero (data + (from - start), to - from))
     r = overlay_write_locked (blk, data + (from - start), to - from, from,
                               err);
   unlock_file (blk, len, start);
@@ -1324,30 +1325,53 @@ discard_locked (struct blk *blk, uint64_t first, uint64_t n, int *err)
   return 0;
 }
 
-/* Writes zeros over [offset, whole_from) of block b0 and [whole_to,
- * end) of block b1, the partial ends of a zero, either possibly empty.
- * The space both need is taken first, so that a zero refused for space
- * changes nothing.  Requires the rmw locks of b0 and b1, which keep
- * their states, and so the space they need, stable.
+/* Whether block b, not in the overlay, reads as zeros: zeroed before,
+ * or over a part of the base known to read as zeros.  Requires the rmw
+ * lock of b and no other lock.
+ */
+static bool
+reads_zeros_unallocated (struct blk *blk, const struct blk_base *base,
+                         uint64_t b)
+{
+  enum blk_state state = get_state (blk, b);
+
+  return state == BLK_ZERO ||
+         (state == BLK_NOT_ALLOCATED && base_reads_zeros (blk, base, b));
+}
+
+/* Writes zeros over the parts of [offset, end) in its first and last
+ * blocks that do not cover their block.  A block that reads as zeros
+ * without being in the overlay is left as it is: zeroing part of it
+ * changes nothing, and writing it would take a block of space for
+ * zeros.  The space the others need is taken first, so that a zero
+ * refused for space changes nothing.  Requires the rmw locks of both
+ * blocks, which keep their states, and so the space they need, stable.
  */
 static int
 zero_ends_locked (struct blk *blk, const struct blk_base *base,
-                  uint64_t offset, uint64_t whole_from, uint64_t whole_to,
-                  uint64_t end, int *err)
+                  uint64_t offset, uint64_t end, int *err)
 {
-  uint64_t b0 = blk_of (blk, offset), b1 = blk_of (blk, end - 1), hold = 0;
+  uint64_t ends[2] = { blk_of (blk, offset), blk_of (blk, end - 1) };
+  size_t n = ends[0] == ends[1] ? 1 : 2, i;
+  bool to_write[2] = { false, false };
+  uint64_t hold = 0, from, to;
   int r = 0;
 
-  if (offset < whole_from)
-    hold += space_to_allocate (blk, b0, 1);
-  if (whole_to < end)
-    hold += space_to_allocate (blk, b1, 1);
+  for (i = 0; i < n; i++) {
+    to_write[i] = is_partial (blk, ends[i], offset, end) &&
+                  !reads_zeros_unallocated (blk, base, ends[i]);
+    if (to_write[i])
+      hold += space_to_allocate (blk, ends[i], 1);
+  }
   if (take_space (blk, NULL, hold, err) == -1)
     return -1;
-  if (offset < whole_from)
-    r = write_locked (blk, base, NULL, offset, whole_from, b0, b0, &hold, err);
-  if (r == 0 && whole_to < end)
-    r = write_locked (blk, base, NULL, whole_to, end, b1, b1, &hold, err);
+  for (i = 0; i < n && r == 0; i++) {
+    if (!to_write[i])
+      continue;
+    block_part (blk, ends[i], offset, end, &from, &to);
+    r = write_locked (blk, base, NULL, from, to, ends[i], ends[i], &hold,
+                      err);
+  }
   give_space (blk, hold);
   return r;
 }
@@ -1362,23 +1386,20 @@ discard_range (struct blk *blk, const struct blk_base *base,
 {
   struct rangelock_range held;
   uint64_t end = offset + count, first, stop, lock_from, lock_to;
-  uint64_t whole_from, whole_to;
   int r = 0;
 
   if (count == 0)
     return 0;
   whole_blocks (blk, offset, end, &first, &stop);
-  if (first >= stop)
-    return zero_ends ? blk_write (blk, base, NULL, count, offset, err) : 0;
+  if (first >= stop && !zero_ends)
+    return 0;
 
-  whole_from = blk_start (blk, first);
-  whole_to = blk_end (blk, stop - 1);
   lock_from = zero_ends ? blk_of (blk, offset) : first;
   lock_to = zero_ends ? blk_of (blk, end - 1) + 1 : stop;
   lock_rmw (blk, &held, lock_from, lock_to - lock_from);
   if (zero_ends)
-    r = zero_ends_locked (blk, base, offset, whole_from, whole_to, end, err);
-  if (r == 0)
+    r = zero_ends_locked (blk, base, offset, end, err);
+  if (r == 0 && first < stop)
     r = discard_locked (blk, first, stop - first, err);
   rangelock_unlock (&blk->rmw_locks, &held);
   return r;

@@ -93,8 +93,9 @@ extern int blk_read (struct blk *blk, const struct blk_base *base,
 extern int blk_write (struct blk *blk, const struct blk_base *base,
                       const void *buf, uint32_t count, uint64_t offset,
                       int *err);
-/* may_trim: whole blocks become holes (BLK_ZERO); otherwise they stay
- * allocated, holding zeros.
+/* may_trim: whole blocks become holes (BLK_ZERO), and a partial block
+ * that reads as zeros without being in the overlay stays out of it;
+ * otherwise they are all allocated, holding zeros.
  */
 extern int blk_zero (struct blk *blk, const struct blk_base *base,
                      uint32_t count, uint64_t offset, bool may_trim,
