@@ -20,7 +20,7 @@
 import os
 import statistics
 
-from bench import (DATA_BASE, MEMORY_BASE, SLOW_READ, progress,
+from bench import (DATA_BASE, MEMORY_BASE, SLOW_READ, paired_median, progress,
                    remove_settled, side_bench, side_parser)
 
 # Parameters of --after-args whose relative paths go to the scratch dir.
@@ -76,10 +76,9 @@ def order(rnd):
 
 def medians(num, den):
     """Two peers' figures of the same rounds: the median of each, and
-    the median of the rounds' own ratios num / den (a round that the
-    machine slows for both cancels out of its ratio)."""
+    the median of the rounds' own ratios num / den."""
     return (statistics.median(num), statistics.median(den),
-            statistics.median(n / d for n, d in zip(num, den)))
+            paired_median(num, den))
 
 
 def main():

@@ -603,6 +603,13 @@ def progress(msg):
     print(msg, flush=True)
 
 
+def paired_median(num, den):
+    """The median of the rounds' own ratios num / den, two peers'
+    figures of the same rounds: a round that the machine slows for both
+    cancels out of its ratio."""
+    return statistics.median(n / d for n, d in zip(num, den))
+
+
 def side_parser(rounds, runtime):
     """The options every side tool of the suite has (before_after.py,
     cpu_per_request.py): its scratch directory, rounds and seconds per

@@ -17,8 +17,8 @@ import os
 import resource
 import statistics
 
-from bench import (DISTRO, OURS, QEMU, progress, remove_settled, side_bench,
-                   side_parser)
+from bench import (DISTRO, OURS, QEMU, paired_median, progress, remove_settled,
+                   side_bench, side_parser)
 
 SOURCE = ["sparse-random", "4G", "seed=42"]
 # Every freed buffer stays in the heap: no mmap for any nbdcopy buffer,
@@ -83,7 +83,7 @@ def print_ratios(runs):
         peers = ([sum(r[:2]) for r in qemu],
                  [sum(r[:2]) for r in runs[DISTRO, client]])
         print("| %s | %s |" % (client, " | ".join(
-            "%.2f" % statistics.median(p / o for p, o in zip(peer, ours))
+            "%.2f" % paired_median(peer, ours)
             for peer in peers)))
 
 
