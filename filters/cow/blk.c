@@ -1109,6 +1109,18 @@ base_reads_zeros (struct blk *blk, const struct blk_base *base, uint64_t b)
   return get_base_known (blk, b) == BASE_ZERO;
 }
 
+/* Whether block b, in the given state, reads as zeros without being in
+ * the overlay: zeroed before, or over a part of the base known to read
+ * as zeros.  Requires the rmw lock of b and no other lock.
+ */
+static bool
+reads_zeros_outside (struct blk *blk, const struct blk_base *base,
+                     enum blk_state state, uint64_t b)
+{
+  return state == BLK_ZERO ||
+         (state == BLK_NOT_ALLOCATED && base_reads_zeros (blk, base, b));
+}
+
 /* Builds in data the new content of partial block b: its current
  * content (base or zeros) with the bytes of [offset, end) from buf
  * (zeros if buf is NULL) on top.  Sets *zero_rest if the current
@@ -1117,7 +1129,8 @@ base_reads_zeros (struct blk *blk, const struct blk_base *base, uint64_t b)
  * first write into each such block would otherwise fetch a whole block
  * of zeros, up to 1M of them, only to find they are zeros.  Nor are
  * zeros written into data for it: with *zero_rest, write_block reads
- * only the bytes of [offset, end).  Requires the rmw lock of b.
+ * only the bytes of [offset, end).  state is b's state, never
+ * BLK_ALLOCATED.  Requires the rmw lock of b.
  */
 static int
 rmw_fill (struct blk *blk, const struct blk_base *base, enum blk_state state,
@@ -1128,7 +1141,7 @@ rmw_fill (struct blk *blk, const struct blk_base *base, enum blk_state state,
   uint64_t from, to;
 
   block_part (blk, b, offset, end, &from, &to);
-  if (state == BLK_NOT_ALLOCATED && !base_reads_zeros (blk, base, b)) {
+  if (!reads_zeros_outside (blk, base, state, b)) {
     if (base_read (blk, base, data, len, start, err) == -1)
       return -1;
     stat_add (blk, COPY_UPS_RMW, 1);
@@ -1325,20 +1338,6 @@ discard_locked (struct blk *blk, uint64_t first, uint64_t n, int *err)
   return 0;
 }
 
-/* Whether block b, not in the overlay, reads as zeros: zeroed before,
- * or over a part of the base known to read as zeros.  Requires the rmw
- * lock of b and no other lock.
- */
-static bool
-reads_zeros_unallocated (struct blk *blk, const struct blk_base *base,
-                         uint64_t b)
-{
-  enum blk_state state = get_state (blk, b);
-
-  return state == BLK_ZERO ||
-         (state == BLK_NOT_ALLOCATED && base_reads_zeros (blk, base, b));
-}
-
 /* Writes zeros over the parts of [offset, end) in its first and last
  * blocks that do not cover their block.  A block that reads as zeros
  * without being in the overlay is left as it is: zeroing part of it
@@ -1359,7 +1358,8 @@ zero_ends_locked (struct blk *blk, const struct blk_base *base,
 
   for (i = 0; i < n; i++) {
     to_write[i] = is_partial (blk, ends[i], offset, end) &&
-                  !reads_zeros_unallocated (blk, base, ends[i]);
+                  !reads_zeros_outside (blk, base, get_state (blk, ends[i]),
+                                        ends[i]);
     if (to_write[i])
       hold += space_to_allocate (blk, ends[i], 1);
   }
