@@ -68,6 +68,16 @@ def own_params(args, which, tmp):
             extra_params(getattr(args, which + "_args"), tmp))
 
 
+def serve_case(b, args, which, base, slow, block, wrapper=()):
+    """Serves a case's base through the before or the after filter,
+    under wrapper if given; returns the URI and the server's process."""
+    delay = (["delay"], ["delay-read=" + SLOW_READ]) if slow else ([], [])
+    p = b.nbdkit("srv", [getattr(args, which)] + delay[0], base,
+             delay[1] + ["cow-block-size=" + block] +
+             own_params(args, which, b.tmp), wrapper)
+    return "nbd+unix:///?socket=" + b.sock("srv"), p
+
+
 def order(rnd):
     """Which filter runs first in round rnd: each in turn, as a run
     leaves the machine busier (writeback, freed memory) for the next."""
@@ -81,15 +91,20 @@ def medians(num, den):
             paired_median(num, den))
 
 
-def main():
-    ap = side_parser(rounds=4, runtime=4)
+def add_filter_options(ap, cases):
+    """The two filters, their parameters and the cases to run, for this
+    tool and counts.py."""
     ap.add_argument("--before", required=True)
     ap.add_argument("--after", required=True)
     ap.add_argument("--before-args", default="")
     ap.add_argument("--after-args", default="")
     ap.add_argument("--both-args", default="")
-    ap.add_argument("--case", action="append", default=[],
-                    choices=[c[0] for c in CASES] + ["pipeline"])
+    ap.add_argument("--case", action="append", default=[], choices=cases)
+
+
+def main():
+    ap = side_parser(rounds=4, runtime=4)
+    add_filter_options(ap, [c[0] for c in CASES] + ["pipeline"])
     args, b = side_bench(ap)
     print("| workload | before (IOPS) | after (IOPS) | after / before "
           "| median of the rounds' after / before |")
@@ -100,13 +115,8 @@ def main():
         iops = {"before": [], "after": []}
         for rnd in range(args.rounds):
             for which in order(rnd):
-                delay = ((["delay"], ["delay-read=" + SLOW_READ]) if slow
-                         else ([], []))
-                extra = own_params(args, which, b.tmp)
-                b.nbdkit("srv", [getattr(args, which)] + delay[0],
-                         base,
-                         delay[1] + ["cow-block-size=" + block] + extra)
-                r = b.fio("nbd+unix:///?socket=" + b.sock("srv"), rw, bs, jobs)
+                uri, _ = serve_case(b, args, which, base, slow, block)
+                r = b.fio(uri, rw, bs, jobs)
                 b.stop_all()
                 iops[which].append(r["iops"])
         after, before, paired = medians(iops["after"], iops["before"])

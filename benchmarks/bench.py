@@ -170,9 +170,10 @@ class Bench:
         shutil.rmtree(self.tmp, ignore_errors=True)
         os.makedirs(self.tmp)
 
-    def nbdkit(self, name, filters, plugin, params):
-        """nbdkit with filters (outermost first) serving plugin."""
-        argv = ["nbdkit", "-f", "-U", self.sock(name)]
+    def nbdkit(self, name, filters, plugin, params, wrapper=()):
+        """nbdkit with filters (outermost first) serving plugin, run by
+        the command wrapper if given (valgrind, strace)."""
+        argv = list(wrapper) + ["nbdkit", "-f", "-U", self.sock(name)]
         for f in filters:
             argv.append("--filter=" + f)
         return self.start(argv + plugin + params, self.sock(name))
@@ -243,12 +244,15 @@ class Bench:
 
     # ---- fio -----------------------------------------------------------
 
-    def fio(self, uri, rw, bs, jobs):
+    def fio(self, uri, rw, bs, jobs, requests=None):
+        """fio for the suite's runtime, or for a number of requests in
+        all (fewer where a sequential job reaches its stretch's end)."""
+        length = (["--number_ios=%d" % (requests // jobs)] if requests else
+                  ["--time_based", "--runtime=%d" % self.args.runtime])
         argv = ["fio", "--name=bench", "--ioengine=nbd", "--uri=" + uri,
                 "--rw=" + rw, "--bs=" + bs, "--numjobs=%d" % jobs,
-                "--iodepth=%d" % IODEPTH, "--time_based",
-                "--runtime=%d" % self.args.runtime, "--group_reporting",
-                "--randrepeat=1", "--output-format=json"]
+                "--iodepth=%d" % IODEPTH] + length + [
+                "--group_reporting", "--randrepeat=1", "--output-format=json"]
         if rw == "write":           # each job its own stretch of the disk
             argv += ["--size=%d" % (DISK_BYTES // jobs),
                      "--offset_increment=%d" % (DISK_BYTES // jobs)]
