@@ -216,25 +216,48 @@ fd_of (const struct overlayfile *of, uint64_t offset)
   return of->stripes[stripe_of_chunk (of, chunk_of (of, offset))].fd;
 }
 
-/* True if stripe s holds one of chunks [c0, c1]. */
-static bool
-stripe_in_chunks (const struct overlayfile *of, unsigned s,
-                  uint64_t c0, uint64_t c1)
+/* The steps from stripe `from` forward to stripe `to`, wrapping
+ * around: (to - from) mod nr_stripes, without a division, as the
+ * write locks' loops ask it of every stripe at every write.
+ */
+static unsigned
+stripe_distance (const struct overlayfile *of, unsigned from, unsigned to)
 {
-  unsigned n = of->nr_stripes;
+  return to >= from ? to - from : to + of->nr_stripes - from;
+}
 
-  return c1 - c0 + 1 >= n || (s + n - stripe_of_chunk (of, c0)) % n <= c1 - c0;
+/* The stripes that hold [offset, offset + count): as many as it
+ * returns, from stripe *first on, wrapping around (all of them if that
+ * is nr_stripes or more).
+ */
+static uint64_t
+stripes_of (const struct overlayfile *of, uint64_t offset, uint64_t count,
+            unsigned *first)
+{
+  uint64_t c0 = chunk_of (of, offset);
+
+  *first = stripe_of_chunk (of, c0);
+  return chunk_of (of, offset + count - 1) - c0 + 1;
+}
+
+/* True if stripe s is one of span stripes from stripe first on. */
+static bool
+stripe_in (const struct overlayfile *of, unsigned s, unsigned first,
+           uint64_t span)
+{
+  return span >= of->nr_stripes || stripe_distance (of, first, s) < span;
 }
 
 uint64_t
 overlayfile_lock (struct overlayfile *of, uint64_t offset, uint64_t count)
 {
-  uint64_t c0 = chunk_of (of, offset), c1 = chunk_of (of, offset + count - 1);
-  uint64_t waited = 0;
-  unsigned s;
+  unsigned first, s;
+  uint64_t span = stripes_of (of, offset, count, &first), waited = 0;
 
+  if (span == 1)                /* most requests: no loop over stripes */
+    return timed_lock (&of->stripes[first].write_lock);
   for (s = 0; s < of->nr_stripes; ++s)
-    if (stripe_in_chunks (of, s, c0, c1))
+    if (stripe_in (of, s, first, span))
       waited += timed_lock (&of->stripes[s].write_lock);
   return waited;
 }
@@ -242,11 +265,15 @@ overlayfile_lock (struct overlayfile *of, uint64_t offset, uint64_t count)
 void
 overlayfile_unlock (struct overlayfile *of, uint64_t offset, uint64_t count)
 {
-  uint64_t c0 = chunk_of (of, offset), c1 = chunk_of (of, offset + count - 1);
-  unsigned s;
+  unsigned first, s;
+  uint64_t span = stripes_of (of, offset, count, &first);
 
+  if (span == 1) {
+    pthread_mutex_unlock (&of->stripes[first].write_lock);
+    return;
+  }
   for (s = of->nr_stripes; s-- > 0; )
-    if (stripe_in_chunks (of, s, c0, c1))
+    if (stripe_in (of, s, first, span))
       pthread_mutex_unlock (&of->stripes[s].write_lock);
 }
 
@@ -542,18 +569,19 @@ overlayfile_punch (struct overlayfile *of, uint64_t count, uint64_t offset,
 {
   uint64_t end = offset + count;
   uint64_t c0 = chunk_of (of, offset), c1 = chunk_of (of, end - 1);
-  unsigned n = of->nr_stripes, s;
+  unsigned s0, s1 = stripe_of_chunk (of, c1), s;
+  uint64_t span = stripes_of (of, offset, count, &s0);
   int r = 0, saved_errno = 0;
 
   if (of->one_file)
     return punch_one_file (of, offset, end, waited);
-  for (s = 0; s < n; ++s) {
+  for (s = 0; s < of->nr_stripes; ++s) {
     uint64_t first, last, from, to;
 
-    if (!stripe_in_chunks (of, s, c0, c1))
+    if (!stripe_in (of, s, s0, span))
       continue;
-    first = c0 + (s + n - stripe_of_chunk (of, c0)) % n;
-    last = c1 - (stripe_of_chunk (of, c1) + n - s) % n;
+    first = c0 + stripe_distance (of, s0, s);
+    last = c1 - stripe_distance (of, s, s1);
     from = first == c0 ? offset : first << of->chunk_shift;
     to = last == c1 ? end : (last + 1) << of->chunk_shift;
     if (punch_stripe (of, s, from, to, waited) == -1) {
