@@ -217,8 +217,7 @@ fd_of (const struct overlayfile *of, uint64_t offset)
 }
 
 /* The steps from stripe `from` forward to stripe `to`, wrapping
- * around: (to - from) mod nr_stripes, without a division, as the
- * write locks' loops ask it of every stripe at every write.
+ * around: (to - from) mod nr_stripes, without a division.
  */
 static unsigned
 stripe_distance (const struct overlayfile *of, unsigned from, unsigned to)
@@ -226,55 +225,74 @@ stripe_distance (const struct overlayfile *of, unsigned from, unsigned to)
   return to >= from ? to - from : to + of->nr_stripes - from;
 }
 
-/* The stripes that hold [offset, offset + count): as many as it
- * returns, from stripe *first on, wrapping around (all of them if that
- * is nr_stripes or more).
+/* The stripes that hold chunks c0 to c1, in the ascending order the
+ * lock order wants (docs/design.md): the chunks start in stripe
+ * `first` and take the stripes from it on, wrapping around past the
+ * last one to [0, wrapped).  So the stripes are [0, wrapped) and then
+ * [first, end), with wrapped == first when the chunks cover every
+ * stripe, and wrapped == 0 when they do not wrap.
  */
-static uint64_t
-stripes_of (const struct overlayfile *of, uint64_t offset, uint64_t count,
-            unsigned *first)
-{
-  uint64_t c0 = chunk_of (of, offset);
+struct stripe_runs {
+  unsigned wrapped, first, end;
+};
 
-  *first = stripe_of_chunk (of, c0);
-  return chunk_of (of, offset + count - 1) - c0 + 1;
+static struct stripe_runs
+stripes_of (const struct overlayfile *of, uint64_t c0, uint64_t c1)
+{
+  uint64_t span = c1 - c0 + 1;
+  struct stripe_runs runs = { .first = stripe_of_chunk (of, c0) };
+
+  if (runs.first + span <= of->nr_stripes) {
+    runs.end = runs.first + span;
+    return runs;
+  }
+  runs.end = of->nr_stripes;
+  runs.wrapped = span >= of->nr_stripes
+    ? runs.first : runs.first + span - of->nr_stripes;
+  return runs;
 }
 
-/* True if stripe s is one of span stripes from stripe first on. */
-static bool
-stripe_in (const struct overlayfile *of, unsigned s, unsigned first,
-           uint64_t span)
+/* The first of the stripes of runs, and the one after s. */
+static unsigned
+runs_start (const struct stripe_runs *runs)
 {
-  return span >= of->nr_stripes || stripe_distance (of, first, s) < span;
+  return runs->wrapped > 0 ? 0 : runs->first;
+}
+
+static unsigned
+runs_next (const struct stripe_runs *runs, unsigned s)
+{
+  return ++s == runs->wrapped ? runs->first : s;
+}
+
+static struct stripe_runs
+stripes_of_range (const struct overlayfile *of, uint64_t offset,
+                  uint64_t count)
+{
+  return stripes_of (of, chunk_of (of, offset),
+                     chunk_of (of, offset + count - 1));
 }
 
 uint64_t
 overlayfile_lock (struct overlayfile *of, uint64_t offset, uint64_t count)
 {
-  unsigned first, s;
-  uint64_t span = stripes_of (of, offset, count, &first), waited = 0;
+  struct stripe_runs runs = stripes_of_range (of, offset, count);
+  uint64_t waited = 0;
+  unsigned s;
 
-  if (span == 1)                /* most requests: no loop over stripes */
-    return timed_lock (&of->stripes[first].write_lock);
-  for (s = 0; s < of->nr_stripes; ++s)
-    if (stripe_in (of, s, first, span))
-      waited += timed_lock (&of->stripes[s].write_lock);
+  for (s = runs_start (&runs); s < runs.end; s = runs_next (&runs, s))
+    waited += timed_lock (&of->stripes[s].write_lock);
   return waited;
 }
 
 void
 overlayfile_unlock (struct overlayfile *of, uint64_t offset, uint64_t count)
 {
-  unsigned first, s;
-  uint64_t span = stripes_of (of, offset, count, &first);
+  struct stripe_runs runs = stripes_of_range (of, offset, count);
+  unsigned s;
 
-  if (span == 1) {
-    pthread_mutex_unlock (&of->stripes[first].write_lock);
-    return;
-  }
-  for (s = of->nr_stripes; s-- > 0; )
-    if (stripe_in (of, s, first, span))
-      pthread_mutex_unlock (&of->stripes[s].write_lock);
+  for (s = runs_start (&runs); s < runs.end; s = runs_next (&runs, s))
+    pthread_mutex_unlock (&of->stripes[s].write_lock);
 }
 
 /*----------------------------------------------------------------------
@@ -569,21 +587,18 @@ overlayfile_punch (struct overlayfile *of, uint64_t count, uint64_t offset,
 {
   uint64_t end = offset + count;
   uint64_t c0 = chunk_of (of, offset), c1 = chunk_of (of, end - 1);
-  unsigned s0, s1 = stripe_of_chunk (of, c1), s;
-  uint64_t span = stripes_of (of, offset, count, &s0);
+  struct stripe_runs runs = stripes_of (of, c0, c1);
+  unsigned s1 = stripe_of_chunk (of, c1), s;
   int r = 0, saved_errno = 0;
 
   if (of->one_file)
     return punch_one_file (of, offset, end, waited);
-  for (s = 0; s < of->nr_stripes; ++s) {
-    uint64_t first, last, from, to;
+  for (s = runs_start (&runs); s < runs.end; s = runs_next (&runs, s)) {
+    uint64_t first = c0 + stripe_distance (of, runs.first, s);
+    uint64_t last = c1 - stripe_distance (of, s, s1);
+    uint64_t from = first == c0 ? offset : first << of->chunk_shift;
+    uint64_t to = last == c1 ? end : (last + 1) << of->chunk_shift;
 
-    if (!stripe_in (of, s, s0, span))
-      continue;
-    first = c0 + stripe_distance (of, s0, s);
-    last = c1 - stripe_distance (of, s, s1);
-    from = first == c0 ? offset : first << of->chunk_shift;
-    to = last == c1 ? end : (last + 1) << of->chunk_shift;
     if (punch_stripe (of, s, from, to, waited) == -1) {
       r = -1;
       saved_errno = errno;
