@@ -106,32 +106,41 @@ def syscall_counts(path):
     return calls
 
 
+def counted_run(b, args, which, case, wrapper, out, parse,
+                instrumented=False):
+    """Serves case through the filter `which` under wrapper, which
+    writes its counts to out, runs fio (with callgrind's
+    instrumentation on around it if instrumented) and returns out
+    parsed by parse, and the number of requests."""
+    _, base, slow, block, rw, bs, jobs = case
+    uri, p = serve_case(b, args, which, base, slow, block, wrapper)
+    if instrumented:
+        instrument(b, p, True)
+    requests = b.fio(uri, rw, bs, jobs, args.requests)["requests"]
+    if instrumented:
+        instrument(b, p, False)
+    stop(b, p)
+    counts = parse(out)
+    os.unlink(out)
+    return counts, requests
+
+
 def count_instructions(b, args, which, case):
     """Instructions per request of one run: in all, and in the filter."""
-    _, base, slow, block, rw, bs, jobs = case
     out = os.path.join(b.work, "callgrind.out")
-    uri, p = serve_case(b, args, which, base, slow, block,
-                        callgrind_argv(out))
-    instrument(b, p, True)
-    requests = b.fio(uri, rw, bs, jobs, args.requests)["requests"]
-    instrument(b, p, False)
-    stop(b, p)
-    total, own = callgrind_counts(
-        out, os.path.realpath(getattr(args, which)))
-    os.unlink(out)
+    so = os.path.realpath(getattr(args, which))
+    (total, own), requests = counted_run(
+        b, args, which, case, callgrind_argv(out), out,
+        lambda path: callgrind_counts(path, so), instrumented=True)
     return total / requests, own / requests
 
 
 def count_syscalls(b, args, which, case):
     """System calls per request of one run, by name."""
-    _, base, slow, block, rw, bs, jobs = case
     out = os.path.join(b.work, "strace.out")
-    uri, p = serve_case(b, args, which, base, slow, block,
-                        ["strace", "-f", "-c", "-o", out])
-    requests = b.fio(uri, rw, bs, jobs, args.requests)["requests"]
-    stop(b, p)
-    calls = syscall_counts(out)
-    os.unlink(out)
+    calls, requests = counted_run(
+        b, args, which, case, ["strace", "-f", "-c", "-o", out], out,
+        syscall_counts)
     return {name: n / requests for name, n in calls.items()}
 
 
