@@ -581,18 +581,15 @@ punch_one_file (struct overlayfile *of, uint64_t offset, uint64_t end,
  * in the range to the last: the other stripes' chunks in between are
  * holes in it already.
  */
-int
-overlayfile_punch (struct overlayfile *of, uint64_t count, uint64_t offset,
-                   uint64_t *waited)
+static int
+punch_stripes (struct overlayfile *of, uint64_t offset, uint64_t end,
+               uint64_t *waited)
 {
-  uint64_t end = offset + count;
   uint64_t c0 = chunk_of (of, offset), c1 = chunk_of (of, end - 1);
   struct stripe_runs runs = stripes_of (of, c0, c1);
   unsigned s1 = stripe_of_chunk (of, c1), s;
   int r = 0, saved_errno = 0;
 
-  if (of->one_file)
-    return punch_one_file (of, offset, end, waited);
   for (s = runs_start (&runs); s < runs.end; s = runs_next (&runs, s)) {
     uint64_t first = c0 + stripe_distance (of, runs.first, s);
     uint64_t last = c1 - stripe_distance (of, s, s1);
@@ -606,6 +603,15 @@ overlayfile_punch (struct overlayfile *of, uint64_t count, uint64_t offset,
   }
   errno = saved_errno;
   return r;
+}
+
+int
+overlayfile_punch (struct overlayfile *of, uint64_t count, uint64_t offset,
+                   uint64_t *waited)
+{
+  if (of->one_file)
+    return punch_one_file (of, offset, offset + count, waited);
+  return punch_stripes (of, offset, offset + count, waited);
 }
 
 uint64_t
