@@ -67,7 +67,7 @@ expect disk "[(k, v['count'], v['bytes']) for k, v in e['requests'].items()]" \
 expect disk "e['overlay_files']" 8
 expect disk "e['overlay_bytes_on_disk'] >= 4 * 65536" True
 expect disk "sorted(e['lock_waits'])" \
-  "['flush_lock', 'rmw_locks', 'state_lock', 'write_lock']"
+  "['base_map_lock', 'flush_lock', 'rmw_locks', 'state_lock', 'write_lock']"
 expect 'odd"name' "e['requests']['read']" "{'count': 1, 'bytes': 512}"
 expect 'odd"name' "e['blocks']" "{'not_allocated': 16, 'allocated': 0, 'zero': 0}"
 

@@ -29,8 +29,13 @@
  *  - flush_lock (a mutex) lets one flush of a kept overlay run at a
  *    time; it takes state_lock inside.
  *
+ *  - base_map_lock (basemap.h) protects what the base's extents told;
+ *    like state_lock it is held only over lookups and updates, and
+ *    nothing is taken inside it.
+ *
  *  - Order: rmw_locks, then the write locks in ascending stripe order,
- *    then state_lock; flush_lock, then state_lock.
+ *    then state_lock; flush_lock, then state_lock; rmw_locks, then
+ *    base_map_lock.
  */
 
 #include <config.h>
@@ -44,6 +49,7 @@
 
 #include <nbdkit-filter.h>
 
+#include "basemap.h"
 #include "blk.h"
 #include "ispowerof2.h"
 #include "iszero.h"
@@ -91,10 +97,12 @@ struct blk {
   uint64_t size;
   bool size_known;
 
-  /* Protects states and base_map; never held over I/O. */
+  /* Protects states; never held over I/O. */
   pthread_mutex_t state_lock;
   struct statemap states;       /* enum blk_state of each block */
-  struct statemap base_map;     /* enum base_known of each block */
+
+  /* What the base's extents told, under its own lock (basemap.h). */
+  struct basemap base_map;
 
   struct rangelock rmw_locks;   /* state changes and their I/O, by block */
 
@@ -232,22 +240,15 @@ base_read (struct blk *blk, const struct blk_base *base, void *buf,
  * The state map.  Each function takes and drops state_lock itself.
  */
 
-/* Entry b of map, one of the maps under state_lock. */
-static unsigned
-locked_get (struct blk *blk, const struct statemap *map, uint64_t b)
-{
-  unsigned s;
-
-  lock_mutex (blk, &blk->state_lock, BLK_LOCK_STATE);
-  s = statemap_get (map, b);
-  pthread_mutex_unlock (&blk->state_lock);
-  return s;
-}
-
 static enum blk_state
 get_state (struct blk *blk, uint64_t b)
 {
-  return locked_get (blk, &blk->states, b);
+  enum blk_state state;
+
+  lock_mutex (blk, &blk->state_lock, BLK_LOCK_STATE);
+  state = statemap_get (&blk->states, b);
+  pthread_mutex_unlock (&blk->state_lock);
+  return state;
 }
 
 /* Sets *state to the state of block b and returns the end of its run,
@@ -519,7 +520,7 @@ blk_alloc (uint32_t block_size)
   blk->block_shift = log_2_bits (block_size);
   pthread_mutex_init (&blk->state_lock, NULL);
   blk->states = (struct statemap) STATEMAP_INIT;
-  blk->base_map = (struct statemap) STATEMAP_INIT;
+  basemap_init (&blk->base_map, blk->block_shift);
   blk->dirty_pages = (struct statemap) STATEMAP_INIT;
   rangelock_init (&blk->rmw_locks);
   pthread_mutex_init (&blk->flush_lock, NULL);
@@ -655,7 +656,7 @@ blk_free (struct blk *blk)
     close_kept (blk);           /* closes the file */
   overlayfile_close (&blk->file);
   statemap_free (&blk->states);
-  statemap_free (&blk->base_map);
+  basemap_free (&blk->base_map);
   statemap_free (&blk->dirty_pages);
   keptslots_free (&blk->slots);
   pthread_mutex_destroy (&blk->state_lock);
@@ -744,6 +745,7 @@ blk_set_size (struct blk *blk, uint64_t size)
   lock_mutex (blk, &blk->state_lock, BLK_LOCK_STATE);
   if (!blk->size_known) {
     blk->size = size;
+    basemap_set_size (&blk->base_map, size);
     if (blk->kept && size > 0 && open_kept (blk, size) == -1)
       r = -1;
     else {
@@ -1029,84 +1031,22 @@ block_part (const struct blk *blk, uint64_t b, uint64_t offset, uint64_t end,
 }
 
 /*----------------------------------------------------------------------
- * What the base holds, as far as its extents tell: learnt a window at
- * a time and kept, since the base never changes under the filter.
+ * What the base holds, as far as its extents tell (basemap.h), with the
+ * waits for base_map_lock counted.
  */
 
-enum base_known {
-  BASE_UNKNOWN = 0,             /* not asked yet, or no answer */
-  BASE_ZERO = 1,                /* the whole block reads as zeros */
-  BASE_DATA = 2,                /* it may hold data: read it */
-};
-
-/* One extents call covers this much of the base: with 64K blocks, the
- * copy-ups of 1024 blocks, so that a base whose extents cost a round
- * trip (the nbd plugin) pays about one per 1024 blocks, not one more
- * per copy-up.  It is at least one block of any size cow.c accepts.
- */
-#define BASE_MAP_WINDOW (64 * 1024 * 1024)
-
-/* Marks blocks [first, end) as known, if the map has room: it is a
- * cache, and a block left unknown is only read again.
- */
-static void
-mark_base (struct blk *blk, uint64_t first, uint64_t end,
-           enum base_known known)
-{
-  if (first >= end)
-    return;
-  lock_mutex (blk, &blk->state_lock, BLK_LOCK_STATE);
-  if (statemap_reserve (&blk->base_map, first, end - first) == 0)
-    statemap_set (&blk->base_map, first, end - first, known);
-  pthread_mutex_unlock (&blk->state_lock);
-}
-
-/* The blk_found_run of describe: a block is zero only if the run
- * covers all of it, and a block that any run of data touches is data.
- */
-static void
-found_base_run (void *opaque, uint64_t offset, uint64_t length, bool zero)
-{
-  struct blk *blk = opaque;
-  uint64_t end = offset + length < blk->size ? offset + length : blk->size;
-
-  if (offset >= end)
-    return;
-  if (zero) {
-    uint64_t first, stop;
-
-    whole_blocks (blk, offset, end, &first, &stop);
-    mark_base (blk, first, stop, BASE_ZERO);
-  }
-  else
-    mark_base (blk, blk_of (blk, offset), blk_of (blk, end - 1) + 1,
-               BASE_DATA);
-}
-
-static enum base_known
-get_base_known (struct blk *blk, uint64_t b)
-{
-  return locked_get (blk, &blk->base_map, b);
-}
-
-/* True if block b of the base is known to read as zeros, asking the
- * base about the window from b on if nobody has yet.  Two threads may
- * ask about the same window at once; they learn the same answer.
- * Requires the rmw lock of b and no other lock.
+/* True if block b of the base is known to read as zeros.  Requires the
+ * rmw lock of b and no other lock: it may ask the base.
  */
 static bool
 base_reads_zeros (struct blk *blk, const struct blk_base *base, uint64_t b)
 {
-  uint64_t start = blk_start (blk, b), count = blk->size - start;
-  enum base_known known = get_base_known (blk, b);
+  uint64_t waited = 0;
+  bool zeros = basemap_reads_zeros (&blk->base_map, base, b, &waited);
 
-  if (known != BASE_UNKNOWN || base->describe == NULL)
-    return known == BASE_ZERO;
-  if (count > BASE_MAP_WINDOW)
-    count = BASE_MAP_WINDOW;
-  if (base->describe (base->opaque, count, start, found_base_run, blk) == -1)
-    return false;
-  return get_base_known (blk, b) == BASE_ZERO;
+  if (waited)
+    count_wait (blk, BLK_LOCK_BASE_MAP, waited);
+  return zeros;
 }
 
 /* Whether block b, in the given state, reads as zeros without being in
@@ -1432,6 +1372,7 @@ blk_lock_name (enum blk_lock lock)
     [BLK_LOCK_STATE] = "state_lock",
     [BLK_LOCK_WRITE] = "write_lock",
     [BLK_LOCK_FLUSH] = "flush_lock",
+    [BLK_LOCK_BASE_MAP] = "base_map_lock",
   };
   return names[lock];
 }

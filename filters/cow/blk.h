@@ -122,6 +122,7 @@ enum blk_lock {
   BLK_LOCK_STATE,               /* state_lock */
   BLK_LOCK_WRITE,               /* the stripes' write locks */
   BLK_LOCK_FLUSH,               /* flush_lock */
+  BLK_LOCK_BASE_MAP,            /* base_map_lock (basemap.h) */
   BLK_LOCKS
 };
 

@@ -1,0 +1,59 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* What the base holds, as far as its extents tell (blk_base's
+ * describe): for each block, whether it is known to read as zeros.
+ * The first question about a block asks the base about a window of
+ * BASEMAP_WINDOW bytes from it, and the answer is kept, since the base
+ * never changes under the filter.  The map is a cache: a block it has
+ * no memory for stays unknown, and its question is asked again.
+ *
+ * map_lock (base_map_lock in docs/design.md) protects the map.  It is
+ * held only for one lookup or one update, never over describe, and
+ * nothing is taken inside it.  Two threads asking about one window at
+ * once both ask the base and learn the same answer.
+ */
+
+#ifndef COW_BASEMAP_H
+#define COW_BASEMAP_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "blk.h"
+#include "statemap.h"
+
+/* One describe call covers this much of the base: with 64K blocks, the
+ * copy-ups of 1024 blocks, so that a base whose extents cost a round
+ * trip (the nbd plugin) pays about one per 1024 blocks, not one more
+ * per copy-up.  It is at least one block of any size cow.c accepts.
+ */
+#define BASEMAP_WINDOW (64 * 1024 * 1024)
+
+struct basemap {
+  unsigned block_shift;
+  uint64_t size;                /* of the base, from basemap_set_size */
+  pthread_mutex_t map_lock;
+  struct statemap known;        /* what is known of each block */
+};
+
+/* An empty map of blocks of 2^block_shift bytes. */
+extern void basemap_init (struct basemap *map, unsigned block_shift);
+
+/* The base's size in bytes; its last block may be short.  Call once,
+ * before any basemap_reads_zeros.
+ */
+extern void basemap_set_size (struct basemap *map, uint64_t size);
+
+extern void basemap_free (struct basemap *map);
+
+/* True if block b (below the size) of the base is known to read as
+ * zeros, asking base->describe about the window from b on if nobody
+ * has yet.  A base without describe, or one that cannot tell, reads as
+ * data.  Adds the nanoseconds spent waiting for map_lock to *waited.
+ */
+extern bool basemap_reads_zeros (struct basemap *map,
+                                 const struct blk_base *base, uint64_t b,
+                                 uint64_t *waited);
+
+#endif /* COW_BASEMAP_H */
