@@ -53,7 +53,7 @@
 #include "blk.h"
 #include "ispowerof2.h"
 #include "iszero.h"
-#include "keptfile.h"
+#include "keptoverlay.h"
 #include "overlayfile.h"
 #include "rangelock.h"
 #include "scratch.h"
@@ -106,22 +106,16 @@ struct blk {
 
   struct rangelock rmw_locks;   /* state changes and their I/O, by block */
 
-  /* A kept overlay (cow-file=, docs/overlay-format.md, keptfile.h);
+  /* A kept overlay (cow-file=, docs/overlay-format.md, keptoverlay.h);
    * NULL for a throw-away one.  Its header is fixed by blk_new_kept and
-   * the first blk_set_size.  kept_name is the export's, for the header
-   * of a new file.
+   * the first blk_set_size.
    */
-  struct keptfile *kept;
-  char *kept_name;
+  struct keptoverlay *kept;
   /* Pages of the state area changed since they were last written, one
    * entry per page (blocks_per_page of the layout), 1 if dirty.  Under
    * state_lock.
    */
   struct statemap dirty_pages;
-  /* A packed kept overlay's slots (keptslots.h): looked up without a
-   * lock, changed by the overlay file under its write lock.
-   */
-  struct keptslots slots;
   pthread_mutex_t flush_lock;
 
   /* The overlay's disk space counted against cow-max-size (taken
@@ -282,7 +276,7 @@ static void
 state_pages_of (const struct blk *blk, uint64_t first, uint64_t n,
                 uint64_t *page, uint64_t *pages)
 {
-  uint64_t per_page = blk->kept->header.layout.blocks_per_page;
+  uint64_t per_page = blk->kept->file.header.layout.blocks_per_page;
 
   *page = first / per_page;
   *pages = (first + n - 1) / per_page - *page + 1;
@@ -549,75 +543,23 @@ blk_new (uint32_t block_size, const char *tmpdir, unsigned stripes)
   return blk;
 }
 
-/* Reports the failure of a call on the kept overlay's file. */
-static void
-kept_error (const struct keptfile *kf)
-{
-  nbdkit_error ("cow-file=%s", kf->why);
-}
-
-/* The header of an existing kept overlay must match the configuration. */
-static int
-check_kept_header (const struct keptfile *kf, uint32_t block_size,
-                   const char *name)
-{
-  const struct kept_header *h = &kf->header;
-
-  if (h->layout.block_size != block_size) {
-    nbdkit_error ("cow-file=%s: made with cow-block-size=%" PRIu32
-                  ", not %" PRIu32, kf->path, h->layout.block_size,
-                  block_size);
-    return -1;
-  }
-  if (strcmp (h->name, name) != 0) {
-    nbdkit_error ("cow-file=%s: made for export \"%s\", not \"%s\"",
-                  kf->path, h->name, name);
-    return -1;
-  }
-  return 0;
-}
-
 struct blk *
 blk_new_kept (uint32_t block_size, const char *path, const char *name,
               unsigned stripes)
 {
-  struct keptfile *kf;
+  struct keptoverlay *kept = keptoverlay_open (path, name, block_size);
   struct blk *blk;
 
-  if (strlen (name) > KEPT_NAME_MAX) {
-    nbdkit_error ("cow: export name longer than %d bytes", KEPT_NAME_MAX);
+  if (kept == NULL)
     return NULL;
-  }
-  kf = malloc (sizeof *kf);
-  if (kf == NULL) {
-    nbdkit_error ("cow: malloc: %m");
-    return NULL;
-  }
-  if (keptfile_open (kf, path, KEPTFILE_CREATE) == -1) {
-    kept_error (kf);
-    free (kf);
-    return NULL;
-  }
-  if (kf->has_header && check_kept_header (kf, block_size, name) == -1) {
-    keptfile_close (kf);
-    free (kf);
-    return NULL;
-  }
   blk = blk_alloc (block_size);
   if (blk == NULL) {
-    keptfile_close (kf);
-    free (kf);
+    keptoverlay_close (kept, false);
     return NULL;
   }
-  blk->kept = kf;
-  if (overlayfile_new_fd (&blk->file, kf->fd, stripes,
+  blk->kept = kept;
+  if (overlayfile_new_fd (&blk->file, kept->file.fd, stripes,
                           chunk_shift_of (block_size)) == -1) {
-    blk_free (blk);
-    return NULL;
-  }
-  blk->kept_name = strdup (name);
-  if (blk->kept_name == NULL) {
-    nbdkit_error ("cow: strdup: %m");
     blk_free (blk);
     return NULL;
   }
@@ -626,25 +568,21 @@ blk_new_kept (uint32_t block_size, const char *path, const char *name,
 
 /* A clean stop of a kept overlay: what clients wrote is kept, flushed
  * or not, and the file is marked closed cleanly, unless the flush
- * failed, then cut after its last slot.
+ * failed.
  */
 static void
 close_kept (struct blk *blk)
 {
-  struct keptfile *kf = blk->kept;
+  bool flushed = false;
   int err;
 
   if (blk->size_known) {
-    if (blk_flush (blk, &err) == -1)
-      nbdkit_error ("cow-file=%s: the last flush failed: %s", kf->path,
-                    strerror (err));
-    else if (keptfile_set_flags (kf, 0, kf->header.recoveries) == -1)
-      kept_error (kf);
-    else
-      keptfile_cut (kf, &blk->slots);
+    flushed = blk_flush (blk, &err) == 0;
+    if (!flushed)
+      nbdkit_error ("cow-file=%s: the last flush failed: %s",
+                    blk->kept->file.path, strerror (err));
   }
-  keptfile_close (kf);
-  free (kf);
+  keptoverlay_close (blk->kept, flushed);
 }
 
 void
@@ -658,76 +596,29 @@ blk_free (struct blk *blk)
   statemap_free (&blk->states);
   basemap_free (&blk->base_map);
   statemap_free (&blk->dirty_pages);
-  keptslots_free (&blk->slots);
   pthread_mutex_destroy (&blk->state_lock);
   pthread_mutex_destroy (&blk->flush_lock);
   rangelock_destroy (&blk->rmw_locks);
   shardctr_free (&blk->counters);
-  free (blk->kept_name);
   free (blk);
 }
 
-/* Opens a kept overlay that has a header: loads its states and punches
- * what a crash left in the data of the others.  A file not closed
- * cleanly is counted as recovered.  The sync of the header's flag makes
- * the states loaded durable before any write can take a slot they
- * leave free (docs/overlay-format.md).  Requires state_lock.
- */
-static int
-load_kept (struct blk *blk)
-{
-  struct keptfile *kf = blk->kept;
-  const struct kept_header *h = &kf->header;
-  bool crashed = (h->flags & KEPT_OPEN) != 0;
-
-  if (keptfile_check_length (kf) == -1 ||
-      keptfile_load_states (kf, &blk->states, &blk->slots, NULL) == -1) {
-    kept_error (kf);
-    return -1;
-  }
-  keptfile_punch_unallocated (kf, &blk->states, &blk->slots);
-  if (crashed)
-    nbdkit_debug ("cow-file=%s: not closed cleanly: it holds what was "
-                  "flushed before", kf->path);
-  if (keptfile_set_flags (kf, KEPT_OPEN, h->recoveries + crashed) == -1) {
-    kept_error (kf);
-    return -1;
-  }
-  return 0;
-}
-
-/* Makes or opens the file of a kept overlay for a base of size bytes.
- * Requires state_lock.
+/* Makes or opens the file of a kept overlay for a base of size bytes,
+ * and lays the overlay's data out as the file says.  Requires
+ * state_lock.
  */
 static int
 open_kept (struct blk *blk, uint64_t size)
 {
-  struct keptfile *kf = blk->kept;
+  const struct kept_layout *layout = &blk->kept->file.header.layout;
 
-  if (!kf->has_header) {
-    if (keptfile_create (kf, blk->block_size, size, blk->kept_name) == -1) {
-      kept_error (kf);
-      return -1;
-    }
-    if (keptslots_init (&blk->slots, keptfile_blocks (kf)) == -1) {
-      nbdkit_error ("cow-file=%s: cannot hold the block slots: %m",
-                    kf->path);
-      return -1;
-    }
-  }
-  else if (kf->header.layout.base_size != size) {
-    nbdkit_error ("cow-file=%s: made for a base of %" PRIu64 " bytes, "
-                  "this base has %" PRIu64, kf->path,
-                  kf->header.layout.base_size, size);
+  if (keptoverlay_start (blk->kept, size, &blk->states) == -1)
     return -1;
-  }
-  else if (load_kept (blk) == -1)
-    return -1;
-  if (kf->header.layout.packed)
-    overlayfile_use_slots (&blk->file, kf->header.layout.data_offset,
-                           &blk->slots, blk->block_shift);
+  if (layout->packed)
+    overlayfile_use_slots (&blk->file, layout->data_offset,
+                           &blk->kept->slots, blk->block_shift);
   else
-    blk->file.data_offset = kf->header.layout.data_offset;
+    blk->file.data_offset = layout->data_offset;
   spacecap_charge (&blk->space, blk->file.data_offset +
                    space_in_map (blk, 0, blk_of (blk, size - 1) + 1,
                                  BLK_ALLOCATED));
@@ -795,7 +686,8 @@ take_dirty_pages (void *opaque, uint64_t *next, uint64_t *pages,
                   uint8_t *buf, unsigned max)
 {
   struct blk *blk = opaque;
-  uint64_t total = blk->kept->header.layout.states_length / KEPT_STATE_PAGE;
+  uint64_t total =
+    blk->kept->file.header.layout.states_length / KEPT_STATE_PAGE;
   uint64_t p = *next;
   unsigned n = 0;
 
@@ -807,8 +699,8 @@ take_dirty_pages (void *opaque, uint64_t *next, uint64_t *pages,
       p = end;
       continue;
     }
-    keptfile_export_page (blk->kept, &blk->states, &blk->slots, p,
-                          buf + n * KEPT_STATE_PAGE);
+    keptfile_export_page (&blk->kept->file, &blk->states, &blk->kept->slots,
+                          p, buf + n * KEPT_STATE_PAGE);
     statemap_set (&blk->dirty_pages, p, 1, 0);
     pages[n++] = p++;
   }
@@ -825,11 +717,8 @@ blk_flush (struct blk *blk, int *err)
   if (blk->kept == NULL)
     return 0;
   lock_mutex (blk, &blk->flush_lock, BLK_LOCK_FLUSH);
-  r = keptfile_flush (blk->kept, take_dirty_pages, redirty_pages, blk);
-  if (r == -1) {
-    *err = errno;
-    kept_error (blk->kept);
-  }
+  r = keptoverlay_flush (blk->kept, take_dirty_pages, redirty_pages, blk,
+                         err);
   pthread_mutex_unlock (&blk->flush_lock);
   return r;
 }
