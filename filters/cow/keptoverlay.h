@@ -6,8 +6,10 @@
  * The block layer keeps the state map these load and the state pages
  * dirtied since the last flush (blk.c).
  *
- * None of these may run in parallel with another on the same overlay,
- * but keptoverlay_flush, whose callers serialize it (flush_lock).
+ * No two of these run at once on the same overlay: open, start (under
+ * the block layer's state_lock) and close run before and after every
+ * request, and keptoverlay_flush runs beside requests, one at a time
+ * (its caller holds flush_lock).
  */
 
 #ifndef COW_KEPTOVERLAY_H
