@@ -6,6 +6,7 @@
 
 #include "basemap.h"
 #include "timedlock.h"
+#include "wholeblocks.h"
 
 enum base_known {
   BASE_UNKNOWN = 0,             /* not asked yet, or no answer */
@@ -83,22 +84,17 @@ found_run (void *opaque, uint64_t offset, uint64_t length, bool zero)
   const struct learning *l = opaque;
   struct basemap *map = l->map;
   uint64_t end = offset + length < map->size ? offset + length : map->size;
-  uint64_t mask = (UINT64_C (1) << map->block_shift) - 1;
   uint64_t first, stop;
 
   if (offset >= end)
     return;
   if (zero) {
-    first = (offset + mask) >> map->block_shift;
-    stop = end == map->size ? (end + mask) >> map->block_shift
-                            : end >> map->block_shift;
+    whole_blocks (map->block_shift, map->size, offset, end, &first, &stop);
     mark (map, first, stop, BASE_ZERO, l->waited);
   }
-  else {
-    first = offset >> map->block_shift;
-    stop = ((end - 1) >> map->block_shift) + 1;
-    mark (map, first, stop, BASE_DATA, l->waited);
-  }
+  else
+    mark (map, offset >> map->block_shift,
+          ((end - 1) >> map->block_shift) + 1, BASE_DATA, l->waited);
 }
 
 bool

@@ -61,6 +61,7 @@
 #include "spacecap.h"
 #include "statemap.h"
 #include "timedlock.h"
+#include "wholeblocks.h"
 
 /* Copy-ups read the base in chunks of this many bytes (or one block,
  * if larger), so that one request costs few base calls.
@@ -154,19 +155,6 @@ static uint64_t
 blk_of (const struct blk *blk, uint64_t offset)
 {
   return offset >> blk->block_shift;
-}
-
-/* Blocks wholly inside [offset, end): [*first, *stop), empty when
- * *first >= *stop.
- */
-static void
-whole_blocks (const struct blk *blk, uint64_t offset, uint64_t end,
-              uint64_t *first, uint64_t *stop)
-{
-  uint64_t b0 = blk_of (blk, offset), b1 = blk_of (blk, end - 1);
-
-  *first = blk_start (blk, b0) == offset ? b0 : b0 + 1;
-  *stop = blk_end (blk, b1) == end ? b1 + 1 : b1;
 }
 
 /*----------------------------------------------------------------------
@@ -1219,7 +1207,7 @@ discard_range (struct blk *blk, const struct blk_base *base,
 
   if (count == 0)
     return 0;
-  whole_blocks (blk, offset, end, &first, &stop);
+  whole_blocks (blk->block_shift, blk->size, offset, end, &first, &stop);
   if (first >= stop && !zero_ends)
     return 0;
 
