@@ -685,15 +685,13 @@ def guest_kind():
     """Whether the kernel runs paravirtualized (PVM, where every page
     fault is a trip to the host), under another hypervisor, or on bare
     metal: absolute figures differ by kind (benchmarks/README.md).
-    dmesg's boot line tells PVM from KVM; once the kernel's ring buffer
-    has wrapped, lscpu or the CPU's hypervisor flag still tell a
-    virtual machine, but not which kind."""
-    for line in command_output(["dmesg"]).splitlines():
-        if "Hypervisor detected:" in line:
-            name = line.split("Hypervisor detected:", 1)[1].strip()
-            return ("paravirtualized (%s)" % name if name == "PVM"
-                    else "virtual machine (%s)" % name)
-    unknown = ("dmesg no longer holds the boot line that tells a "
+    dmesg's log lines tell PVM from KVM; once the kernel's ring buffer
+    has wrapped past them, lscpu or the CPU's hypervisor flag still
+    tell a virtual machine, but not which kind."""
+    kind = guest_kind_in_kernel_log(command_output(["dmesg"]))
+    if kind:
+        return kind
+    unknown = ("dmesg no longer holds the lines that tell a "
                "paravirtualized kernel apart")
     for line in command_output(["lscpu"]).splitlines():
         if line.startswith("Hypervisor vendor:"):
@@ -705,6 +703,21 @@ def guest_kind():
             return ("virtual machine (the CPU's hypervisor flag; %s)" %
                     unknown)
     return "no hypervisor seen (dmesg, lscpu, /proc/cpuinfo)"
+
+
+def guest_kind_in_kernel_log(log):
+    """The guest's kind as the kernel log names it, or None.  The boot
+    line "Hypervisor detected: NAME" names any hypervisor; on a PVM
+    guest the kvm_pvm module's "this kernel is itself a kvm-pvm guest",
+    logged later in the boot, also names PVM and often outlives it."""
+    for line in log.splitlines():
+        if "Hypervisor detected:" in line:
+            name = line.split("Hypervisor detected:", 1)[1].strip()
+            return ("paravirtualized (%s)" % name if name == "PVM"
+                    else "virtual machine (%s)" % name)
+        if "this kernel is itself a kvm-pvm guest" in line:
+            return "paravirtualized (PVM, from kvm_pvm's log line)"
+    return None
 
 
 def command_output(argv):
