@@ -12,7 +12,10 @@
  *    everything that changes a block's state together with the I/O
  *    that goes with the change: copy-ups, read-modify-writes, writes
  *    to blocks not yet in the overlay, zeroes and trims of whole
- *    blocks.  They are held across I/O, on the blocks of one request.
+ *    blocks.  They are held across I/O, on the blocks of one request
+ *    (a write inside one block over zeros holds them only while the
+ *    block becomes allocated zeros, then writes on the fast path:
+ *    write_rmw).
  *
  *  - The rule that makes this safe: a block changes state only with its
  *    rmw lock held, and BLK_ALLOCATED is final (nothing moves a block
@@ -1105,14 +1108,72 @@ write_allocated (struct blk *blk, const void *buf, uint64_t count,
   return r;
 }
 
-/* buf NULL means zeros (blk_zero). */
+/* Whether the rmw path may only make blocks [first, last] allocated
+ * and leave a write's bytes to the fast path (write_rmw): when they are
+ * allocated already, or when the write is a part of one block (first)
+ * that reads as zeros outside the overlay.  state is first's.
+ * Requires the rmw locks of [first, last].
+ */
+static bool
+leaves_bytes_to_fast_path (struct blk *blk, const struct blk_base *base,
+                           const char *buf, uint64_t offset, uint64_t end,
+                           uint64_t first, uint64_t last,
+                           enum blk_state state)
+{
+  if (state == BLK_ALLOCATED)
+    return all_in_state (blk, first, last - first + 1, BLK_ALLOCATED);
+  return first == last && buf != NULL &&
+         is_partial (blk, first, offset, end) &&
+         reads_zeros_outside (blk, base, state, first);
+}
+
+/* The rmw path of blk_write, for a write into blocks [first, last]
+ * that were not all allocated: takes their rmw locks and writes.  With
+ * may_defer it may instead only make the blocks allocated and leave
+ * the bytes to the fast path, setting *deferred, so that the writes
+ * queued behind this one for the same block wait for its change of
+ * state and not for its bytes as well:
+ * - when a write that went first made the blocks allocated while this
+ *   one waited for their locks: the bytes need no rmw lock any more;
+ * - when the write is a part of one block that reads as zeros outside
+ *   the overlay (a block's first write, into a hole of the base or a
+ *   zeroed block): the block is allocated as zeros (a whole-block zero,
+ *   which changes nothing a read sees), and its space taken, first.
+ * Requires no lock.
+ */
+static int
+write_rmw (struct blk *blk, const struct blk_base *base, const char *buf,
+           uint64_t offset, uint64_t end, uint64_t first, uint64_t last,
+           bool may_defer, bool *deferred, int *err)
+{
+  struct rangelock_range held;
+  enum blk_state state;
+  int r = 0;
+
+  lock_rmw (blk, &held, first, last - first + 1);
+  state = get_state (blk, first);
+  *deferred = may_defer &&
+              leaves_bytes_to_fast_path (blk, base, buf, offset, end, first,
+                                         last, state);
+  if (!*deferred)
+    r = write_locked (blk, base, buf, offset, end, first, last, NULL, err);
+  else if (state != BLK_ALLOCATED)
+    r = write_locked (blk, base, NULL, blk_start (blk, first),
+                      blk_end (blk, first), first, first, NULL, err);
+  rangelock_unlock (&blk->rmw_locks, &held);
+  return r;
+}
+
+/* buf NULL means zeros (blk_zero).  A write goes the rmw path at most
+ * twice (write_rmw defers only the first time), so a block trimmed
+ * again and again under it cannot keep it looping.
+ */
 int
 blk_write (struct blk *blk, const struct blk_base *base,
            const void *buf, uint32_t count, uint64_t offset, int *err)
 {
-  struct rangelock_range held;
   uint64_t end = offset + count, first, last;
-  bool done;
+  bool done, deferred, may_defer = true;
   int r;
 
   if (count == 0)
@@ -1120,14 +1181,16 @@ blk_write (struct blk *blk, const struct blk_base *base,
   first = blk_of (blk, offset);
   last = blk_of (blk, end - 1);
 
-  r = write_allocated (blk, buf, count, offset, first, last, &done, err);
-  if (done)
-    return r;
-
-  lock_rmw (blk, &held, first, last - first + 1);
-  r = write_locked (blk, base, buf, offset, end, first, last, NULL, err);
-  rangelock_unlock (&blk->rmw_locks, &held);
-  return r;
+  for (;;) {
+    r = write_allocated (blk, buf, count, offset, first, last, &done, err);
+    if (done)
+      return r;
+    r = write_rmw (blk, base, buf, offset, end, first, last, may_defer,
+                   &deferred, err);
+    if (r == -1 || !deferred)
+      return r;
+    may_defer = false;
+  }
 }
 
 /*----------------------------------------------------------------------
