@@ -65,7 +65,7 @@ SCENARIOS = [  # name, base, slow base, cow-block-size, peers
 FAST64, SLOW64, _, FAST1M = (s[0] for s in SCENARIOS)
 # The slow-base target once more over a base of data, in target runs
 # only.  Ours reads nothing from the holes of the memory base for a
-# first write (docs/performance.md section 12) while nbdkit's filter
+# first write (docs/performance.md) while nbdkit's filter
 # still does; over data both must read, so only this cell measures
 # how the copy-ups of concurrent writes overlap.
 SLOW_DATA64 = ("slow base of data (1 ms reads), 64K blocks", DATA_BASE, True,
@@ -99,9 +99,9 @@ def remove_settled(path):
     filesystem has finished with it and with everything written before,
     not timed.  The dirty pages a run leaves are written back, and the
     extents of the files it removed discarded (at the journal's next
-    commit, docs/performance.md section 14), in the time of whatever
+    commit, docs/performance.md), in the time of whatever
     runs next: without the sync, the peer after a big one pays for it
-    (section 33), or the unlink does on a filesystem without a
+    or the unlink does on a filesystem without a
     journal."""
     if os.path.exists(path):
         os.unlink(path)
@@ -666,8 +666,8 @@ def machine():
 def journal_of(path):
     """Whether the ext4 filesystem holding path has a journal: without
     one, freeing an extent on a `discard` mount waits on the device's
-    discard inside the call that frees it (docs/performance.md section
-    14); with one, the journal's commit sends them."""
+    discard inside the call that frees it (docs/performance.md);
+    with one, the journal's commit sends them."""
     fields = command_output(["findmnt", "-n", "-o", "SOURCE,FSTYPE",
                              "-T", path]).split()
     if len(fields) != 2 or fields[1] not in ("ext3", "ext4"):

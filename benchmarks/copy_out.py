@@ -9,7 +9,7 @@
 # nbdcopy faults it in again, as often as the heap layout of the run
 # decides.  Where a page fault is dear (a paravirtualized kernel) that
 # is much of the copy's time and most of its spread
-# (docs/performance.md section 33).
+# (docs/performance.md).
 #
 # usage: copy_out.py --filter SO --distro-filter SO --work DIR [--rounds N]
 

@@ -4,7 +4,7 @@
 # do not move with the machine's noise, nor between a PVM and a plain
 # KVM guest: where the after filter's counts are the before one's or
 # lower, a timed report made with the before one is not flattered by
-# it (docs/performance.md, section 34).
+# it (docs/performance.md).
 #
 # usage: counts.py --before SO --after SO --work DIR [--rounds N]
 #                  [--requests N] [--before-args 'KEY=VALUE ...']

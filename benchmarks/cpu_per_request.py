@@ -4,7 +4,7 @@
 # fio made.  The cell is the one of the file-ceiling target: 4K random
 # writes, 4 jobs, fast base, 64K blocks.  On 2 cores nbdkit and fio
 # share the CPUs, so a peer's IOPS follow its CPU time per request
-# (docs/performance.md section 31).
+# (docs/performance.md).
 #
 # usage: cpu_per_request.py --filter SO --distro-filter SO --work DIR
 #                           [--rounds N] [--runtime S]

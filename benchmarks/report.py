@@ -225,8 +225,7 @@ def worst_scaling(cells):
 def pooled_scaling(cells, me, t):
     """Beside the worst cell, what every cell of me's scaling_cells
     says: the median of all their rounds' ratios, and how many cells
-    meet the rule, for the planning of docs/performance.md sections 20
-    and 21.  Not judged."""
+    meet the rule, for the planning of docs/performance.md.  Not judged."""
     pooled = [x for _, rs in cells for x in rs]
     passing = sum(median(rs) >= 0.95 for _, rs in cells)
     t.control("scaling, %s, pooled: every round of every cell (%d of %d "
@@ -390,7 +389,7 @@ def pipeline_section(res, d):
            (max(r.get("rounds", 1) for r in rows),
             "  After each peer its output is removed and the filesystem "
             "synced, not timed, so that no peer pays for the writeback of "
-            "the one before (docs/performance.md, section 33)."
+            "the one before (docs/performance.md)."
             if all(r.get("settled") for r in rows) else "",
             "  A target is the median of the rounds' own ratios of "
             "totals, with the lowest and the highest round in brackets."

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Every pwrite into the overlay ends on a 128K boundary of the file
-# (write_pieces in filters/cow/blk.c): large writes into fresh blocks
+# (write_pieces in filters/cow/overlayfile.c): large writes into fresh blocks
 # then make small page-cache folios, which a guest whose free memory
-# the host takes back fills 10x faster (docs/performance.md, section
-# 13).  tests/power-log.c logs the calls nbdkit makes on a kept
+# the host takes back fills 10x faster (docs/performance.md).
+# tests/power-log.c logs the calls nbdkit makes on a kept
 # overlay, whose data starts 64K into the file, so blocks are not
 # aligned to pieces there; the data written must read back whole.
 . "$abs_top_srcdir/tests/functions.sh"

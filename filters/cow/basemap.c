@@ -15,7 +15,7 @@ enum base_known {
 };
 
 /* A describe call in progress: where its runs go, and the waits for
- * map_lock that marking them cost.
+ * base_map_lock that marking them cost.
  */
 struct learning {
   struct basemap *map;
@@ -27,7 +27,7 @@ basemap_init (struct basemap *map, unsigned block_shift)
 {
   map->block_shift = block_shift;
   map->size = 0;
-  pthread_mutex_init (&map->map_lock, NULL);
+  pthread_mutex_init (&map->base_map_lock, NULL);
   map->known = (struct statemap) STATEMAP_INIT;
 }
 
@@ -41,13 +41,13 @@ void
 basemap_free (struct basemap *map)
 {
   statemap_free (&map->known);
-  pthread_mutex_destroy (&map->map_lock);
+  pthread_mutex_destroy (&map->base_map_lock);
 }
 
 static void
 lock_map (struct basemap *map, uint64_t *waited)
 {
-  *waited += timed_lock (&map->map_lock);
+  *waited += timed_lock (&map->base_map_lock);
 }
 
 static enum base_known
@@ -57,7 +57,7 @@ get_known (struct basemap *map, uint64_t b, uint64_t *waited)
 
   lock_map (map, waited);
   known = statemap_get (&map->known, b);
-  pthread_mutex_unlock (&map->map_lock);
+  pthread_mutex_unlock (&map->base_map_lock);
   return known;
 }
 
@@ -71,7 +71,7 @@ mark (struct basemap *map, uint64_t first, uint64_t end,
   lock_map (map, waited);
   if (statemap_reserve (&map->known, first, end - first) == 0)
     statemap_set (&map->known, first, end - first, known);
-  pthread_mutex_unlock (&map->map_lock);
+  pthread_mutex_unlock (&map->base_map_lock);
 }
 
 /* The blk_found_run of describe: a block is zero only if the run

@@ -7,7 +7,7 @@
  * never changes under the filter.  The map is a cache: a block it has
  * no memory for stays unknown, and its question is asked again.
  *
- * map_lock (base_map_lock in docs/design.md) protects the map.  It is
+ * base_map_lock protects the map.  It is
  * held only for one lookup or one update, never over describe, and
  * nothing is taken inside it.  Two threads asking about one window at
  * once both ask the base and learn the same answer.
@@ -33,7 +33,7 @@
 struct basemap {
   unsigned block_shift;
   uint64_t size;                /* of the base, from basemap_set_size */
-  pthread_mutex_t map_lock;
+  pthread_mutex_t base_map_lock;
   struct statemap known;        /* what is known of each block */
 };
 
@@ -50,7 +50,7 @@ extern void basemap_free (struct basemap *map);
 /* True if block b (below the size) of the base is known to read as
  * zeros, asking base->describe about the window from b on if nobody
  * has yet.  A base without describe, or one that cannot tell, reads as
- * data.  Adds the nanoseconds spent waiting for map_lock to *waited.
+ * data.  Adds the nanoseconds spent waiting for base_map_lock to *waited.
  */
 extern bool basemap_reads_zeros (struct basemap *map,
                                  const struct blk_base *base, uint64_t b,

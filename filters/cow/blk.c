@@ -1,44 +1,16 @@
 /* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
 
-/* The block layer.  Read docs/design.md first: it holds the block
- * state machine, what each lock protects and the lock order.  In
- * short:
+/* The block layer: the state of every block and the rules for
+ * changing it, for reads, writes, zeroes, trims and copy-ups.
  *
- *  - state_lock (a mutex) protects the state map and nothing else.  It
- *    is held only for lookups and updates, never across I/O, and it is
- *    the innermost lock: nothing else is taken while holding it.
- *
- *  - rmw_locks (a lock on ranges of blocks, common/rangelock.h) serialize
- *    everything that changes a block's state together with the I/O
- *    that goes with the change: copy-ups, read-modify-writes, writes
- *    to blocks not yet in the overlay, zeroes and trims of whole
- *    blocks.  They are held across I/O, on the blocks of one request
- *    (a write inside one block over zeros holds them only while the
- *    block becomes allocated zeros, then writes on the fast path:
- *    write_rmw).
- *
- *  - The rule that makes this safe: a block changes state only with its
- *    rmw lock held, and BLK_ALLOCATED is final (nothing moves a block
- *    out of it but a whole-block zero or trim, itself under the lock).
- *    So a write that finds all its blocks allocated may go straight to
- *    the overlay with no rmw lock: no copy-up can be running on them.
- *
- *  - The write locks of the overlay's stripes (overlayfile.h; together
- *    "write_lock" in the statistics) are held over each system call
- *    that writes the overlay, and over the state lookup of a fast-path
- *    write too: punches take them, so no write lands in a block after
- *    its punch.
- *
- *  - flush_lock (a mutex) lets one flush of a kept overlay run at a
- *    time; it takes state_lock inside.
- *
- *  - base_map_lock (basemap.h) protects what the base's extents told;
- *    like state_lock it is held only over lookups and updates, and
- *    nothing is taken inside it.
- *
- *  - Order: rmw_locks, then the write locks in ascending stripe order,
- *    then state_lock; flush_lock, then state_lock; rmw_locks, then
- *    base_map_lock.
+ * docs/design.md holds the state machine, what each lock protects and
+ * the lock order, written once; each function here says which locks it
+ * expects to hold.  The one rule everything rests on: a block changes
+ * state only with its rmw lock held, and BLK_ALLOCATED is final but
+ * for a whole-block zero or trim, itself under the lock.  So a write
+ * that finds all its blocks allocated goes straight to the overlay
+ * with no rmw lock (write_allocated): no copy-up can be running on
+ * them.
  */
 
 #include <config.h>
@@ -73,7 +45,7 @@
 
 /* A striped overlay's chunks: each is this many bytes, or one block if
  * larger, so that a block never spans two files and a request of up
- * to 1M meets one or two of them (docs/performance.md, section 16).
+ * to 1M meets one or two of them (docs/performance.md).
  * The fuzzer makes it smaller, to cross stripes on its small disks.
  */
 #ifndef STRIPE_CHUNK

@@ -33,7 +33,7 @@
 
 #define MIN_BLOCK_SIZE 4096
 #define MAX_BLOCK_SIZE (32 * 1024 * 1024)   /* NBD's largest preferred size */
-#define DEFAULT_STRIPES 8   /* docs/performance.md, section 16 */
+#define DEFAULT_STRIPES 8   /* docs/performance.md */
 
 static uint32_t block_size = 65536;         /* cow-block-size */
 static bool cow_on_cache;                   /* cow-on-cache */

@@ -3,7 +3,7 @@
 /* The overlay's files: open, extend, locks of the stripes, and the
  * system calls that move data (overlayfile.h; docs/design.md, "The
  * overlay").  Data moves with pread and pwrite only, never through a
- * map of the file (docs/performance.md, section 9).
+ * map of the file (docs/performance.md).
  */
 
 #include <config.h>
@@ -30,15 +30,14 @@
  * of its file (write_pieces).  The kernel sizes the page-cache folios
  * a write creates by the length of the write: one pwrite of 1M makes
  * 1M folios, and on a guest whose free memory the host takes back
- * (docs/performance.md, section 13) filling fresh high-order folios
+ * (docs/performance.md) filling fresh high-order folios
  * ran 10x slower than 128K ones, while overwriting either ran alike.
  */
 #define WRITE_PIECE (128 * 1024)
 
 /* A packed file is extended this far ahead of its slots at a time,
  * sparsely: a write that changes the file's length cost a quarter of
- * the 4K random writes into new blocks (docs/performance.md, section
- * 25).
+ * the 4K random writes into new blocks (docs/performance.md).
  */
 #define GROW_BYTES (64 * 1024 * 1024)
 

@@ -4,8 +4,7 @@
  * files of a throw-away overlay, one per stripe.  The disk is cut into
  * chunks of 2^chunk_shift bytes, and chunk c belongs to stripe
  * c mod nr_stripes, whose write lock covers it, so that writes to
- * different stripes do not wait for one lock (docs/performance.md,
- * sections 16 and 27).  Throw-away, each stripe has its own file, so
+ * different stripes do not wait for one lock (docs/performance.md).  Throw-away, each stripe has its own file, so
  * they meet no inode either: disk byte x lives at byte x of its
  * stripe's file, and the chunks of the other stripes are holes that
  * nothing writes.  Kept, every stripe writes the one file, disk byte x
