@@ -4,7 +4,7 @@
  * ./nbdkit ...) that logs every change nbdkit makes to one file and
  * every sync of it, so that a test can build what a disk may hold
  * after a power loss at the moment nbdkit is killed
- * (tests/kept_crash.py --power).
+ * (tests/kept-crash.py --power).
  *
  *   COW_POWER_FILE=PATH   the file to watch (absolute, no symlinks)
  *   COW_POWER_LOG=PATH    the log, appended to

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Power loss at random moments, requests in flight and flushes now and
 # then: the overlay is replaced after each kill by what a disk may hold
-# (tests/power-log.c logs nbdkit's calls on it, tests/kept_crash.py
+# (tests/power-log.c logs nbdkit's calls on it, tests/kept-crash.py
 # builds the image), and after every restart nothing flushed is lost
 # and nothing never written appears.
 . "$abs_top_srcdir/tests/functions.sh"
@@ -12,6 +12,6 @@ shim=$abs_top_builddir/tests/.libs/power-log.so
 # every round (they are what the order of data and states protects).
 make_base "$tmp/base" $((64 * 1024 * 1024))
 default_rounds=$(rounds 30 10)
-/usr/bin/python3 "$abs_top_srcdir/tests/kept_crash.py" "$NBDKIT" \
+/usr/bin/python3 "$abs_top_srcdir/tests/kept-crash.py" "$NBDKIT" \
   "$tmp/base" "$tmp/ov" "$tmp/sock" "${KEPT_CRASH_ROUNDS:-$default_rounds}" "$RANDOM" \
   "$shim" || fail "see above"

@@ -64,7 +64,7 @@ expect_after_fork_failure "cow-file=$ov: truncated: shorter than its header says
   --filter=cow file "$tmp/base" cow-file="$ov"
 # Format version 2: the value 3 is no state.
 cp "$tmp/good" "$ov"
-"$PYTHON" "$tests/kept_v2.py" "$ov"
+"$PYTHON" "$tests/kept-format.py" v2 "$ov"
 printf '\377' | dd of="$ov" bs=1 seek=8192 conv=notrunc 2>/dev/null
 expect_after_fork_failure "cow-file=$ov: corrupted block states \(block 0 has the invalid state 3\)" \
   --filter=cow file "$tmp/base" cow-file="$ov"

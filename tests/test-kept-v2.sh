@@ -4,10 +4,10 @@
 # the filter serves and writes them and they stay version 2, and what
 # they hold commits and exports as from a version 3 file.
 . "$abs_top_srcdir/tests/functions.sh"
-. "$abs_top_srcdir/tests/nbdcow_setup.sh"
+. "$abs_top_srcdir/tests/nbdcow-setup.sh"
 
 "$NBDCOW" map "$ov" > "$tmp/map3"
-"$PYTHON" "$tests/kept_v2.py" "$ov"
+"$PYTHON" "$tests/kept-format.py" v2 "$ov"
 jq -e '.format_version == 2 and .closed_cleanly == true' \
   <("$NBDCOW" info --json "$ov") >/dev/null || fail "not version 2"
 length=$(stat -c %s "$ov")

@@ -7,6 +7,6 @@ make_base "$tmp/base" $(( 64 * 1024 * 1024 + 4096 ))
 cp --sparse=always "$tmp/base" "$tmp/expected"
 start_nbdkit "$tmp/sock" --filter=cow file "$tmp/base"
 uri="nbd+unix:///?socket=$tmp/sock"
-"$PYTHON" "$tests/scatter_writes.py" "$uri" "$tmp/expected" 1 300
+"$PYTHON" "$tests/scatter-writes.py" "$uri" "$tmp/expected" 1 300
 nbdcopy --connections=4 "$uri" "$tmp/out"
 cmp "$tmp/out" "$tmp/expected" || fail "nbdcopy output differs"

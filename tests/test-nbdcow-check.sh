@@ -102,7 +102,7 @@ rm -f "$tmp/sock"
 # and a file cut short after its last block in the overlay (block 40)
 # is repaired by extending it; cut inside it, its data is gone.
 cp "$tmp/good" "$tmp/v2"
-"$PYTHON" "$tests/kept_v2.py" "$tmp/v2"
+"$PYTHON" "$tests/kept-format.py" v2 "$tmp/v2"
 v2_length=$(stat -c %s "$tmp/v2")
 cp "$tmp/v2" "$ov"
 expect_exit 0 "$ov: no errors found" "$NBDCOW" check "$ov"
@@ -123,7 +123,7 @@ truncate -s $(( data_offset + 40 * B + 100 )) "$ov"
 expect_exit 2 "cannot repair: blocks in the overlay reach past the end" \
   "$NBDCOW" check --repair "$ov"
 cp "$tmp/zeros" "$tmp/v2-zeros"
-"$PYTHON" "$tests/kept_v2.py" "$tmp/v2-zeros"
+"$PYTHON" "$tests/kept-format.py" v2 "$tmp/v2-zeros"
 cp "$tmp/v2-zeros" "$ov"
 truncate -s 20000 "$ov"
 expect_exit 0 "$ov: repaired: extended to $v2_length bytes" \
@@ -133,7 +133,7 @@ expect_exit 0 "no errors found" "$NBDCOW" check "$ov"
 # What a crash leaves is harmless, reported, and tidied by --repair:
 # data written past the last slot.
 cp "$tmp/good" "$ov"
-"$PYTHON" "$tests/kept_header.py" "$ov" flags=1
+"$PYTHON" "$tests/kept-format.py" header "$ov" flags=1
 head -c $B /dev/urandom |
   dd of="$ov" bs=$B seek=$(( data_offset / B + 70 )) conv=notrunc 2>/dev/null
 expect_exit 0 "$ov: $B bytes of data outside the overlay's blocks" \

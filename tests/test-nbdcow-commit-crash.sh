@@ -3,7 +3,7 @@
 # and overlay reading differently from before the commit (or after it:
 # the same disk), and running the commit again finishes it.
 . "$abs_top_srcdir/tests/functions.sh"
-. "$tests/nbdcow_setup.sh"
+. "$tests/nbdcow-setup.sh"
 
 cp "$ov" "$tmp/ov.orig"
 # Each round starts nbdkit twice.

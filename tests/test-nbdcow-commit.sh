@@ -5,7 +5,7 @@
 # read-only one is refused; an interrupted commit run again ends the
 # same; --empty leaves base and overlay reading the same disk.
 . "$abs_top_srcdir/tests/functions.sh"
-. "$tests/nbdcow_setup.sh"
+. "$tests/nbdcow-setup.sh"
 
 # A file.
 cp "$tmp/base" "$tmp/t1"

@@ -12,7 +12,7 @@
 # two steps of a replacement, OUT.nbdcow-PID, complete.  Running the
 # export again makes the whole file, in each kind.
 . "$abs_top_srcdir/tests/functions.sh"
-. "$tests/nbdcow_setup.sh"
+. "$tests/nbdcow-setup.sh"
 
 cp "$ov" "$tmp/ov.orig"
 mkdir "$tmp/out"

@@ -6,7 +6,7 @@
 # overlay's blocks and zero clusters where the overlay has zero
 # blocks, and it takes about the overlay's data in space.
 . "$abs_top_srcdir/tests/functions.sh"
-. "$tests/nbdcow_setup.sh"
+. "$tests/nbdcow-setup.sh"
 
 mkdir "$tmp/qcow"
 # A base named relative to the qcow2 file, as qemu-img create -b takes it.

@@ -67,8 +67,8 @@ info_is '.closed_cleanly == true and .recoveries == 1' "after recovery"
 
 # Format version 1 (version 2 without flags): nbdcow opens it and says
 # what it cannot know; the filter serves it and leaves it version 2.
-"$PYTHON" "$tests/kept_v2.py" "$ov"
-"$PYTHON" "$tests/kept_header.py" "$ov" version=1 flags=0 recoveries=0
+"$PYTHON" "$tests/kept-format.py" v2 "$ov"
+"$PYTHON" "$tests/kept-format.py" header "$ov" version=1 flags=0 recoveries=0
 "$NBDCOW" info "$ov" | grep -q '^closed cleanly: unknown (format version 1' ||
   fail "version 1 info"
 info_is '.format_version == 1 and .closed_cleanly == null' "version 1"

@@ -3,7 +3,7 @@
 # moves and ends at 100%, and prints a line per 10% where stderr is not
 # a terminal.
 . "$abs_top_srcdir/tests/functions.sh"
-. "$tests/nbdcow_setup.sh"
+. "$tests/nbdcow-setup.sh"
 command -v tmux >/dev/null || skip "no tmux"
 
 cp "$tmp/base" "$tmp/target"

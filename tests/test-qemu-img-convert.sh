@@ -7,7 +7,7 @@ make_base "$tmp/base" $(( 32 * 1024 * 1024 ))
 cp --sparse=always "$tmp/base" "$tmp/expected"
 start_nbdkit "$tmp/sock" --filter=cow file "$tmp/base" cow-block-size=4K
 uri="nbd+unix:///?socket=$tmp/sock"
-"$PYTHON" "$tests/scatter_writes.py" "$uri" "$tmp/expected" 2 200
+"$PYTHON" "$tests/scatter-writes.py" "$uri" "$tmp/expected" 2 200
 qemu-img convert -f raw "$uri" -O raw "$tmp/out"
 cmp "$tmp/out" "$tmp/expected" || fail "qemu-img convert output differs"
 qemu-img convert -f raw "$uri" -O qcow2 "$tmp/out.qcow2"

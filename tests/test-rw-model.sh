@@ -11,7 +11,7 @@ run ()
   make_base "$tmp/base" "$size"
   sum=$(md5sum < "$tmp/base")
   "$NBDKIT" -U - --filter=cow file "$tmp/base" cow-block-size="$block_size" \
-    --run "$PYTHON '$tests/rw_model.py' \"\$uri\" '$tmp/base' $block_size $seed 600"
+    --run "$PYTHON '$tests/rw-model.py' \"\$uri\" '$tmp/base' $block_size $seed 600"
   [ "$(md5sum < "$tmp/base")" = "$sum" ] || fail "base file changed"
 }
 

@@ -1,7 +1,7 @@
 # Random reads, writes, zeroes, trims and caches through the filter,
 # checked byte for byte against an in-memory model of the disk.
 #
-# usage: rw_model.py URI BASE-FILE BLOCK-SIZE SEED OPS
+# usage: rw-model.py URI BASE-FILE BLOCK-SIZE SEED OPS
 #
 # Requests have aligned and unaligned heads and tails relative to the
 # cow block size and run up to the last byte of disks whose size is not

@@ -2,7 +2,7 @@
 # EXPECTED (a copy of the base) so that EXPECTED ends as the image the
 # clients should see.
 #
-# usage: scatter_writes.py URI EXPECTED SEED COUNT
+# usage: scatter-writes.py URI EXPECTED SEED COUNT
 
 import random
 import sys

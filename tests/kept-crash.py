@@ -9,7 +9,7 @@
 # what a disk may hold then, built from the shim's log of the calls
 # nbdkit made on it (power_image), and the same must hold.
 #
-# usage: kept_crash.py NBDKIT BASE OVERLAY SOCKET ROUNDS SEED [POWER_SHIM]
+# usage: kept-crash.py NBDKIT BASE OVERLAY SOCKET ROUNDS SEED [POWER_SHIM]
 
 import os
 import random
@@ -319,5 +319,5 @@ verify(h)
 h.shutdown()
 p.terminate()
 p.wait()
-print('kept_crash: %d %s, %d writes, nothing flushed lost' %
+print('kept-crash: %d %s, %d writes, nothing flushed lost' %
       (rounds, 'power losses' if power_shim else 'kills', seq))
