@@ -42,9 +42,12 @@ struct blk_base {
 
 struct blk;
 
+/* The most stripes an overlay is cut into (cow-stripes). */
+#define BLK_MAX_STRIPES 64
+
 /* Creates an overlay of blocks of block_size bytes (a power of two) in
  * the directory tmpdir, striped across stripes files (1 to
- * OVERLAYFILE_MAX_STRIPES): created 0600, unlinked at once,
+ * BLK_MAX_STRIPES): created 0600, unlinked at once,
  * close-on-exec.  Returns NULL after nbdkit_error on failure.
  */
 extern struct blk *blk_new (uint32_t block_size, const char *tmpdir,

@@ -19,15 +19,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <nbdkit-filter.h>
 
 #include "blk.h"
 #include "ispowerof2.h"
-#include "monotonic.h"
-#include "overlayfile.h"
 #include "shardctr.h"
 #include "stats.h"
 
@@ -113,11 +110,11 @@ parse_stripes (const char *value)
   const char *p;
 
   /* Digits only: nbdkit_parse_unsigned's messages do not name the value. */
-  for (p = value; *p >= '0' && *p <= '9' && r <= OVERLAYFILE_MAX_STRIPES; ++p)
+  for (p = value; *p >= '0' && *p <= '9' && r <= BLK_MAX_STRIPES; ++p)
     r = r * 10 + (*p - '0');
-  if (p == value || *p != '\0' || r < 1 || r > OVERLAYFILE_MAX_STRIPES) {
+  if (p == value || *p != '\0' || r < 1 || r > BLK_MAX_STRIPES) {
     nbdkit_error ("cow-stripes=%s: must be a number from 1 to %d", value,
-                  OVERLAYFILE_MAX_STRIPES);
+                  BLK_MAX_STRIPES);
     return -1;
   }
   stripes = r;
@@ -286,7 +283,7 @@ get_overlay (const char *exportname)
 
   o = calloc (1, sizeof *o);
   if (o == NULL || (o->exportname = strdup (exportname)) == NULL ||
-      shardctr_init (&o->requests, 2 * REQ_TYPES) == -1) {
+      shardctr_init (&o->requests, STATS_REQUEST_COUNTERS) == -1) {
     nbdkit_error ("cow: %m");
     if (o)
       free (o->exportname);
@@ -305,136 +302,35 @@ get_overlay (const char *exportname)
   return o;
 }
 
-/*----------------------------------------------------------------------
- * Statistics: cow-stats=FILE, rewritten every STATS_INTERVAL seconds
- * by a thread and once more when the last connection has closed.
- */
-
-#define STATS_INTERVAL 1
-
-static void
-count_request (struct overlay *o, enum cow_request type, uint64_t bytes)
-{
-  shardctr_add (&o->requests, 2 * type, 1);
-  if (bytes)
-    shardctr_add (&o->requests, 2 * type + 1, bytes);
-}
-
-static uint64_t stats_start_ns;             /* set in .get_ready */
-
-/* Whether the last write failed, so a failing disk logs one error, not
- * one a second.  Used by one thread at a time: .get_ready, then the
- * stats thread, then .cleanup after joining it.
- */
-static bool stats_failing;
-
-/* Writes the report of every overlay, oldest first.  The list is read
- * without overlays_lock past its head: entries are only ever added at
- * the head, complete, under the lock, and not freed before .unload.
+/* The statistics of every overlay, oldest first (stats_gather).  The
+ * list is read without overlays_lock past its head: entries are only
+ * ever added at the head, complete, under the lock, and not freed
+ * before .unload.
  */
 static int
-write_stats (void)
+gather_stats (struct export_stats **exports, size_t *n)
 {
   struct overlay *head, *o;
-  struct export_stats *exports;
-  size_t n = 0, i;
-  int r;
+  size_t i;
 
   pthread_mutex_lock (&overlays_lock);
   head = overlays;
   pthread_mutex_unlock (&overlays_lock);
 
+  *n = 0;
   for (o = head; o; o = o->next)
-    n++;
-  exports = calloc (n ? n : 1, sizeof *exports);
-  if (exports == NULL)
-    r = -1;
-  else {
-    for (o = head, i = n; o; o = o->next) {
-      struct export_stats *e = &exports[--i];
-      unsigned t;
-
-      e->name = o->exportname;
-      blk_get_stats (o->blk, &e->blk);
-      for (t = 0; t < REQ_TYPES; ++t) {
-        e->requests[t] = shardctr_sum (&o->requests, 2 * t);
-        e->request_bytes[t] = shardctr_sum (&o->requests, 2 * t + 1);
-      }
-    }
-    r = stats_write (stats_path, (monotonic_ns () - stats_start_ns) / 1e9,
-                     exports, n);
-  }
-  if (r == -1 && !stats_failing)
-    nbdkit_error ("cow-stats=%s: cannot write the statistics: %m",
-                  stats_path);
-  stats_failing = r == -1;
-  free (exports);
-  return r;
-}
-
-/* The thread is told to stop through stats_stop under stats_lock. */
-static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t stats_wake;           /* CLOCK_MONOTONIC */
-static bool stats_stop;
-static pthread_t stats_thread;
-static bool stats_thread_running;           /* main thread only */
-
-static void *
-stats_loop (void *arg)
-{
-  struct timespec next;
-
-  clock_gettime (CLOCK_MONOTONIC, &next);
-  pthread_mutex_lock (&stats_lock);
-  while (!stats_stop) {
-    next.tv_sec += STATS_INTERVAL;
-    while (!stats_stop &&
-           pthread_cond_timedwait (&stats_wake, &stats_lock, &next) == 0)
-      ;
-    if (stats_stop)
-      break;
-    pthread_mutex_unlock (&stats_lock);
-    write_stats ();
-    pthread_mutex_lock (&stats_lock);
-  }
-  pthread_mutex_unlock (&stats_lock);
-  return NULL;
-}
-
-static int
-start_stats_thread (void)
-{
-  pthread_condattr_t attr;
-  int err;
-
-  pthread_condattr_init (&attr);
-  pthread_condattr_setclock (&attr, CLOCK_MONOTONIC);
-  pthread_cond_init (&stats_wake, &attr);
-  pthread_condattr_destroy (&attr);
-  err = pthread_create (&stats_thread, NULL, stats_loop, NULL);
-  if (err != 0) {
-    errno = err;
-    nbdkit_error ("cow-stats=%s: cannot start a thread: %m", stats_path);
-    pthread_cond_destroy (&stats_wake);
+    ++*n;
+  *exports = calloc (*n ? *n : 1, sizeof **exports);
+  if (*exports == NULL)
     return -1;
-  }
-  stats_thread_running = true;
-  return 0;
-}
+  for (o = head, i = *n; o; o = o->next) {
+    struct export_stats *e = &(*exports)[--i];
 
-/* Stops the thread, if running. */
-static void
-stop_stats_thread (void)
-{
-  if (!stats_thread_running)
-    return;
-  pthread_mutex_lock (&stats_lock);
-  stats_stop = true;
-  pthread_cond_signal (&stats_wake);
-  pthread_mutex_unlock (&stats_lock);
-  pthread_join (stats_thread, NULL);
-  pthread_cond_destroy (&stats_wake);
-  stats_thread_running = false;
+    e->name = o->exportname;
+    blk_get_stats (o->blk, &e->blk);
+    stats_sum_requests (&o->requests, e);
+  }
+  return 0;
 }
 
 /*----------------------------------------------------------------------
@@ -462,8 +358,7 @@ cow_get_ready (int thread_model)
     blk_free (probe);
   }
   /* A cow-stats file that cannot be written stops nbdkit here too. */
-  stats_start_ns = monotonic_ns ();
-  return stats_path ? write_stats () : 0;
+  return stats_path ? stats_init (stats_path, gather_stats) : 0;
 }
 
 /* With cow-file, a file made for a base of another size must also stop
@@ -479,7 +374,7 @@ cow_after_fork (nbdkit_backend *backend)
   int r = 0;
 
   /* Threads must start after nbdkit forks into the background. */
-  if (stats_path && start_stats_thread () == -1)
+  if (stats_path && stats_start () == -1)
     return -1;
   if (cow_file == NULL)
     return 0;
@@ -503,10 +398,8 @@ cow_after_fork (nbdkit_backend *backend)
 static void
 cow_cleanup (nbdkit_backend *backend)
 {
-  if (stats_path == NULL)
-    return;
-  stop_stats_thread ();
-  write_stats ();
+  if (stats_path)
+    stats_finish ();
 }
 
 static void
@@ -515,7 +408,7 @@ cow_unload (void)
   /* In case .cleanup was not reached (a start that failed after
    * .after_fork): the thread must not outlive the overlays it reads.
    */
-  stop_stats_thread ();
+  stats_stop ();
   while (overlays) {
     struct overlay *o = overlays;
     overlays = o->next;
@@ -713,7 +606,7 @@ cow_pread (nbdkit_next *next, void *handle,
   struct overlay *o = handle;
   const struct blk_base base = base_of (next);
 
-  count_request (o, REQ_READ, count);
+  stats_count_request (&o->requests, REQ_READ, count);
   return blk_read (o->blk, &base, buf, count, offset, cow_on_read_now (), err);
 }
 
@@ -725,7 +618,7 @@ cow_pwrite (nbdkit_next *next, void *handle,
   struct overlay *o = handle;
   const struct blk_base base = base_of (next);
 
-  count_request (o, REQ_WRITE, count);
+  stats_count_request (&o->requests, REQ_WRITE, count);
   return blk_write (o->blk, &base, buf, count, offset, err);
 }
 
@@ -736,7 +629,7 @@ cow_zero (nbdkit_next *next, void *handle,
   struct overlay *o = handle;
   const struct blk_base base = base_of (next);
 
-  count_request (o, REQ_ZERO, count);
+  stats_count_request (&o->requests, REQ_ZERO, count);
   return blk_zero (o->blk, &base, count, offset,
                    (flags & NBDKIT_FLAG_MAY_TRIM) != 0, err);
 }
@@ -747,7 +640,7 @@ cow_trim (nbdkit_next *next, void *handle,
 {
   struct overlay *o = handle;
 
-  count_request (o, REQ_TRIM, count);
+  stats_count_request (&o->requests, REQ_TRIM, count);
   return blk_trim (o->blk, count, offset, err);
 }
 
@@ -756,7 +649,7 @@ cow_flush (nbdkit_next *next, void *handle, uint32_t flags, int *err)
 {
   struct overlay *o = handle;
 
-  count_request (o, REQ_FLUSH, 0);
+  stats_count_request (&o->requests, REQ_FLUSH, 0);
   return blk_flush (o->blk, err);
 }
 
@@ -767,7 +660,7 @@ cow_cache (nbdkit_next *next, void *handle,
   struct overlay *o = handle;
   const struct blk_base base = base_of (next);
 
-  count_request (o, REQ_CACHE, count);
+  stats_count_request (&o->requests, REQ_CACHE, count);
   if (cow_on_cache)
     return blk_copy_up (o->blk, &base, count, offset, err);
   return next->cache (next, count, offset, flags, err);
@@ -822,7 +715,7 @@ cow_extents (nbdkit_next *next, void *handle,
   struct overlay *o = handle;
   uint64_t end = offset + count;
 
-  count_request (o, REQ_EXTENTS, count);
+  stats_count_request (&o->requests, REQ_EXTENTS, count);
   while (offset < end) {
     enum blk_state state;
     uint64_t run_end = blk_state_run (o->blk, offset, end, &state);

@@ -40,8 +40,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define OVERLAYFILE_MAX_STRIPES 64
-
 struct overlayfile_stripe {
   int fd;
   pthread_mutex_t write_lock;

@@ -1,15 +1,28 @@
 /* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
 
+/* The statistics of cow-stats=FILE (stats.h): the JSON report and the
+ * thread that rewrites it.
+ */
+
 #include <config.h>
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <nbdkit-filter.h>
+
 #include "json.h"
+#include "monotonic.h"
 #include "stats.h"
+
+/* The report is rewritten this often, in seconds. */
+#define STATS_INTERVAL 1
 
 static const char *const request_names[REQ_TYPES] = {
   [REQ_READ] = "read", [REQ_WRITE] = "write", [REQ_ZERO] = "zero",
@@ -63,9 +76,25 @@ write_export (FILE *fp, const struct export_stats *e)
   fprintf (fp, "      }\n    }");
 }
 
-int
-stats_write (const char *path, double seconds,
-             const struct export_stats *exports, size_t n)
+void
+stats_sum_requests (const struct shardctr *counters, struct export_stats *e)
+{
+  unsigned t;
+
+  for (t = 0; t < REQ_TYPES; ++t) {
+    e->requests[t] = shardctr_sum (counters, 2 * t);
+    e->request_bytes[t] = shardctr_sum (counters, 2 * t + 1);
+  }
+}
+
+/* Writes the report of exports[0..n) to path: into path.tmp, then
+ * renamed over path, so that a reader never sees half a report.
+ * seconds is the time since nbdkit started serving.  Returns 0, or -1
+ * with errno set (path.tmp is then removed).
+ */
+static int
+write_file (const char *path, double seconds,
+            const struct export_stats *exports, size_t n)
 {
   char *tmp;
   FILE *fp;
@@ -96,4 +125,123 @@ stats_write (const char *path, double seconds,
   }
   free (tmp);
   return 0;
+}
+
+/*----------------------------------------------------------------------
+ * When the report is written: by stats_init, by the thread every
+ * STATS_INTERVAL seconds, and by stats_finish.  One at a time: the
+ * thread runs only between stats_start and stats_stop, on the main
+ * thread, which writes only outside that span.
+ */
+
+static const char *report_path;
+static stats_gather *gather_exports;
+static uint64_t start_ns;
+
+/* Whether the last write failed, so that a failing disk logs one
+ * error, not one a second.
+ */
+static bool failing;
+
+/* Gathers and writes the report, logging the first of a run of
+ * failures.
+ */
+static int
+write_report (void)
+{
+  struct export_stats *exports = NULL;
+  size_t n = 0;
+  int r;
+
+  r = gather_exports (&exports, &n);
+  if (r == 0)
+    r = write_file (report_path, (monotonic_ns () - start_ns) / 1e9,
+                    exports, n);
+  if (r == -1 && !failing)
+    nbdkit_error ("cow-stats=%s: cannot write the statistics: %m",
+                  report_path);
+  failing = r == -1;
+  free (exports);
+  return r;
+}
+
+int
+stats_init (const char *path, stats_gather *gather)
+{
+  report_path = path;
+  gather_exports = gather;
+  start_ns = monotonic_ns ();
+  return write_report ();
+}
+
+/* stop, under stats_lock, tells the thread to end; wake wakes it
+ * early.
+ */
+static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wake;                 /* on CLOCK_MONOTONIC */
+static bool stop;
+static pthread_t thread;
+static bool running;                        /* main thread only */
+
+static void *
+report_loop (void *arg)
+{
+  struct timespec next;
+
+  clock_gettime (CLOCK_MONOTONIC, &next);
+  pthread_mutex_lock (&stats_lock);
+  while (!stop) {
+    next.tv_sec += STATS_INTERVAL;
+    while (!stop && pthread_cond_timedwait (&wake, &stats_lock, &next) == 0)
+      ;
+    if (stop)
+      break;
+    pthread_mutex_unlock (&stats_lock);
+    write_report ();
+    pthread_mutex_lock (&stats_lock);
+  }
+  pthread_mutex_unlock (&stats_lock);
+  return NULL;
+}
+
+int
+stats_start (void)
+{
+  pthread_condattr_t attr;
+  int err;
+
+  pthread_condattr_init (&attr);
+  pthread_condattr_setclock (&attr, CLOCK_MONOTONIC);
+  pthread_cond_init (&wake, &attr);
+  pthread_condattr_destroy (&attr);
+  err = pthread_create (&thread, NULL, report_loop, NULL);
+  if (err != 0) {
+    errno = err;
+    nbdkit_error ("cow-stats=%s: cannot start a thread: %m", report_path);
+    pthread_cond_destroy (&wake);
+    return -1;
+  }
+  running = true;
+  return 0;
+}
+
+void
+stats_stop (void)
+{
+  if (!running)
+    return;
+  pthread_mutex_lock (&stats_lock);
+  stop = true;
+  pthread_cond_signal (&wake);
+  pthread_mutex_unlock (&stats_lock);
+  pthread_join (thread, NULL);
+  pthread_cond_destroy (&wake);
+  running = false;
+}
+
+void
+stats_finish (void)
+{
+  stats_stop ();
+  write_report ();
 }

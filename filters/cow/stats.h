@@ -1,7 +1,10 @@
 /* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
 
-/* The statistics report of cow-stats=FILE: a JSON document, described
- * in the man page (STATISTICS), rewritten whole each time.
+/* The statistics of cow-stats=FILE: each export's requests counted,
+ * and the report, a JSON document (man page, STATISTICS) rewritten
+ * whole every second by a thread of its own and once more at the end.
+ * docs/design.md, "Statistics without contention", says how counting
+ * stays off the request path's locks.
  */
 
 #ifndef COW_STATS_H
@@ -11,12 +14,27 @@
 #include <stdint.h>
 
 #include "blk.h"
+#include "shardctr.h"
 
 /* The NBD requests counted per export. */
 enum cow_request {
   REQ_READ, REQ_WRITE, REQ_ZERO, REQ_TRIM, REQ_FLUSH, REQ_CACHE, REQ_EXTENTS,
   REQ_TYPES
 };
+
+/* The counters of one export's requests: a struct shardctr of this
+ * many, added to by stats_count_request.
+ */
+#define STATS_REQUEST_COUNTERS (2 * REQ_TYPES)
+
+static inline void
+stats_count_request (struct shardctr *counters, enum cow_request type,
+                     uint64_t bytes)
+{
+  shardctr_add (counters, 2 * type, 1);
+  if (bytes)
+    shardctr_add (counters, 2 * type + 1, bytes);
+}
 
 struct export_stats {
   const char *name;
@@ -25,12 +43,33 @@ struct export_stats {
   uint64_t request_bytes[REQ_TYPES];   /* bytes asked for; 0 for flush */
 };
 
-/* Writes the report of exports[0..n) to path: into path.tmp, then
- * renamed over path, so that a reader never sees half a report.
- * seconds is the time since nbdkit started serving.  Returns 0, or -1
- * with errno set (path.tmp is then removed).
+/* Fills the requests of *e from counters. */
+extern void stats_sum_requests (const struct shardctr *counters,
+                                struct export_stats *e);
+
+/* Sets *exports to a new array (freed by the caller) of the statistics
+ * of every export, oldest first, and *n to its length.  Returns 0, or
+ * -1 with errno set.
  */
-extern int stats_write (const char *path, double seconds,
-                        const struct export_stats *exports, size_t n);
+typedef int stats_gather (struct export_stats **exports, size_t *n);
+
+/* Writes the first report to path, gathered by gather, and counts the
+ * report's seconds from now: a file that cannot be written stops
+ * nbdkit at start.  Returns 0, or -1 after nbdkit_error.
+ */
+extern int stats_init (const char *path, stats_gather *gather);
+
+/* Starts the thread that writes the report every second (after nbdkit
+ * has forked).  Returns 0, or -1 after nbdkit_error.
+ */
+extern int stats_start (void);
+
+/* Stops the thread, if it runs, and writes the report once more. */
+extern void stats_finish (void);
+
+/* Stops the thread, if it runs: it must not outlive the exports it
+ * reads.
+ */
+extern void stats_stop (void);
 
 #endif /* COW_STATS_H */
