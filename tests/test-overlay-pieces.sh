@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every pwrite into the overlay ends on a 128K boundary of the file
-# (write_pieces in filters/cow/overlayfile.c): large writes into fresh blocks
+# (storeio_write in filters/cow/storeio.c): large writes into fresh blocks
 # then make small page-cache folios, which a guest whose free memory
 # the host takes back fills 10x faster (docs/performance.md).
 # tests/power-log.c logs the calls nbdkit makes on a kept

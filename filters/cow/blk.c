@@ -16,6 +16,7 @@
 #include <config.h>
 
 #include <errno.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -28,13 +29,12 @@
 #include "blk.h"
 #include "ispowerof2.h"
 #include "iszero.h"
-#include "keptoverlay.h"
-#include "overlayfile.h"
 #include "rangelock.h"
 #include "scratch.h"
 #include "shardctr.h"
 #include "spacecap.h"
 #include "statemap.h"
+#include "store.h"
 #include "timedlock.h"
 #include "wholeblocks.h"
 
@@ -43,28 +43,18 @@
  */
 #define COPY_UP_CHUNK (4 * 1024 * 1024)
 
-/* A striped overlay's chunks: each is this many bytes, or one block if
- * larger, so that a block never spans two files and a request of up
- * to 1M meets one or two of them (docs/performance.md).
- * The fuzzer makes it smaller, to cross stripes on its small disks.
- */
-#ifndef STRIPE_CHUNK
-#define STRIPE_CHUNK (1024 * 1024)
-#endif
-
 struct blk {
   /* Fixed by blk_new. */
   unsigned block_shift;
   uint64_t block_size;
-  /* The data: its files, and the write locks held over every system
-   * call that writes them (overlayfile.h).  The kernel serializes the
-   * writes of one file anyway (the inode lock), but its waiters spin,
-   * which on few cores starved the threads doing useful work; a mutex
-   * waits asleep.  A fast-path write also holds the locks of its range
-   * over its state lookup (write_allocated).  Only state_lock is ever
-   * taken inside them.
+  /* The data of allocated blocks (store.h), and the write locks of its
+   * stripes, held over every system call that writes it.  The kernel
+   * serializes the writes of one file anyway (the inode lock), but its
+   * waiters spin, which on few cores starved the threads doing useful
+   * work; a mutex waits asleep.  A fast-path write also holds the locks
+   * of its range over its state lookup (write_allocated).
    */
-  struct overlayfile file;
+  struct store *store;
 
   /* Fixed by the first blk_set_size, under state_lock, which the
    * connection's .prepare calls before any request can reach us; later
@@ -76,22 +66,15 @@ struct blk {
   /* Protects states; never held over I/O. */
   pthread_mutex_t state_lock;
   struct statemap states;       /* enum blk_state of each block */
+  /* The two, as a kept store reads them (store_states_of). */
+  struct store_states store_states;
 
   /* What the base's extents told, under its own lock (basemap.h). */
   struct basemap base_map;
 
   struct rangelock rmw_locks;   /* state changes and their I/O, by block */
 
-  /* A kept overlay (cow-file=, docs/overlay-format.md, keptoverlay.h);
-   * NULL for a throw-away one.  Its header is fixed by blk_new_kept and
-   * the first blk_set_size.
-   */
-  struct keptoverlay *kept;
-  /* Pages of the state area changed since they were last written, one
-   * entry per page (blocks_per_page of the layout), 1 if dirty.  Under
-   * state_lock.
-   */
-  struct statemap dirty_pages;
+  /* Lets one flush of a kept store run at a time. */
   pthread_mutex_t flush_lock;
 
   /* The overlay's disk space counted against cow-max-size (taken
@@ -232,34 +215,18 @@ all_in_state (struct blk *blk, uint64_t first, uint64_t n,
   return state_run (blk, first, first + n, &s) == first + n && s == state;
 }
 
-/* The state pages of a kept overlay holding blocks [first, first+n):
- * their entries in dirty_pages are [*page, *page + *pages).
- */
-static void
-state_pages_of (const struct blk *blk, uint64_t first, uint64_t n,
-                uint64_t *page, uint64_t *pages)
-{
-  uint64_t per_page = blk->kept->file.header.layout.blocks_per_page;
-
-  *page = first / per_page;
-  *pages = (first + n - 1) / per_page - *page + 1;
-}
-
 /* Makes room in the map before the I/O of a state change, so that the
  * final set_states cannot fail after the data has been written.
  */
 static int
 reserve_states (struct blk *blk, uint64_t first, uint64_t n, int *err)
 {
-  uint64_t page, pages;
   int r;
 
   lock_mutex (blk, &blk->state_lock, BLK_LOCK_STATE);
   r = statemap_reserve (&blk->states, first, n);
-  if (r == 0 && blk->kept) {
-    state_pages_of (blk, first, n, &page, &pages);
-    r = statemap_reserve (&blk->dirty_pages, page, pages);
-  }
+  if (r == 0)
+    r = store_reserve_states (blk->store, first, n);
   pthread_mutex_unlock (&blk->state_lock);
   if (r == -1) {
     *err = errno;
@@ -272,14 +239,9 @@ reserve_states (struct blk *blk, uint64_t first, uint64_t n, int *err)
 static void
 set_states (struct blk *blk, uint64_t first, uint64_t n, enum blk_state state)
 {
-  uint64_t page, pages;
-
   lock_mutex (blk, &blk->state_lock, BLK_LOCK_STATE);
   statemap_set (&blk->states, first, n, state);
-  if (blk->kept) {
-    state_pages_of (blk, first, n, &page, &pages);
-    statemap_set (&blk->dirty_pages, page, pages, 1);
-  }
+  store_states_changed (blk->store, first, n);
   pthread_mutex_unlock (&blk->state_lock);
 }
 
@@ -386,15 +348,14 @@ blk_set_max_size (struct blk *blk, uint64_t bytes)
 }
 
 /*----------------------------------------------------------------------
- * Overlay I/O (overlayfile.h), with the waits for the write locks
- * counted.  The overlay maps disk offsets one to one, so it is as
+ * Overlay I/O (store.h), with the waits for the write locks counted.  The overlay maps disk offsets one to one, so it is as
  * sparse as the disk is untouched.
  */
 
 static void
 lock_file (struct blk *blk, uint64_t count, uint64_t offset)
 {
-  uint64_t waited = overlayfile_lock (&blk->file, offset, count);
+  uint64_t waited = stripes_lock (&blk->store->stripes, offset, count);
 
   if (waited)
     count_wait (blk, BLK_LOCK_WRITE, waited);
@@ -403,7 +364,7 @@ lock_file (struct blk *blk, uint64_t count, uint64_t offset)
 static void
 unlock_file (struct blk *blk, uint64_t count, uint64_t offset)
 {
-  overlayfile_unlock (&blk->file, offset, count);
+  stripes_unlock (&blk->store->stripes, offset, count);
 }
 
 /* Reads bytes of allocated blocks.  No lock: a block leaves the
@@ -414,7 +375,7 @@ static int
 overlay_read (struct blk *blk, void *buf, uint64_t count, uint64_t offset,
               int *err)
 {
-  return overlayfile_read (&blk->file, buf, count, offset, err);
+  return store_read (blk->store, buf, count, offset, err);
 }
 
 /* Deallocates a range, which then reads as zeros.  Returns 0, or -1
@@ -425,7 +386,7 @@ static int
 overlay_punch (struct blk *blk, uint64_t count, uint64_t offset)
 {
   uint64_t waited = 0;
-  int r = overlayfile_punch (&blk->file, count, offset, &waited);
+  int r = store_punch (blk->store, count, offset, &waited);
 
   if (waited)
     count_wait (blk, BLK_LOCK_WRITE, waited);
@@ -442,7 +403,7 @@ static int
 overlay_write_locked (struct blk *blk, const void *buf, uint64_t count,
                       uint64_t offset, int *err)
 {
-  return overlayfile_write_locked (&blk->file, buf, count, offset, err);
+  return store_write_locked (blk->store, buf, count, offset, err);
 }
 
 static int
@@ -461,7 +422,26 @@ overlay_write (struct blk *blk, const void *buf, uint64_t count,
  * Life cycle.
  */
 
-/* A struct blk with no overlay file and no size yet. */
+/* The store_states of a kept store: state_lock, its waits counted. */
+static void
+lock_store_states (struct store_states *states)
+{
+  struct blk *blk = (struct blk *) ((char *) states
+                                    - offsetof (struct blk, store_states));
+
+  lock_mutex (blk, &blk->state_lock, BLK_LOCK_STATE);
+}
+
+static void
+unlock_store_states (struct store_states *states)
+{
+  struct blk *blk = (struct blk *) ((char *) states
+                                    - offsetof (struct blk, store_states));
+
+  pthread_mutex_unlock (&blk->state_lock);
+}
+
+/* A struct blk with no store and no size yet. */
 static struct blk *
 blk_alloc (uint32_t block_size)
 {
@@ -477,19 +457,28 @@ blk_alloc (uint32_t block_size)
   blk->block_shift = log_2_bits (block_size);
   pthread_mutex_init (&blk->state_lock, NULL);
   blk->states = (struct statemap) STATEMAP_INIT;
+  blk->store_states = (struct store_states) {
+    .map = &blk->states,
+    .lock = lock_store_states,
+    .unlock = unlock_store_states,
+  };
   basemap_init (&blk->base_map, blk->block_shift);
-  blk->dirty_pages = (struct statemap) STATEMAP_INIT;
   rangelock_init (&blk->rmw_locks);
   pthread_mutex_init (&blk->flush_lock, NULL);
   spacecap_init (&blk->space, SPACECAP_NO_LIMIT);
   return blk;
 }
 
-/* The chunks of the stripes: STRIPE_CHUNK, or one block if larger. */
-static unsigned
-chunk_shift_of (uint32_t block_size)
+/* blk with its store, or NULL if there is none (freeing blk). */
+static struct blk *
+with_store (struct blk *blk, struct store *store)
 {
-  return log_2_bits (block_size > STRIPE_CHUNK ? block_size : STRIPE_CHUNK);
+  if (store == NULL) {
+    blk_free (blk);
+    return NULL;
+  }
+  blk->store = store;
+  return blk;
 }
 
 struct blk *
@@ -497,55 +486,21 @@ blk_new (uint32_t block_size, const char *tmpdir, unsigned stripes)
 {
   struct blk *blk = blk_alloc (block_size);
 
-  if (blk &&
-      overlayfile_new_temp (&blk->file, tmpdir, stripes,
-                            chunk_shift_of (block_size)) == -1) {
-    blk_free (blk);
+  if (blk == NULL)
     return NULL;
-  }
-  return blk;
+  return with_store (blk, store_temp_new (tmpdir, stripes, blk->block_shift));
 }
 
 struct blk *
 blk_new_kept (uint32_t block_size, const char *path, const char *name,
               unsigned stripes)
 {
-  struct keptoverlay *kept = keptoverlay_open (path, name, block_size);
-  struct blk *blk;
+  struct blk *blk = blk_alloc (block_size);
 
-  if (kept == NULL)
+  if (blk == NULL)
     return NULL;
-  blk = blk_alloc (block_size);
-  if (blk == NULL) {
-    keptoverlay_close (kept, false);
-    return NULL;
-  }
-  blk->kept = kept;
-  if (overlayfile_new_fd (&blk->file, kept->file.fd, stripes,
-                          chunk_shift_of (block_size)) == -1) {
-    blk_free (blk);
-    return NULL;
-  }
-  return blk;
-}
-
-/* A clean stop of a kept overlay: what clients wrote is kept, flushed
- * or not, and the file is marked closed cleanly, unless the flush
- * failed.
- */
-static void
-close_kept (struct blk *blk)
-{
-  bool flushed = false;
-  int err;
-
-  if (blk->size_known) {
-    flushed = blk_flush (blk, &err) == 0;
-    if (!flushed)
-      nbdkit_error ("cow-file=%s: the last flush failed: %s",
-                    blk->kept->file.path, strerror (err));
-  }
-  keptoverlay_close (blk->kept, flushed);
+  return with_store (blk, store_kept_open (path, name, block_size, stripes,
+                                           &blk->store_states));
 }
 
 void
@@ -553,12 +508,10 @@ blk_free (struct blk *blk)
 {
   if (blk == NULL)
     return;
-  if (blk->kept)
-    close_kept (blk);           /* closes the file */
-  overlayfile_close (&blk->file);
+  if (blk->store)
+    store_close (blk->store);   /* a kept one flushed first */
   statemap_free (&blk->states);
   basemap_free (&blk->base_map);
-  statemap_free (&blk->dirty_pages);
   pthread_mutex_destroy (&blk->state_lock);
   pthread_mutex_destroy (&blk->flush_lock);
   rangelock_destroy (&blk->rmw_locks);
@@ -566,23 +519,18 @@ blk_free (struct blk *blk)
   free (blk);
 }
 
-/* Makes or opens the file of a kept overlay for a base of size bytes,
- * and lays the overlay's data out as the file says.  Requires
- * state_lock.
+/* Starts the store for a base of size bytes, and charges what it holds
+ * (a kept file's header, states and blocks) against cow-max-size.
+ * Requires state_lock.
  */
 static int
-open_kept (struct blk *blk, uint64_t size)
+start_store (struct blk *blk, uint64_t size)
 {
-  const struct kept_layout *layout = &blk->kept->file.header.layout;
-
-  if (keptoverlay_start (blk->kept, size, &blk->states) == -1)
+  if (size == 0)
+    return 0;
+  if (store_start (blk->store, size) == -1)
     return -1;
-  if (layout->packed)
-    overlayfile_use_slots (&blk->file, layout->data_offset,
-                           &blk->kept->slots, blk->block_shift);
-  else
-    blk->file.data_offset = layout->data_offset;
-  spacecap_charge (&blk->space, blk->file.data_offset +
+  spacecap_charge (&blk->space, blk->store->overhead +
                    space_in_map (blk, 0, blk_of (blk, size - 1) + 1,
                                  BLK_ALLOCATED));
   return 0;
@@ -600,16 +548,8 @@ blk_set_size (struct blk *blk, uint64_t size)
   if (!blk->size_known) {
     blk->size = size;
     basemap_set_size (&blk->base_map, size);
-    if (blk->kept && size > 0 && open_kept (blk, size) == -1)
-      r = -1;
-    else {
-      blk->size_known = true;
-      /* No write then has to extend a throw-away overlay's files (a
-       * change of size, which the filesystem journals).
-       */
-      if (!blk->kept)
-        overlayfile_extend (&blk->file, size);
-    }
+    r = start_store (blk, size);
+    blk->size_known = r == 0;
   }
   else if (blk->size != size) {
     nbdkit_error ("cow: the base changed size from %" PRIu64 " to %" PRIu64
@@ -620,68 +560,15 @@ blk_set_size (struct blk *blk, uint64_t size)
   return r;
 }
 
-/*----------------------------------------------------------------------
- * Flush of a kept overlay (docs/overlay-format.md says why this order
- * is crash-safe without a journal).
- */
-
-/* The keptfile_redirty_pages of a flush.  The pages' entries in
- * dirty_pages exist (they were dirty), so this cannot fail.
- */
-static void
-redirty_pages (void *opaque, const uint64_t *pages, unsigned n)
-{
-  struct blk *blk = opaque;
-  unsigned i;
-
-  lock_mutex (blk, &blk->state_lock, BLK_LOCK_STATE);
-  for (i = 0; i < n; ++i)
-    statemap_set (&blk->dirty_pages, pages[i], 1, 1);
-  pthread_mutex_unlock (&blk->state_lock);
-}
-
-/* The keptfile_take_pages of a flush: copies up to max dirty state
- * pages from page *next on into buf and marks them clean.  Takes
- * state_lock.
- */
-static unsigned
-take_dirty_pages (void *opaque, uint64_t *next, uint64_t *pages,
-                  uint8_t *buf, unsigned max)
-{
-  struct blk *blk = opaque;
-  uint64_t total =
-    blk->kept->file.header.layout.states_length / KEPT_STATE_PAGE;
-  uint64_t p = *next;
-  unsigned n = 0;
-
-  lock_mutex (blk, &blk->state_lock, BLK_LOCK_STATE);
-  while (p < total && n < max) {
-    unsigned dirty;
-    uint64_t end = statemap_run (&blk->dirty_pages, p, total, &dirty);
-    if (!dirty) {
-      p = end;
-      continue;
-    }
-    keptfile_export_page (&blk->kept->file, &blk->states, &blk->kept->slots,
-                          p, buf + n * KEPT_STATE_PAGE);
-    statemap_set (&blk->dirty_pages, p, 1, 0);
-    pages[n++] = p++;
-  }
-  pthread_mutex_unlock (&blk->state_lock);
-  *next = p;
-  return n;
-}
-
 int
 blk_flush (struct blk *blk, int *err)
 {
   int r;
 
-  if (blk->kept == NULL)
+  if (!store_flushes (blk->store))
     return 0;
   lock_mutex (blk, &blk->flush_lock, BLK_LOCK_FLUSH);
-  r = keptoverlay_flush (blk->kept, take_dirty_pages, redirty_pages, blk,
-                         err);
+  r = store_flush (blk->store, err);
   pthread_mutex_unlock (&blk->flush_lock);
   return r;
 }
@@ -1336,10 +1223,10 @@ blk_get_stats (struct blk *blk, struct blk_stats *stats)
 
   memset (stats, 0, sizeof *stats);
   stats->block_size = blk->block_size;
-  stats->files = overlayfile_files (&blk->file);
+  stats->files = store_files (blk->store);
   if (size_is_known (blk))
     count_states (blk, stats->blocks);
-  stats->overlay_bytes = overlayfile_bytes (&blk->file);
+  stats->overlay_bytes = store_bytes (blk->store);
   stats->copy_ups_read = shardctr_sum (&blk->counters, COPY_UPS_READ);
   stats->copy_ups_cache = shardctr_sum (&blk->counters, COPY_UPS_CACHE);
   stats->copy_ups_rmw = shardctr_sum (&blk->counters, COPY_UPS_RMW);

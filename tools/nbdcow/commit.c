@@ -30,10 +30,10 @@ parse_connections (const char *arg, unsigned *connections)
 }
 
 int
-commit_into (struct overlay *ov, const char *target_name, unsigned connections,
+commit_into (struct overlay_file *ov, const char *target_name, unsigned connections,
              bool progress, const char *what, struct copy_totals *totals)
 {
-  const struct kept_layout *l = &ov->kf.header.layout;
+  const struct kept_layout *l = &ov->kept.header.layout;
   struct target *t = target_open (target_name, connections);
   int r;
 
@@ -42,7 +42,7 @@ commit_into (struct overlay *ov, const char *target_name, unsigned connections,
   if (target_size (t) != l->base_size) {
     nbdcow_error ("%s: %" PRIu64 " bytes, but the base of %s has %" PRIu64
                   ": not a copy of its base", target_name, target_size (t),
-                  ov->kf.path, l->base_size);
+                  ov->kept.path, l->base_size);
     target_close (t);
     return -1;
   }
@@ -57,15 +57,15 @@ commit_into (struct overlay *ov, const char *target_name, unsigned connections,
  * crash in the middle shows in nbdcow info.
  */
 static int
-empty_overlay (struct overlay *ov)
+empty_overlay (struct overlay_file *ov)
 {
-  struct keptfile *kf = &ov->kf;
-  uint32_t recoveries = kf->header.recoveries;
+  struct kept_overlay *ko = &ov->kept;
+  uint32_t recoveries = ko->header.recoveries;
 
-  if (keptfile_set_flags (kf, KEPT_OPEN, recoveries) == -1 ||
-      keptfile_empty (kf) == -1 ||
-      keptfile_set_flags (kf, 0, recoveries) == -1) {
-    report_kept (kf);
+  if (kept_set_flags (ko, KEPT_OPEN, recoveries) == -1 ||
+      kept_empty (ko) == -1 ||
+      kept_set_flags (ko, 0, recoveries) == -1) {
+    report_kept (ko);
     return -1;
   }
   return 0;
@@ -84,7 +84,7 @@ cmd_commit (int argc, char **argv)
   unsigned connections = DEFAULT_CONNECTIONS;
   bool empty = false, progress = false;
   struct copy_totals totals;
-  struct overlay ov;
+  struct overlay_file ov;
   int c, r;
 
   optind = 1;
@@ -103,8 +103,8 @@ cmd_commit (int argc, char **argv)
                   "[--connections=N] [--empty] [--progress] FILE TARGET)");
     return EXIT_ERROR;
   }
-  r = overlay_open (&ov, argv[optind],
-                    empty ? KEPTFILE_WRITE : KEPTFILE_READ);
+  r = overlay_file_open (&ov, argv[optind],
+                    empty ? KEPT_WRITE : KEPT_READ);
   if (r != EXIT_OK)
     return r;
   if (commit_into (&ov, argv[optind + 1], connections, progress, "commit",
@@ -117,6 +117,6 @@ cmd_commit (int argc, char **argv)
             totals.data_bytes, totals.zero_bytes, argv[optind + 1],
             totals.connections, totals.connections == 1 ? "" : "s",
             empty ? "; the overlay is empty now" : "");
-  overlay_close (&ov);
+  overlay_file_close (&ov);
   return r;
 }

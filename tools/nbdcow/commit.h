@@ -20,7 +20,7 @@ extern int parse_connections (const char *arg, unsigned *connections);
  * size, and copies the overlay into it (copy_overlay).  Returns 0, or
  * -1 after a message.
  */
-extern int commit_into (struct overlay *ov, const char *target_name,
+extern int commit_into (struct overlay_file *ov, const char *target_name,
                         unsigned connections, bool progress,
                         const char *what, struct copy_totals *totals);
 

@@ -26,7 +26,7 @@
 #define PROGRESS_MS 100
 
 struct copy {
-  struct overlay *ov;
+  struct overlay_file *ov;
   struct target *t;
   struct progress progress;
   uint64_t piece_blocks;
@@ -57,8 +57,8 @@ static bool
 take_piece (struct copy *c, uint64_t *offset, uint64_t *length,
             unsigned *state, uint64_t *dest)
 {
-  const struct kept_layout *l = &c->ov->kf.header.layout;
-  uint64_t blocks = keptfile_blocks (&c->ov->kf);
+  const struct kept_layout *l = &c->ov->kept.header.layout;
+  uint64_t blocks = kept_blocks (&c->ov->kept);
   bool found = false;
 
   pthread_mutex_lock (&c->lock);
@@ -97,16 +97,16 @@ static int
 copy_data (struct copy *c, unsigned conn, char *buf, uint64_t at,
            uint64_t length, uint64_t dest)
 {
-  struct keptfile *kf = &c->ov->kf;
+  struct kept_overlay *ko = &c->ov->kept;
   int r;
 
   /* A file target: the kernel copies, with no pass through buf. */
-  r = target_copy_from (c->t, kf->fd, at, length, dest);
+  r = target_copy_from (c->t, ko->fd, at, length, dest);
   if (r <= 0)
     return r;
-  if (pread_full (kf->fd, buf, length, at) == -1) {
+  if (pread_full (ko->fd, buf, length, at) == -1) {
     nbdcow_error ("%s: read of %" PRIu64 " bytes at %" PRIu64 ": %m",
-                  kf->path, length, at);
+                  ko->path, length, at);
     return -1;
   }
   return target_write (c->t, conn, buf, length, dest);
@@ -119,21 +119,21 @@ static int
 copy_piece (struct copy *c, unsigned conn, char *buf, uint64_t offset,
             uint64_t length, unsigned state, uint64_t dest)
 {
-  struct keptfile *kf = &c->ov->kf;
-  uint32_t block_size = kf->header.layout.block_size;
+  struct kept_overlay *ko = &c->ov->kept;
+  uint32_t block_size = ko->header.layout.block_size;
 
   if (state == KEPT_ZERO)
     /* Consecutive, the target's own map says the blocks read zeros. */
     return c->consecutive ? 0 : target_zero (c->t, conn, length, dest);
   while (length > 0) {
-    uint64_t at, n = keptfile_data_run (kf, &c->ov->slots, offset / block_size,
+    uint64_t at, n = kept_data_run (ko, offset / block_size,
                                         div_round_up (length, block_size),
                                         &at);
     uint64_t bytes = n * block_size < length ? n * block_size : length;
 
     if (n == 0) {
       nbdcow_error ("%s: block %" PRIu64 " is in the overlay but has no "
-                    "slot", kf->path, offset / block_size);
+                    "slot", ko->path, offset / block_size);
       return -1;
     }
     if (copy_data (c, conn, buf, at, bytes, dest) == -1)
@@ -150,7 +150,7 @@ worker_run (void *arg)
 {
   struct worker *w = arg;
   struct copy *c = w->c;
-  uint64_t bytes = c->piece_blocks * c->ov->kf.header.layout.block_size;
+  uint64_t bytes = c->piece_blocks * c->ov->kept.header.layout.block_size;
   uint64_t offset, length, dest;
   unsigned state;
   char *buf = malloc (bytes);
@@ -209,12 +209,12 @@ wait_for_workers (struct copy *c, unsigned started)
 
 /* copy_overlay, or copy_overlay_consecutive from data_offset. */
 static int
-copy_pieces (struct overlay *ov, struct target *t, bool consecutive,
+copy_pieces (struct overlay_file *ov, struct target *t, bool consecutive,
              uint64_t data_offset, bool progress, const char *what,
              struct copy_totals *totals)
 {
   unsigned n = target_connections (t), started, i;
-  uint32_t block_size = ov->kf.header.layout.block_size;
+  uint32_t block_size = ov->kept.header.layout.block_size;
   struct copy c = { .ov = ov, .t = t, .consecutive = consecutive,
                     .next_data = data_offset };
   struct worker *workers = calloc (n, sizeof *workers);
@@ -226,7 +226,7 @@ copy_pieces (struct overlay *ov, struct target *t, bool consecutive,
   }
   memset (totals, 0, sizeof *totals);
   totals->connections = n;
-  overlay_each_run (ov, count_run, totals);
+  overlay_file_each_run (ov, count_run, totals);
   progress_init (&c.progress, progress, what,
                  totals->data_bytes + totals->zero_bytes);
   c.piece_blocks = PIECE_BYTES / block_size ? PIECE_BYTES / block_size : 1;
@@ -260,14 +260,14 @@ copy_pieces (struct overlay *ov, struct target *t, bool consecutive,
 }
 
 int
-copy_overlay (struct overlay *ov, struct target *t, bool progress,
+copy_overlay (struct overlay_file *ov, struct target *t, bool progress,
               const char *what, struct copy_totals *totals)
 {
   return copy_pieces (ov, t, false, 0, progress, what, totals);
 }
 
 int
-copy_overlay_consecutive (struct overlay *ov, struct target *t,
+copy_overlay_consecutive (struct overlay_file *ov, struct target *t,
                           uint64_t data_offset, bool progress,
                           const char *what, struct copy_totals *totals)
 {

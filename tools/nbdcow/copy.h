@@ -26,7 +26,7 @@ struct copy_totals {
  * the same bytes: the result is the same.  Returns 0, or -1 after a
  * message.
  */
-extern int copy_overlay (struct overlay *ov, struct target *t,
+extern int copy_overlay (struct overlay_file *ov, struct target *t,
                          bool progress, const char *what,
                          struct copy_totals *totals);
 
@@ -34,7 +34,7 @@ extern int copy_overlay (struct overlay *ov, struct target *t,
  * in t (qcow2.h), in the order of their offsets, and zero blocks
  * nowhere, the target's own map saying that they read zeros.
  */
-extern int copy_overlay_consecutive (struct overlay *ov, struct target *t,
+extern int copy_overlay_consecutive (struct overlay_file *ov, struct target *t,
                                      uint64_t data_offset, bool progress,
                                      const char *what,
                                      struct copy_totals *totals);

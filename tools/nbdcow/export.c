@@ -24,7 +24,7 @@
  * relative to the directory of the qcow2 file.  Sets *st.
  */
 static int
-check_base (const struct overlay *ov, const char *base, const char *out,
+check_base (const struct overlay_file *ov, const char *base, const char *out,
             struct stat *st)
 {
   char *dir = dir_of (out), *path = NULL;
@@ -39,10 +39,10 @@ check_base (const struct overlay *ov, const char *base, const char *out,
     ;                           /* it said why */
   else if (stat (path, st) == -1)
     nbdcow_error ("--base=%s: %s: %m", base, path);
-  else if ((uint64_t) st->st_size != ov->kf.header.layout.base_size)
+  else if ((uint64_t) st->st_size != ov->kept.header.layout.base_size)
     nbdcow_error ("--base=%s: %" PRIu64 " bytes, but the base of %s has %"
-                  PRIu64, base, (uint64_t) st->st_size, ov->kf.path,
-                  ov->kf.header.layout.base_size);
+                  PRIu64, base, (uint64_t) st->st_size, ov->kept.path,
+                  ov->kept.header.layout.base_size);
   else
     r = 0;
   free (dir);
@@ -60,7 +60,7 @@ same_file (const struct stat *a, const struct stat *b)
  * that is not a file the export could replace.
  */
 static int
-check_out (const struct overlay *ov, const char *out, const struct stat *base)
+check_out (const struct overlay_file *ov, const char *out, const struct stat *base)
 {
   struct stat o, overlay;
 
@@ -70,7 +70,7 @@ check_out (const struct overlay *ov, const char *out, const struct stat *base)
     nbdcow_error ("%s: is not a regular file", out);
     return -1;
   }
-  if (fstat (ov->kf.fd, &overlay) == 0 && same_file (&o, &overlay)) {
+  if (fstat (ov->kept.fd, &overlay) == 0 && same_file (&o, &overlay)) {
     nbdcow_error ("%s: is the overlay itself", out);
     return -1;
   }
@@ -198,7 +198,7 @@ out_close (struct out_file *o, bool complete)
  * the file is a qcow2 file only once all it maps is durable.
  */
 static int
-write_qcow2 (struct overlay *ov, const struct qcow2_layout *q,
+write_qcow2 (struct overlay_file *ov, const struct qcow2_layout *q,
              const struct out_file *o, const char *base,
              unsigned connections, bool progress, struct copy_totals *totals)
 {
@@ -227,7 +227,7 @@ write_qcow2 (struct overlay *ov, const struct qcow2_layout *q,
 }
 
 static int
-export_to (struct overlay *ov, const char *base, const char *out,
+export_to (struct overlay_file *ov, const char *base, const char *out,
            unsigned connections, bool progress, struct copy_totals *totals)
 {
   struct qcow2_layout q;
@@ -237,7 +237,7 @@ export_to (struct overlay *ov, const char *base, const char *out,
   qcow2_plan (ov, &q);
   if (q.l1_entries > QCOW2_MAX_L1_ENTRIES) {
     nbdcow_error ("%s: a disk of %" PRIu64 " bytes in clusters of %u bytes "
-                  "needs a larger L1 table than qemu reads", ov->kf.path,
+                  "needs a larger L1 table than qemu reads", ov->kept.path,
                   q.virtual_size, 1U << q.cluster_bits);
     return -1;
   }
@@ -264,7 +264,7 @@ cmd_export (int argc, char **argv)
   char *out_file;
   bool progress = false;
   struct copy_totals totals;
-  struct overlay ov;
+  struct overlay_file ov;
   struct stat base_st;
   int c, r;
 
@@ -292,7 +292,7 @@ cmd_export (int argc, char **argv)
     nbdcow_error ("%s: %m", out);
     return EXIT_ERROR;
   }
-  r = overlay_open (&ov, argv[optind], KEPTFILE_READ);
+  r = overlay_file_open (&ov, argv[optind], KEPT_READ);
   if (r == EXIT_OK) {
     if (check_base (&ov, base, out, &base_st) == -1 ||
         check_out (&ov, out_file, &base_st) == -1 ||
@@ -302,7 +302,7 @@ cmd_export (int argc, char **argv)
       printf ("%s: exported %" PRIu64 " bytes of data and %" PRIu64
               " bytes of zeros to %s, over %s\n", argv[optind],
               totals.data_bytes, totals.zero_bytes, out, base);
-    overlay_close (&ov);
+    overlay_file_close (&ov);
   }
   free (out_file);
   return r;

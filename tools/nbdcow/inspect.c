@@ -45,16 +45,16 @@ parse_file_args (int argc, char **argv, const char *flag, bool *set)
   return argv[optind];
 }
 
-/* parse_file_args, then overlay_open of the FILE to read it. */
+/* parse_file_args, then overlay_file_open of the FILE to read it. */
 static int
 open_to_read (int argc, char **argv, const char *flag, bool *set,
-              struct overlay *ov)
+              struct overlay_file *ov)
 {
   const char *file = parse_file_args (argc, argv, flag, set);
 
   if (file == NULL)
     return EXIT_ERROR;
-  return overlay_open (ov, file, KEPTFILE_READ);
+  return overlay_file_open (ov, file, KEPT_READ);
 }
 
 /*----------------------------------------------------------------------
@@ -78,14 +78,14 @@ count_run (uint64_t offset, uint64_t length, unsigned state, void *opaque)
 }
 
 static void
-print_info_json (const struct overlay *ov, const struct counts *c,
+print_info_json (const struct overlay_file *ov, const struct counts *c,
                  uint64_t on_disk)
 {
-  const struct kept_header *h = &ov->kf.header;
+  const struct kept_header *h = &ov->kept.header;
   bool v1 = h->version == 1;
 
   printf ("{\n  \"file\": ");
-  json_write_string (stdout, ov->kf.path);
+  json_write_string (stdout, ov->kept.path);
   printf (",\n  \"format_version\": %" PRIu32 ",\n", h->version);
   printf ("  \"block_size\": %" PRIu32 ",\n", h->layout.block_size);
   printf ("  \"base_size\": %" PRIu64 ",\n", h->layout.base_size);
@@ -106,12 +106,12 @@ print_info_json (const struct overlay *ov, const struct counts *c,
 }
 
 static void
-print_info_text (const struct overlay *ov, const struct counts *c,
+print_info_text (const struct overlay_file *ov, const struct counts *c,
                  uint64_t on_disk)
 {
-  const struct kept_header *h = &ov->kf.header;
+  const struct kept_header *h = &ov->kept.header;
 
-  printf ("file: %s\n", ov->kf.path);
+  printf ("file: %s\n", ov->kept.path);
   printf ("format version: %" PRIu32 "\n", h->version);
   printf ("block size: %" PRIu32 "\n", h->layout.block_size);
   printf ("base size: %" PRIu64 "\n", h->layout.base_size);
@@ -137,7 +137,7 @@ print_info_text (const struct overlay *ov, const struct counts *c,
 int
 cmd_info (int argc, char **argv)
 {
-  struct overlay ov;
+  struct overlay_file ov;
   struct counts c = { 0 };
   bool json;
   int r;
@@ -145,13 +145,13 @@ cmd_info (int argc, char **argv)
   r = open_to_read (argc, argv, "json", &json, &ov);
   if (r != EXIT_OK)
     return r;
-  c.block_size = ov.kf.header.layout.block_size;
-  overlay_each_run (&ov, count_run, &c);
+  c.block_size = ov.kept.header.layout.block_size;
+  overlay_file_each_run (&ov, count_run, &c);
   if (json)
-    print_info_json (&ov, &c, keptfile_bytes_on_disk (&ov.kf));
+    print_info_json (&ov, &c, kept_bytes_on_disk (&ov.kept));
   else
-    print_info_text (&ov, &c, keptfile_bytes_on_disk (&ov.kf));
-  overlay_close (&ov);
+    print_info_text (&ov, &c, kept_bytes_on_disk (&ov.kept));
+  overlay_file_close (&ov);
   return EXIT_OK;
 }
 
@@ -184,7 +184,7 @@ print_run_json (uint64_t offset, uint64_t length, unsigned state,
 int
 cmd_map (int argc, char **argv)
 {
-  struct overlay ov;
+  struct overlay_file ov;
   bool json, first = true;
   int r;
 
@@ -193,12 +193,12 @@ cmd_map (int argc, char **argv)
     return r;
   if (json) {
     printf ("[");
-    overlay_each_run (&ov, print_run_json, &first);
+    overlay_file_each_run (&ov, print_run_json, &first);
     printf ("\n]\n");
   }
   else
-    overlay_each_run (&ov, print_run_text, NULL);
-  overlay_close (&ov);
+    overlay_file_each_run (&ov, print_run_text, NULL);
+  overlay_file_close (&ov);
   return EXIT_OK;
 }
 
@@ -226,36 +226,36 @@ note_allocated_end (uint64_t offset, uint64_t length, unsigned state,
  * if the file is (now) long enough.
  */
 static bool
-check_length (struct overlay *ov, bool repair)
+check_length (struct overlay_file *ov, bool repair)
 {
-  const struct kept_layout *l = &ov->kf.header.layout;
-  uint64_t want = keptfile_min_length (&ov->kf), data_end = 0;
+  const struct kept_layout *l = &ov->kept.header.layout;
+  uint64_t want = kept_min_length (&ov->kept), data_end = 0;
   struct stat st;
 
-  if (fstat (ov->kf.fd, &st) == -1 || (uint64_t) st.st_size >= want)
+  if (fstat (ov->kept.fd, &st) == -1 || (uint64_t) st.st_size >= want)
     return true;
   printf ("%s: damaged: %" PRIu64 " bytes long, not %" PRIu64 "\n",
-          ov->kf.path, (uint64_t) st.st_size, want);
+          ov->kept.path, (uint64_t) st.st_size, want);
   if ((uint64_t) st.st_size < l->states_offset + l->states_length) {
     printf ("%s: cannot repair: the block states are cut short, what they "
-            "held is lost\n", ov->kf.path);
+            "held is lost\n", ov->kept.path);
     return false;
   }
   if (!l->packed)
-    overlay_each_run (ov, note_allocated_end, &data_end);
+    overlay_file_each_run (ov, note_allocated_end, &data_end);
   if (data_end > 0 && l->data_offset + data_end > (uint64_t) st.st_size) {
     printf ("%s: cannot repair: blocks in the overlay reach past the end "
-            "of the file, their data is lost\n", ov->kf.path);
+            "of the file, their data is lost\n", ov->kept.path);
     return false;
   }
   if (!repair)
     return false;
-  if (ftruncate (ov->kf.fd, want) == -1) {
-    printf ("%s: cannot repair: ftruncate: %m\n", ov->kf.path);
+  if (ftruncate (ov->kept.fd, want) == -1) {
+    printf ("%s: cannot repair: ftruncate: %m\n", ov->kept.path);
     return false;
   }
   printf ("%s: repaired: extended to %" PRIu64 " bytes (past the last "
-          "block in the overlay)\n", ov->kf.path, want);
+          "block in the overlay)\n", ov->kept.path, want);
   return true;
 }
 
@@ -263,27 +263,27 @@ check_length (struct overlay *ov, bool repair)
  * both tidied by --repair as the filter does when it opens the file.
  */
 static int
-check_crash_leftovers (struct overlay *ov, bool repair)
+check_crash_leftovers (struct overlay_file *ov, bool repair)
 {
-  struct keptfile *kf = &ov->kf;
-  bool crashed = (kf->header.flags & KEPT_OPEN) != 0;
+  struct kept_overlay *ko = &ov->kept;
+  bool crashed = (ko->header.flags & KEPT_OPEN) != 0;
   uint64_t leaked;
 
-  if (keptfile_leaked_bytes (kf, &ov->states, &ov->slots, &leaked) == -1)
-    return report_kept (kf);
+  if (kept_leaked_bytes (ko, &ov->states, &leaked) == -1)
+    return report_kept (ko);
   if (crashed)
     printf ("%s: not closed cleanly (its writer crashed or was killed): "
-            "it holds what was flushed before\n", kf->path);
+            "it holds what was flushed before\n", ko->path);
   if (leaked)
     printf ("%s: %" PRIu64 " bytes of data outside the overlay's blocks "
-            "(unflushed writes cut off by a crash)\n", kf->path, leaked);
+            "(unflushed writes cut off by a crash)\n", ko->path, leaked);
   if (!repair || (!crashed && !leaked))
     return EXIT_OK;
-  keptfile_punch_unallocated (kf, &ov->states, &ov->slots);
-  if (keptfile_set_flags (kf, 0, kf->header.recoveries + crashed) == -1)
-    return report_kept (kf);
+  kept_punch_unallocated (ko, &ov->states);
+  if (kept_set_flags (ko, 0, ko->header.recoveries + crashed) == -1)
+    return report_kept (ko);
   printf ("%s: repaired: data outside the overlay's blocks punched, "
-          "marked closed cleanly\n", kf->path);
+          "marked closed cleanly\n", ko->path);
   return EXIT_OK;
 }
 
@@ -291,8 +291,7 @@ int
 cmd_check (int argc, char **argv)
 {
   const char *file;
-  struct overlay ov = { .states = STATEMAP_INIT,
-                        .slots = { .map = SLOTMAP_INIT } };
+  struct overlay_file ov = { .states = STATEMAP_INIT };
   uint64_t bad = 0;
   bool repair, sound;
   int r;
@@ -300,18 +299,18 @@ cmd_check (int argc, char **argv)
   file = parse_file_args (argc, argv, "repair", &repair);
   if (file == NULL)
     return EXIT_ERROR;
-  if (keptfile_open (&ov.kf, file, repair ? KEPTFILE_WRITE : KEPTFILE_READ)
+  if (kept_open (&ov.kept, file, repair ? KEPT_WRITE : KEPT_READ)
       == -1)
-    return report_kept (&ov.kf);
-  if (keptfile_load_states (&ov.kf, &ov.states, &ov.slots, &bad) == -1) {
-    r = report_kept (&ov.kf);
-    overlay_close (&ov);
+    return report_kept (&ov.kept);
+  if (kept_load_states (&ov.kept, &ov.states, &bad) == -1) {
+    r = report_kept (&ov.kept);
+    overlay_file_close (&ov);
     return r;
   }
   if (bad)
     printf ("%s: damaged: %" PRIu64 " blocks have %s (cannot repair: what "
             "they held is unknown)\n", file, bad,
-            ov.kf.header.layout.packed
+            ov.kept.header.layout.packed
             ? "a slot that another block has too or that lies past the end "
               "of the file"
             : "the invalid state 3");
@@ -319,6 +318,6 @@ cmd_check (int argc, char **argv)
   r = sound ? check_crash_leftovers (&ov, repair) : EXIT_DAMAGED;
   if (r == EXIT_OK)
     printf ("%s: no errors found\n", file);
-  overlay_close (&ov);
+  overlay_file_close (&ov);
   return r;
 }

@@ -24,43 +24,43 @@ nbdcow_error (const char *fmt, ...)
 }
 
 int
-report_kept (const struct keptfile *kf)
+report_kept (const struct kept_overlay *ko)
 {
-  nbdcow_error ("%s", kf->why);
-  return kf->damaged ? EXIT_DAMAGED : EXIT_UNUSABLE;
+  nbdcow_error ("%s", ko->why);
+  return ko->damaged ? EXIT_DAMAGED : EXIT_UNUSABLE;
 }
 
 int
-overlay_open (struct overlay *ov, const char *path, enum keptfile_mode mode)
+overlay_file_open (struct overlay_file *ov, const char *path,
+                   enum kept_mode mode)
 {
   int r;
 
   ov->states = (struct statemap) STATEMAP_INIT;
-  ov->slots = (struct keptslots) { .map = SLOTMAP_INIT };
-  if (keptfile_open (&ov->kf, path, mode) == -1)
-    return report_kept (&ov->kf);
-  if (keptfile_check_length (&ov->kf) == -1 ||
-      keptfile_load_states (&ov->kf, &ov->states, &ov->slots, NULL) == -1) {
-    r = report_kept (&ov->kf);
-    overlay_close (ov);
+  if (kept_open (&ov->kept, path, mode) == -1)
+    return report_kept (&ov->kept);
+  if (kept_check_length (&ov->kept) == -1 ||
+      kept_load_states (&ov->kept, &ov->states, NULL) == -1) {
+    r = report_kept (&ov->kept);
+    overlay_file_close (ov);
     return r;
   }
   return EXIT_OK;
 }
 
 void
-overlay_close (struct overlay *ov)
+overlay_file_close (struct overlay_file *ov)
 {
-  keptfile_close (&ov->kf);
+  kept_close (&ov->kept);
   statemap_free (&ov->states);
-  keptslots_free (&ov->slots);
 }
 
 int
-overlay_each_run (const struct overlay *ov, overlay_run_fn *fn, void *opaque)
+overlay_file_each_run (const struct overlay_file *ov, overlay_run_fn *fn,
+                       void *opaque)
 {
-  const struct kept_layout *l = &ov->kf.header.layout;
-  uint64_t blocks = keptfile_blocks (&ov->kf), b = 0;
+  const struct kept_layout *l = &ov->kept.header.layout;
+  uint64_t blocks = kept_blocks (&ov->kept), b = 0;
 
   while (b < blocks) {
     unsigned state;

@@ -2,8 +2,8 @@
 
 /* nbdcow: inspect, check, commit and export the kept overlays of the
  * cow filter (cow-file=PATH) with no nbdkit running.  The file is read
- * and written only through filters/cow/keptfile.c, the filter's own
- * code of the format.  nbdcow.pod is the manual.
+ * and written only through the kept library (kept/kept.h), the
+ * filter's own code of the format.  nbdcow.pod is the manual.
  */
 
 #ifndef NBDCOW_H
@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "keptfile.h"
+#include "kept.h"
 #include "statemap.h"
 
 /* The exit codes (nbdcow.pod, EXIT STATUS). */
@@ -23,24 +23,23 @@ enum {
   EXIT_UNUSABLE = 3,            /* missing, locked, unreadable, not ours */
 };
 
-/* An overlay file, opened and its states (and slots, if packed)
- * loaded.
+/* An overlay file as the subcommands work on it: the kept overlay
+ * opened (kept.h), and its block states loaded.
  */
-struct overlay {
-  struct keptfile kf;
+struct overlay_file {
+  struct kept_overlay kept;
   struct statemap states;
-  struct keptslots slots;
 };
 
 /* Opens path in mode and loads its states.  Returns EXIT_OK, or the
  * exit code after printing why not.
  */
-extern int overlay_open (struct overlay *ov, const char *path,
-                         enum keptfile_mode mode);
-extern void overlay_close (struct overlay *ov);
+extern int overlay_file_open (struct overlay_file *ov, const char *path,
+                              enum kept_mode mode);
+extern void overlay_file_close (struct overlay_file *ov);
 
-/* Prints kf->why and returns its exit code (damaged or unusable). */
-extern int report_kept (const struct keptfile *kf);
+/* Prints ko->why and returns its exit code (damaged or unusable). */
+extern int report_kept (const struct kept_overlay *ko);
 
 /* Calls fn (offset, length, state, opaque) for each run of blocks in
  * one state, in order, lengths clipped to the base size.  Stops at and
@@ -48,8 +47,8 @@ extern int report_kept (const struct keptfile *kf);
  */
 typedef int overlay_run_fn (uint64_t offset, uint64_t length,
                             unsigned state, void *opaque);
-extern int overlay_each_run (const struct overlay *ov, overlay_run_fn *fn,
-                             void *opaque);
+extern int overlay_file_each_run (const struct overlay_file *ov,
+                                  overlay_run_fn *fn, void *opaque);
 
 /* The name of a block state in output: "base", "overlay", "zero". */
 extern const char *state_name (unsigned state);

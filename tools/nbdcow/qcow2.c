@@ -103,9 +103,9 @@ plan_refcounts (struct qcow2_layout *q, uint64_t other_clusters)
 }
 
 void
-qcow2_plan (const struct overlay *ov, struct qcow2_layout *q)
+qcow2_plan (const struct overlay_file *ov, struct qcow2_layout *q)
 {
-  const struct kept_layout *l = &ov->kf.header.layout;
+  const struct kept_layout *l = &ov->kept.header.layout;
   struct count n = { .q = q };
   uint64_t c;
 
@@ -121,7 +121,7 @@ qcow2_plan (const struct overlay *ov, struct qcow2_layout *q)
   q->l1_clusters = div_round_up (q->l1_entries * 8, cluster_size (q));
   if (q->l1_clusters == 0)
     q->l1_clusters = 1;
-  overlay_each_run (ov, count_run, &n);
+  overlay_file_each_run (ov, count_run, &n);
   plan_refcounts (q, 1 + q->l1_clusters + q->l2_tables + q->data_clusters);
 
   c = cluster_size (q);
@@ -242,7 +242,7 @@ map_run (uint64_t offset, uint64_t length, unsigned state, void *opaque)
 }
 
 static int
-write_maps (const struct qcow2_layout *q, const struct overlay *ov, int fd,
+write_maps (const struct qcow2_layout *q, const struct overlay_file *ov, int fd,
             const char *out, void *cluster)
 {
   struct mapper m = { .q = q, .fd = fd, .out = out, .l2 = cluster };
@@ -253,7 +253,7 @@ write_maps (const struct qcow2_layout *q, const struct overlay *ov, int fd,
     nbdcow_error ("calloc: %m");
     return -1;
   }
-  r = overlay_each_run (ov, map_run, &m);
+  r = overlay_file_each_run (ov, map_run, &m);
   if (r == 0)
     r = write_l2 (&m);
   if (r == 0 && (m.l2_written != q->l2_tables ||
@@ -272,7 +272,7 @@ write_maps (const struct qcow2_layout *q, const struct overlay *ov, int fd,
 }
 
 int
-qcow2_write_tables (const struct qcow2_layout *q, const struct overlay *ov,
+qcow2_write_tables (const struct qcow2_layout *q, const struct overlay_file *ov,
                     int fd, const char *out)
 {
   void *cluster = malloc (cluster_size (q));

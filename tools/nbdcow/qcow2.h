@@ -43,7 +43,7 @@ struct qcow2_layout {
 };
 
 /* Lays out the file for ov. */
-extern void qcow2_plan (const struct overlay *ov, struct qcow2_layout *q);
+extern void qcow2_plan (const struct overlay_file *ov, struct qcow2_layout *q);
 
 /* Writes the tables of q for ov into fd (the file out, sized to
  * q->clusters clusters): everything but the header, which
@@ -51,7 +51,7 @@ extern void qcow2_plan (const struct overlay *ov, struct qcow2_layout *q);
  * once complete.  Returns 0, or -1 after a message.
  */
 extern int qcow2_write_tables (const struct qcow2_layout *q,
-                               const struct overlay *ov, int fd,
+                               const struct overlay_file *ov, int fd,
                                const char *out);
 
 /* Whether backing fits in the header; if not, says so. */

@@ -1,6 +1,7 @@
 /* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
 
-/* The header of a kept overlay (docs/overlay-format.md).  Every field
+/* The layout of a kept overlay and its header's bytes
+ * (docs/overlay-format.md).  Every field
  * is little-endian at a fixed offset, so the file moves between
  * machines and tools can read it without this code.
  */

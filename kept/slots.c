@@ -1,28 +1,29 @@
 /* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
 
+/* A packed kept overlay's slots in memory (kept.h). */
+
 #include <config.h>
 
 #include <errno.h>
 
 #include "kept.h"
-#include "keptslots.h"
 
 int
-keptslots_init (struct keptslots *s, uint64_t blocks)
+kept_slots_init (struct kept_slots *s, uint64_t blocks)
 {
   slotalloc_init (&s->taken, KEPT_SLOTS_MAX);
   return slotmap_init (&s->map, blocks);
 }
 
 void
-keptslots_free (struct keptslots *s)
+kept_slots_free (struct kept_slots *s)
 {
   slotmap_free (&s->map);
   slotalloc_free (&s->taken);
 }
 
 int
-keptslots_assign (struct keptslots *s, uint64_t b, uint64_t slot)
+kept_slots_assign (struct kept_slots *s, uint64_t b, uint64_t slot)
 {
   int r;
 
@@ -35,7 +36,7 @@ keptslots_assign (struct keptslots *s, uint64_t b, uint64_t slot)
 }
 
 int
-keptslots_take (struct keptslots *s, uint64_t b, uint64_t *slot)
+kept_slots_take (struct kept_slots *s, uint64_t b, uint64_t *slot)
 {
   if (slotmap_reserve (&s->map, b, 1) == -1 ||
       slotalloc_take (&s->taken, slot) == -1)
@@ -45,7 +46,7 @@ keptslots_take (struct keptslots *s, uint64_t b, uint64_t *slot)
 }
 
 void
-keptslots_retire (struct keptslots *s, uint64_t b)
+kept_slots_retire (struct kept_slots *s, uint64_t b)
 {
   slotmap_set (&s->map, b, 0);
 }

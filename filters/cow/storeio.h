@@ -1,0 +1,33 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* The system calls that move an overlay store's data, shared by both
+ * stores: data moves with pread and pwrite only, never through a map
+ * of the file (docs/design.md, "Data moves with pread and pwrite").
+ */
+
+#ifndef COW_STOREIO_H
+#define COW_STOREIO_H
+
+#include <stdint.h>
+
+/* Writes buf, or zeros if buf is NULL, at file offset at of fd,
+ * allocating space.  Zeros use FALLOC_FL_ZERO_RANGE where the
+ * filesystem has it, which allocates without writing; they stay
+ * allocated, since the client did not allow a hole and later writes
+ * into the block should not fail for want of space.  No pwrite
+ * crosses a multiple of 128 KiB of the file.  Returns 0, or -1 with
+ * errno set.
+ */
+extern int storeio_write (int fd, const void *buf, uint64_t count,
+                          uint64_t at);
+
+/* Sets *err to errno and reports, naming the disk offset, that what
+ * ("read", "write"...) of count bytes at offset failed.
+ */
+extern void storeio_report (const char *what, uint64_t count,
+                            uint64_t offset, int *err);
+
+/* The disk space fd takes, in bytes (0 if it cannot tell). */
+extern uint64_t storeio_bytes (int fd);
+
+#endif /* COW_STOREIO_H */

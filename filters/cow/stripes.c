@@ -1,0 +1,155 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* The stripes of the disk and their write locks (stripes.h). */
+
+#include <config.h>
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "ispowerof2.h"
+#include "stripes.h"
+#include "timedlock.h"
+
+/* With one stripe every offset is in chunk 0. */
+#define ONE_CHUNK_SHIFT 63
+
+int
+stripes_init (struct stripes *s, unsigned nr, unsigned block_shift)
+{
+  unsigned chunk_shift = log_2_bits (STRIPE_CHUNK), i;
+
+  s->locks = calloc (nr, sizeof *s->locks);
+  if (s->locks == NULL)
+    return -1;
+  for (i = 0; i < nr; ++i)
+    pthread_mutex_init (&s->locks[i], NULL);
+  s->nr = nr;
+  if (block_shift > chunk_shift)
+    chunk_shift = block_shift;
+  s->chunk_shift = nr > 1 ? chunk_shift : ONE_CHUNK_SHIFT;
+  return 0;
+}
+
+void
+stripes_free (struct stripes *s)
+{
+  unsigned i;
+
+  for (i = 0; i < s->nr; ++i)
+    pthread_mutex_destroy (&s->locks[i]);
+  free (s->locks);
+  s->locks = NULL;
+  s->nr = 0;
+}
+
+static uint64_t
+chunk_of (const struct stripes *s, uint64_t offset)
+{
+  return offset >> s->chunk_shift;
+}
+
+static unsigned
+stripe_of_chunk (const struct stripes *s, uint64_t c)
+{
+  return c % s->nr;
+}
+
+/* The steps from stripe `from` forward to stripe `to`, wrapping
+ * around: (to - from) mod nr, without a division.
+ */
+static unsigned
+stripe_distance (const struct stripes *s, unsigned from, unsigned to)
+{
+  return to >= from ? to - from : to + s->nr - from;
+}
+
+/* The stripes that hold chunks c0 to c1, in the ascending order the
+ * lock order wants (docs/design.md): the chunks start in stripe
+ * `first` and take the stripes from it on, wrapping around past the
+ * last one to [0, wrapped).  So the stripes are [0, wrapped) and then
+ * [first, end), with wrapped == first when the chunks cover every
+ * stripe, and wrapped == 0 when they do not wrap.
+ */
+struct stripe_runs {
+  unsigned wrapped, first, end;
+};
+
+static struct stripe_runs
+stripes_of (const struct stripes *s, uint64_t c0, uint64_t c1)
+{
+  uint64_t span = c1 - c0 + 1;
+  struct stripe_runs runs = { .first = stripe_of_chunk (s, c0) };
+
+  if (runs.first + span <= s->nr) {
+    runs.end = runs.first + span;
+    return runs;
+  }
+  runs.end = s->nr;
+  runs.wrapped = span >= s->nr ? runs.first : runs.first + span - s->nr;
+  return runs;
+}
+
+/* The first of the stripes of runs, and the one after i. */
+static unsigned
+runs_start (const struct stripe_runs *runs)
+{
+  return runs->wrapped > 0 ? 0 : runs->first;
+}
+
+static unsigned
+runs_next (const struct stripe_runs *runs, unsigned i)
+{
+  return ++i == runs->wrapped ? runs->first : i;
+}
+
+static struct stripe_runs
+stripes_of_range (const struct stripes *s, uint64_t offset, uint64_t count)
+{
+  return stripes_of (s, chunk_of (s, offset), chunk_of (s, offset + count - 1));
+}
+
+uint64_t
+stripes_lock (struct stripes *s, uint64_t offset, uint64_t count)
+{
+  struct stripe_runs runs = stripes_of_range (s, offset, count);
+  uint64_t waited = 0;
+  unsigned i;
+
+  for (i = runs_start (&runs); i < runs.end; i = runs_next (&runs, i))
+    waited += timed_lock (&s->locks[i]);
+  return waited;
+}
+
+void
+stripes_unlock (struct stripes *s, uint64_t offset, uint64_t count)
+{
+  struct stripe_runs runs = stripes_of_range (s, offset, count);
+  unsigned i;
+
+  for (i = runs_start (&runs); i < runs.end; i = runs_next (&runs, i))
+    pthread_mutex_unlock (&s->locks[i]);
+}
+
+int
+stripes_each_span (const struct stripes *s, uint64_t offset, uint64_t count,
+                   stripes_span_fn *fn, void *opaque)
+{
+  uint64_t end = offset + count;
+  uint64_t c0 = chunk_of (s, offset), c1 = chunk_of (s, end - 1);
+  struct stripe_runs runs = stripes_of (s, c0, c1);
+  unsigned i1 = stripe_of_chunk (s, c1), i;
+  int r;
+
+  for (i = runs_start (&runs); i < runs.end; i = runs_next (&runs, i)) {
+    uint64_t first = c0 + stripe_distance (s, runs.first, i);
+    uint64_t last = c1 - stripe_distance (s, i, i1);
+    uint64_t from = first == c0 ? offset : first << s->chunk_shift;
+    uint64_t to = last == c1 ? end : (last + 1) << s->chunk_shift;
+
+    r = fn (i, from, to, opaque);
+    if (r != 0)
+      return r;
+  }
+  return 0;
+}

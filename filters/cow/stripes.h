@@ -1,0 +1,80 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* The stripes of the disk and their write locks (docs/design.md, "The
+ * write locks").  The disk is cut into chunks of STRIPE_CHUNK bytes,
+ * or one block if blocks are larger, and chunk c belongs to stripe
+ * c mod nr, so that writes to different parts of the disk do not wait
+ * for one lock.  A throw-away store gives each stripe a file of its
+ * own; a kept store's one file is written under the same locks.
+ *
+ * Each stripe's write lock is held over every system call that writes
+ * or punches in its chunks, and by the block layer over the state
+ * lookups that must not race them.  A range's locks are taken together
+ * with stripes_lock, in ascending stripe order.
+ */
+
+#ifndef COW_STRIPES_H
+#define COW_STRIPES_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+/* A chunk's bytes: a request of up to 1M meets one or two of them.
+ * The fuzzer makes it smaller, to cross stripes on its small disks.
+ */
+#ifndef STRIPE_CHUNK
+#define STRIPE_CHUNK (1024 * 1024)
+#endif
+
+struct stripes {
+  unsigned nr;
+  unsigned chunk_shift;         /* 63 for one stripe: nothing is split */
+  pthread_mutex_t *locks;       /* nr of them */
+};
+
+/* nr stripes (1 to 64) of a disk of blocks of 2^block_shift bytes.
+ * Returns 0, or -1 with errno set.
+ */
+extern int stripes_init (struct stripes *s, unsigned nr, unsigned block_shift);
+extern void stripes_free (struct stripes *s);
+
+/* The stripe of the chunk holding offset. */
+static inline unsigned
+stripes_of_offset (const struct stripes *s, uint64_t offset)
+{
+  return (offset >> s->chunk_shift) % s->nr;
+}
+
+/* The end of the piece of [offset, end) from offset on that lies in
+ * one chunk.
+ */
+static inline uint64_t
+stripes_piece_end (const struct stripes *s, uint64_t offset, uint64_t end)
+{
+  uint64_t next = ((offset >> s->chunk_shift) + 1) << s->chunk_shift;
+
+  return next < end ? next : end;
+}
+
+/* Takes, in ascending order, the write locks of the stripes holding
+ * [offset, offset+count), count > 0.  Returns the nanoseconds spent
+ * waiting, 0 if none.
+ */
+extern uint64_t stripes_lock (struct stripes *s, uint64_t offset,
+                              uint64_t count);
+extern void stripes_unlock (struct stripes *s, uint64_t offset,
+                            uint64_t count);
+
+/* Calls fn (i, from, to, opaque) for each stripe i holding a chunk of
+ * [offset, offset+count), count > 0, in ascending order, with the span
+ * [from, to) of the range from the stripe's first chunk in it to its
+ * last: the other stripes' chunks in between are not the stripe's.
+ * Stops at and returns the first non-zero return.
+ */
+typedef int stripes_span_fn (unsigned i, uint64_t from, uint64_t to,
+                             void *opaque);
+extern int stripes_each_span (const struct stripes *s, uint64_t offset,
+                              uint64_t count, stripes_span_fn *fn,
+                              void *opaque);
+
+#endif /* COW_STRIPES_H */

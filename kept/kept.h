@@ -1,0 +1,306 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* The kept overlay (cow-file=PATH): the one reader and writer of its
+ * format, which the filter and nbdcow both build against.
+ * docs/overlay-format.md is the specification and the argument for
+ * crash safety; this library is its code:
+ *
+ *   format.c    the layout of a file and its header's bytes
+ *   file.c      opening and locking a file, creating it, its flags,
+ *               the crash-safe flush, emptying it
+ *   states.c    the state area: loading it, checked, and its pages
+ *   slots.c     a packed file's slots in memory
+ *   recovery.c  the data area where it holds no block: what a crash
+ *               left, punched, cut or counted
+ *
+ * Nothing here knows nbdkit: a failing call returns -1 and leaves a
+ * message naming the file in ko->why.  Not thread-safe: the filter
+ * calls it at setup, at flush (one at a time) and at close, and
+ * kept_export_page, which only reads, under its state lock;
+ * kept_slots_get may run beside the others.
+ */
+
+#ifndef KEPT_H
+#define KEPT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "slotalloc.h"
+#include "slotmap.h"
+#include "statemap.h"
+
+/*----------------------------------------------------------------------
+ * The format.
+ */
+
+#define KEPT_HEADER_SIZE 8192
+#define KEPT_NAME_MAX 4096      /* the longest NBD export name */
+#define KEPT_STATE_PAGE 4096    /* the state area is written in pages */
+
+/* The format version of new files; versions 1 and 2 are read and
+ * written too.  Version 3 packs the data (a slot per block, its number
+ * in the block's entry of the state area), versions 1 and 2 store
+ * block b at its own offset (2 bits of state per block).
+ */
+#define KEPT_VERSION 3
+#define KEPT_PACKED_VERSION 3   /* the first packed version */
+
+/* Flags of the header (version 2). */
+#define KEPT_OPEN 1             /* a writer has it open: not closed cleanly */
+
+struct kept_layout {
+  uint32_t block_size;
+  uint64_t base_size;
+  bool packed;                  /* version 3: slots; else block b at b */
+  uint64_t blocks_per_page;     /* blocks whose states a page holds */
+  uint64_t states_offset;       /* the state area */
+  uint64_t states_length;       /* a whole number of state pages */
+  uint64_t data_offset;         /* block 0, or slot 0 if packed */
+};
+
+/* The entries of a packed state area (little-endian uint32): */
+#define KEPT_ENTRY_BASE 0       /* not allocated: reads the base */
+#define KEPT_ENTRY_ZERO 1       /* reads as zeros */
+#define KEPT_ENTRY_SLOT 2       /* and up: allocated, in slot entry - 2 */
+#define KEPT_SLOTS_MAX (UINT64_C (0xffffffff) - KEPT_ENTRY_SLOT + 1)
+
+/* A decoded header.  Version 1 files have no flags and no count of
+ * recoveries: both read as 0.
+ */
+struct kept_header {
+  struct kept_layout layout;
+  uint32_t version;             /* 1, 2 or 3 */
+  uint32_t flags;               /* KEPT_OPEN */
+  uint32_t recoveries;          /* times opened after a crash */
+  char name[KEPT_NAME_MAX + 1]; /* the export, NUL terminated */
+};
+
+/* The layout of a file of this version, block size and base size. */
+extern void kept_layout (uint32_t version, uint32_t block_size,
+                         uint64_t base_size, struct kept_layout *layout);
+
+/* Fills buf (KEPT_HEADER_SIZE bytes) with header, as its version.  The
+ * name is at most KEPT_NAME_MAX bytes.
+ */
+extern void kept_header_encode (const struct kept_header *header,
+                                uint8_t *buf);
+
+/* Why kept_header_decode refuses a header. */
+enum kept_bad {
+  KEPT_SOUND = 0,
+  KEPT_FOREIGN,                 /* not an overlay, or a future version */
+  KEPT_DAMAGED,                 /* an overlay whose header is damaged */
+};
+
+/* Checks buf (KEPT_HEADER_SIZE bytes) and fills header.  Returns
+ * KEPT_SOUND, or what is wrong with *why saying it for a message.
+ */
+extern enum kept_bad kept_header_decode (const uint8_t *buf,
+                                         struct kept_header *header,
+                                         const char **why);
+
+/*----------------------------------------------------------------------
+ * A packed file's slots in memory (format version 3): which slot of
+ * the data area holds each block, and which slots are taken.
+ * kept_slots_get takes no lock (slotmap.h) and may run beside the
+ * others, which the caller serializes.  A retired slot is not taken
+ * again before the file is next opened: a read that looked the block
+ * up before its retirement finds zeros there or the block's old data,
+ * never another block's.
+ */
+
+struct kept_slots {
+  struct slotmap map;           /* block b: its slot + 1, or 0 */
+  struct slotalloc taken;
+};
+
+/* Empty slots for blocks blocks.  Returns 0, or -1 with errno set. */
+extern int kept_slots_init (struct kept_slots *s, uint64_t blocks);
+extern void kept_slots_free (struct kept_slots *s);
+
+/* Sets *slot to block b's slot and returns true, or returns false if b
+ * has none.
+ */
+static inline bool
+kept_slots_get (const struct kept_slots *s, uint64_t b, uint64_t *slot)
+{
+  uint32_t v = slotmap_get (&s->map, b);
+
+  *slot = (uint64_t) v - 1;
+  return v != 0;
+}
+
+/* Gives block b, which has none, slot (loading a file).  Returns 0, 1
+ * if another block has slot already (b then has none), or -1 with
+ * errno set.
+ */
+extern int kept_slots_assign (struct kept_slots *s, uint64_t b, uint64_t slot);
+
+/* Gives block b, which has none, the lowest free slot.  Returns 0, or
+ * -1 with errno set: ENOSPC when no slot number is left, ENOMEM.
+ */
+extern int kept_slots_take (struct kept_slots *s, uint64_t b, uint64_t *slot);
+
+/* Block b has no slot any more; its slot stays taken. */
+extern void kept_slots_retire (struct kept_slots *s, uint64_t b);
+
+/* One past the highest slot taken: the slots the data area spans. */
+static inline uint64_t
+kept_slots_end (const struct kept_slots *s)
+{
+  return slotalloc_end (&s->taken);
+}
+
+static inline bool
+kept_slots_is_taken (const struct kept_slots *s, uint64_t slot)
+{
+  return slotalloc_is_taken (&s->taken, slot);
+}
+
+/*----------------------------------------------------------------------
+ * An opened kept overlay (file.c, states.c, recovery.c).
+ */
+
+/* The states of blocks, as the state area stores them. */
+enum kept_state {
+  KEPT_NOT_ALLOCATED = 0,       /* reads come from the base */
+  KEPT_ALLOCATED = 1,           /* the data area holds the block */
+  KEPT_ZERO = 2,                /* reads as zeros */
+};
+
+enum kept_mode {
+  KEPT_READ,                    /* read only, shared lock */
+  KEPT_WRITE,                   /* read-write, exclusive lock */
+  KEPT_CREATE,                  /* as WRITE, creating a missing file */
+};
+
+/* The file, its header, and once its states are loaded (or it is
+ * created), a packed file's slots.  The block states are the caller's:
+ * the filter keeps them with its own lock.
+ */
+struct kept_overlay {
+  int fd;
+  char *path;
+  bool has_header;              /* false: an empty file, not made yet */
+  struct kept_header header;    /* if has_header */
+  struct kept_slots slots;      /* packed, from kept_create or kept_load */
+  bool damaged;                 /* the last failure was damage, not I/O */
+  char why[1024];               /* the last failure: "PATH: what" */
+};
+
+/* Opens and locks path (a shared lock to read, an exclusive one to
+ * write: the filter writes, so a file it serves cannot be opened) and
+ * reads its header if it is not empty.  A file that is not an overlay
+ * or whose header is damaged is refused.  Returns 0, or -1 with
+ * ko->why set; ko needs no kept_close then.
+ */
+extern int kept_open (struct kept_overlay *ko, const char *path,
+                      enum kept_mode mode);
+
+/* Closes the file, dropping the lock, and frees the slots. */
+extern void kept_close (struct kept_overlay *ko);
+
+/* Lays out an empty file of version KEPT_VERSION for a base of
+ * base_size bytes, export name, and makes it durable with its header
+ * flagged KEPT_OPEN: sized first, so a header on disk always comes
+ * with its whole state area (and, unpacked, data area) behind it.
+ * The slots start empty.
+ */
+extern int kept_create (struct kept_overlay *ko, uint32_t block_size,
+                        uint64_t base_size, const char *name);
+
+/* Number of blocks of the base. */
+extern uint64_t kept_blocks (const struct kept_overlay *ko);
+
+/* The shortest the file can be: its header and state area, and,
+ * unpacked, the whole data area.
+ */
+extern uint64_t kept_min_length (const struct kept_overlay *ko);
+
+/* Checks that the file is as long as kept_min_length (damage if
+ * not).
+ */
+extern int kept_check_length (struct kept_overlay *ko);
+
+/* Loads the block states into states (empty before), and if the file
+ * is packed the blocks' slots into ko->slots.  Refuses a state that
+ * cannot be: the value 3 unpacked; packed, a slot that another block
+ * has too or whose block lies past the end of the file (damage: the
+ * first such block is named).  With bad_blocks non-NULL, damage is
+ * counted there instead and the load goes on, the bad blocks loaded
+ * as state 3 with no slot.
+ */
+extern int kept_load_states (struct kept_overlay *ko, struct statemap *states,
+                             uint64_t *bad_blocks);
+
+/* The bytes of state page page (KEPT_STATE_PAGE of them) as the file
+ * stores them, from states and, packed, the slots, into buf.
+ */
+extern void kept_export_page (const struct kept_overlay *ko,
+                              const struct statemap *states,
+                              uint64_t page, uint8_t *buf);
+
+/* Punches the data area where it holds no block of the overlay
+ * (unpacked: every block that states does not hold allocated; packed:
+ * every slot not taken, the file cut after the last one taken): what a
+ * crash left there of unflushed writes is not part of the disk.  A
+ * filesystem that cannot punch holes only costs space.
+ */
+extern void kept_punch_unallocated (struct kept_overlay *ko,
+                                    const struct statemap *states);
+
+/* Packed: cuts the file after its last slot taken, past which the
+ * filter extends it ahead of its writes.  Unpacked: does nothing.
+ */
+extern void kept_cut (struct kept_overlay *ko);
+
+/* Sets *bytes to the disk space the data area takes where it holds no
+ * block of the overlay: left by writes a crash cut off before their
+ * flush, harmless, given back by kept_punch_unallocated.
+ */
+extern int kept_leaked_bytes (struct kept_overlay *ko,
+                              const struct statemap *states, uint64_t *bytes);
+
+/* Where the data of allocated blocks [b, b+n) is: sets *at to the file
+ * offset of block b's and returns how many of the blocks from b on lie
+ * one after another there (at least 1, or 0 if b has no slot).
+ */
+extern uint64_t kept_data_run (const struct kept_overlay *ko, uint64_t b,
+                               uint64_t n, uint64_t *at);
+
+/* Sets the flags and the count of recoveries, and makes the header
+ * durable.  Only its first 512 bytes change, so a power loss in the
+ * middle leaves the old or the new header (one sector is written
+ * whole).  A version 1 file becomes version 2 here; the others keep
+ * their version.
+ */
+extern int kept_set_flags (struct kept_overlay *ko, uint32_t flags,
+                           uint32_t recoveries);
+
+/* A flush (docs/overlay-format.md): rounds of take, sync the data,
+ * write the pages taken, sync.  take copies up to max dirty state
+ * pages from page *next on into buf (KEPT_STATE_PAGE bytes each, as
+ * kept_export_page makes them), their numbers into pages, marks them
+ * clean, advances *next and returns how many; redirty marks them dirty
+ * again after a failed round.  The caller takes whatever lock protects
+ * the states inside those two.  On failure errno is set too.
+ */
+typedef unsigned kept_take_pages (void *opaque, uint64_t *next,
+                                  uint64_t *pages, uint8_t *buf,
+                                  unsigned max);
+typedef void kept_redirty_pages (void *opaque, const uint64_t *pages,
+                                 unsigned n);
+extern int kept_flush (struct kept_overlay *ko, kept_take_pages *take,
+                       kept_redirty_pages *redirty, void *opaque);
+
+/* Makes the overlay empty: every state not allocated, durable, then the
+ * data area punched (packed: cut off).  A crash in between leaves
+ * blocks in the overlay or not, each reading what it read before.
+ */
+extern int kept_empty (struct kept_overlay *ko);
+
+/* The disk space the file takes, in bytes. */
+extern uint64_t kept_bytes_on_disk (struct kept_overlay *ko);
+
+#endif /* KEPT_H */

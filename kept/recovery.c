@@ -1,0 +1,195 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* A kept overlay's data area where it holds no block: what a crash
+ * left there of unflushed writes, punched, cut off or counted, and the
+ * whole of it when the overlay is emptied (kept.h).
+ */
+
+#include <config.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fullio.h"
+#include "internal.h"
+#include "iszero.h"
+#include "punch.h"
+
+/* What each_unused_range calls for a range [from, to) of the data
+ * area (offsets from data_offset).
+ */
+typedef int unused_range_fn (struct kept_overlay *ko, uint64_t from, uint64_t to,
+                             void *opaque);
+
+/* Unpacked: fn for the runs of blocks that states does not hold
+ * allocated.
+ */
+static int
+each_unallocated_run (struct kept_overlay *ko, const struct statemap *states,
+                      unused_range_fn *fn, void *opaque)
+{
+  const struct kept_layout *l = &ko->header.layout;
+  uint64_t blocks = kept_blocks (ko), b = 0;
+
+  while (b < blocks) {
+    unsigned state;
+    uint64_t end = statemap_run (states, b, blocks, &state);
+    uint64_t to = end * l->block_size;
+
+    if (state != KEPT_ALLOCATED &&
+        fn (ko, b * l->block_size, to < l->base_size ? to : l->base_size,
+            opaque) == -1)
+      return -1;
+    b = end;
+  }
+  return 0;
+}
+
+/* Packed: fn for the runs of slots not taken, then for whatever the
+ * file holds past the last slot taken.
+ */
+static int
+each_free_slot_run (struct kept_overlay *ko, const struct kept_slots *slots,
+                    unused_range_fn *fn, void *opaque)
+{
+  const struct kept_layout *l = &ko->header.layout;
+  uint64_t end = kept_slots_end (slots), s = 0;
+  struct stat st;
+
+  while (s < end) {
+    uint64_t t = s;
+
+    while (t < end && !kept_slots_is_taken (slots, t))
+      t++;
+    if (t > s && fn (ko, s * l->block_size, t * l->block_size, opaque) == -1)
+      return -1;
+    s = t + 1;                  /* t is taken, or the end */
+  }
+  if (fstat (ko->fd, &st) == -1)
+    return kept_fail (ko, false, "fstat: %m");
+  if ((uint64_t) st.st_size > l->data_offset + end * l->block_size)
+    return fn (ko, end * l->block_size, st.st_size - l->data_offset, opaque);
+  return 0;
+}
+
+/* Calls fn for each range of the data area that holds no block of the
+ * overlay, stopping at the first that returns -1.
+ */
+static int
+each_unused_range (struct kept_overlay *ko, const struct statemap *states,
+                   unused_range_fn *fn, void *opaque)
+{
+  if (ko->header.layout.packed)
+    return each_free_slot_run (ko, &ko->slots, fn, opaque);
+  return each_unallocated_run (ko, states, fn, opaque);
+}
+
+/* Cuts the file to length bytes if it is longer.  Callers take it as
+ * best effort, as punch_run: a longer file only keeps the space.
+ */
+static int
+shorten (struct kept_overlay *ko, uint64_t length)
+{
+  struct stat st;
+
+  if (fstat (ko->fd, &st) == -1 || (uint64_t) st.st_size <= length)
+    return 0;
+  return ftruncate (ko->fd, length);
+}
+
+static int
+punch_run (struct kept_overlay *ko, uint64_t from, uint64_t to, void *opaque)
+{
+  /* Best effort: a filesystem without holes only keeps the space. */
+  punch_hole (ko->fd, ko->header.layout.data_offset + from, to - from);
+  return 0;
+}
+
+void
+kept_punch_unallocated (struct kept_overlay *ko, const struct statemap *states)
+{
+  kept_cut (ko);
+  each_unused_range (ko, states, punch_run, NULL);
+}
+
+void
+kept_cut (struct kept_overlay *ko)
+{
+  const struct kept_layout *l = &ko->header.layout;
+
+  if (l->packed)
+    shorten (ko, l->data_offset + kept_slots_end (&ko->slots) * l->block_size);
+}
+
+/* Adds to *opaque the bytes of [from, to) of the data area that hold
+ * data on disk, as lseek's SEEK_DATA and SEEK_HOLE find them.
+ */
+static int
+count_data_run (struct kept_overlay *ko, uint64_t from, uint64_t to, void *opaque)
+{
+  uint64_t *bytes = opaque;
+  off_t base = ko->header.layout.data_offset, at = base + from;
+  off_t end = base + to;
+
+  while (at < end) {
+    off_t data = lseek (ko->fd, at, SEEK_DATA), hole;
+    if (data == -1 && errno == ENXIO)
+      return 0;
+    if (data == -1)
+      return kept_fail (ko, false, "lseek: %m");
+    if (data >= end)
+      return 0;
+    hole = lseek (ko->fd, data, SEEK_HOLE);
+    if (hole == -1)
+      return kept_fail (ko, false, "lseek: %m");
+    *bytes += (hole < end ? hole : end) - data;
+    at = hole;
+  }
+  return 0;
+}
+
+int
+kept_leaked_bytes (struct kept_overlay *ko, const struct statemap *states,
+                   uint64_t *bytes)
+{
+  *bytes = 0;
+  return each_unused_range (ko, states, count_data_run, bytes);
+}
+
+
+int
+kept_empty (struct kept_overlay *ko)
+{
+  const struct kept_layout *l = &ko->header.layout;
+  uint64_t chunk = PAGES_PER_IO * KEPT_STATE_PAGE, at;
+  uint8_t *buf = malloc (chunk), *zero = calloc (1, chunk);
+  int r = 0;
+
+  if (buf == NULL || zero == NULL)
+    r = kept_fail (ko, false, "malloc: %m");
+  /* Only the pages holding states are rewritten: a sparse state area
+   * stays sparse.
+   */
+  for (at = 0; r == 0 && at < l->states_length; at += chunk) {
+    uint64_t len = l->states_length - at < chunk ? l->states_length - at : chunk;
+    uint64_t off = l->states_offset + at;
+
+    if (pread_full (ko->fd, buf, len, off) == -1)
+      r = kept_fail (ko, false, "cannot read the block states: %m");
+    else if (!is_zero ((const char *) buf, len) &&
+             pwrite_full (ko->fd, zero, len, off) == -1)
+      r = kept_fail (ko, false, "cannot write the block states: %m");
+  }
+  if (r == 0 && fdatasync (ko->fd) == -1)
+    r = kept_fail (ko, false, "fdatasync: %m");
+  /* Packed, the data area goes whole, its few extents with it. */
+  if (r == 0 && l->packed)
+    shorten (ko, l->data_offset);
+  else if (r == 0)
+    punch_run (ko, 0, l->base_size, NULL);
+  free (buf);
+  free (zero);
+  return r;
+}

@@ -1,0 +1,205 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* A kept overlay's state area: the block states (and a packed file's
+ * slots) loaded from it and checked, and its pages as a flush writes
+ * them (kept.h).
+ */
+
+#include <config.h>
+
+#include <endian.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fullio.h"
+#include "internal.h"
+#include "iszero.h"
+
+/* The bytes of block b: the last block of a base whose size is not a
+ * multiple of the block size is short.
+ */
+static uint64_t
+block_length (const struct kept_layout *l, uint64_t b)
+{
+  uint64_t start = b * l->block_size;
+
+  return l->base_size - start < l->block_size ? l->base_size - start
+                                              : l->block_size;
+}
+
+/* Block states of value 3 in the packed bytes buf[0..len), which no
+ * state has.  Sets *first to the block of the first, counted from the
+ * block of buf[0].
+ */
+static uint64_t
+count_bad_states (const uint8_t *buf, uint64_t len, uint64_t *first)
+{
+  uint64_t i, bad = 0;
+
+  for (i = 0; i < len; ++i) {
+    unsigned both = buf[i] & (buf[i] >> 1) & 0x55;
+    if (both == 0)
+      continue;
+    if (bad == 0)
+      *first = 4 * i + __builtin_ctz (both) / 2;
+    bad += __builtin_popcount (both);
+  }
+  return bad;
+}
+
+/* A chunk of an unpacked state area, len bytes from byte at of it. */
+static int
+load_unpacked (struct kept_overlay *ko, const uint8_t *buf, uint64_t at,
+               uint64_t len, struct statemap *states, uint64_t *bad_blocks)
+{
+  uint64_t first_bad = 0, bad = count_bad_states (buf, len, &first_bad);
+
+  if (bad && bad_blocks == NULL)
+    return kept_fail (ko, true, "corrupted block states (block %" PRIu64
+                 " has the invalid state 3)", 4 * at + first_bad);
+  if (bad_blocks)
+    *bad_blocks += bad;
+  if (!is_zero ((const char *) buf, len) &&
+      statemap_import (states, 4 * at, 4 * len, buf) == -1)
+    return kept_fail (ko, false, "cannot load the block states: %m");
+  return 0;
+}
+
+/* Gives allocated block b of a packed file its slot, checking that the
+ * slot is the block's alone and lies within the file.  Returns 0, 1 if
+ * the entry is bad, or -1 after fail().
+ */
+static int
+load_slot (struct kept_overlay *ko, struct kept_slots *slots, uint64_t b,
+           uint64_t slot, uint64_t file_length, bool counting)
+{
+  const struct kept_layout *l = &ko->header.layout;
+  uint64_t end = l->data_offset + slot * l->block_size + block_length (l, b);
+  int r;
+
+  if (end > file_length) {
+    if (counting)
+      return 1;
+    return kept_fail (ko, true, "corrupted block states or truncated file "
+                 "(block %" PRIu64 " is in slot %" PRIu64 ", past the end "
+                 "of the file)", b, slot);
+  }
+  r = kept_slots_assign (slots, b, slot);
+  if (r == -1)
+    return kept_fail (ko, false, "cannot load the block slots: %m");
+  if (r == 1 && !counting)
+    return kept_fail (ko, true, "corrupted block states (block %" PRIu64
+                 " is in slot %" PRIu64 ", which another block has)",
+                 b, slot);
+  return r;
+}
+
+/* A chunk of a packed state area: entries of blocks [first, first +
+ * n).  A bad entry is counted in *bad_blocks and loaded as state 3, or
+ * fails the load if bad_blocks is NULL.
+ */
+static int
+load_packed (struct kept_overlay *ko, const uint8_t *buf, uint64_t first,
+             uint64_t n, uint64_t file_length, struct statemap *states,
+             struct kept_slots *slots, uint64_t *bad_blocks)
+{
+  uint64_t i;
+
+  for (i = 0; i < n; ++i) {
+    uint64_t b = first + i;
+    uint32_t entry;
+    unsigned state = KEPT_ZERO;
+    int r = 0;
+
+    memcpy (&entry, buf + 4 * i, 4);
+    entry = le32toh (entry);
+    if (entry == KEPT_ENTRY_BASE)
+      continue;
+    if (entry >= KEPT_ENTRY_SLOT) {
+      state = KEPT_ALLOCATED;
+      r = load_slot (ko, slots, b, entry - KEPT_ENTRY_SLOT, file_length,
+                     bad_blocks != NULL);
+      if (r == -1)
+        return -1;
+      if (r == 1) {
+        state = 3;
+        ++*bad_blocks;
+      }
+    }
+    if (statemap_reserve (states, b, 1) == -1)
+      return kept_fail (ko, false, "cannot load the block states: %m");
+    statemap_set (states, b, 1, state);
+  }
+  return 0;
+}
+
+int
+kept_load_states (struct kept_overlay *ko, struct statemap *states,
+                  uint64_t *bad_blocks)
+{
+  struct kept_slots *slots = &ko->slots;
+  const struct kept_layout *l = &ko->header.layout;
+  uint64_t chunk = PAGES_PER_IO * KEPT_STATE_PAGE, at, blocks;
+  uint8_t *buf;
+  struct stat st;
+  int r = 0;
+
+  if (bad_blocks)
+    *bad_blocks = 0;
+  if (fstat (ko->fd, &st) == -1)
+    return kept_fail (ko, false, "fstat: %m");
+  blocks = kept_blocks (ko);
+  if (l->packed && kept_slots_init (slots, blocks) == -1)
+    return kept_fail (ko, false, "cannot load the block slots: %m");
+  buf = malloc (chunk);
+  if (buf == NULL)
+    return kept_fail (ko, false, "malloc: %m");
+  for (at = 0; at < l->states_length && r == 0; at += chunk) {
+    uint64_t len = l->states_length - at < chunk ? l->states_length - at : chunk;
+    uint64_t first = at / 4, n = len / 4;
+
+    if (pread_full (ko->fd, buf, len, l->states_offset + at) == -1)
+      r = kept_fail (ko, false, "cannot read the block states: %m");
+    else if (!l->packed)
+      r = load_unpacked (ko, buf, at, len, states, bad_blocks);
+    else if (first < blocks && !is_zero ((const char *) buf, len))
+      r = load_packed (ko, buf, first, first + n > blocks ? blocks - first : n,
+                       st.st_size, states, slots, bad_blocks);
+  }
+  free (buf);
+  return r;
+}
+
+void
+kept_export_page (const struct kept_overlay *ko, const struct statemap *states,
+                  uint64_t page, uint8_t *buf)
+{
+  const struct kept_slots *slots = &ko->slots;
+  const struct kept_layout *l = &ko->header.layout;
+  uint64_t first = page * l->blocks_per_page, i;
+
+  if (!l->packed) {
+    statemap_export (states, first, l->blocks_per_page, buf);
+    return;
+  }
+  for (i = 0; i < l->blocks_per_page; ++i) {
+    uint64_t b = first + i, slot;
+    uint32_t entry = KEPT_ENTRY_BASE;
+
+    switch (statemap_get (states, b)) {
+    case KEPT_ZERO:
+      entry = KEPT_ENTRY_ZERO;
+      break;
+    case KEPT_ALLOCATED:
+      /* An allocated block always has its slot. */
+      if (kept_slots_get (slots, b, &slot))
+        entry = slot + KEPT_ENTRY_SLOT;
+      break;
+    }
+    entry = htole32 (entry);
+    memcpy (buf + 4 * i, &entry, 4);
+  }
+}
