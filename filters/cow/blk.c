@@ -32,7 +32,7 @@
 #include "rangelock.h"
 #include "scratch.h"
 #include "shardctr.h"
-#include "spacecap.h"
+#include "space.h"
 #include "statemap.h"
 #include "store.h"
 #include "timedlock.h"
@@ -77,13 +77,8 @@ struct blk {
   /* Lets one flush of a kept store run at a time. */
   pthread_mutex_t flush_lock;
 
-  /* The overlay's disk space counted against cow-max-size (taken
-   * before the I/O of a block's move into BLK_ALLOCATED, given back
-   * when it leaves it or the I/O fails), lock-free.  full_logged is
-   * set, atomically, by the first request refused for space.
-   */
-  struct spacecap space;
-  bool full_logged;
+  /* The overlay's disk space counted against cow-max-size. */
+  struct space space;
 
   /* Statistics: enum counter, added to without any lock. */
   struct shardctr counters;
@@ -128,7 +123,6 @@ enum counter {
   COPY_UPS_RMW,
   BASE_READS,
   BASE_READ_BYTES,
-  SPACE_REFUSALS,               /* requests failed with ENOSPC */
   LOCK_WAITS,                   /* one per enum blk_lock from here */
   LOCK_WAIT_NS = LOCK_WAITS + BLK_LOCKS,
   COUNTERS = LOCK_WAIT_NS + BLK_LOCKS
@@ -246,21 +240,14 @@ set_states (struct blk *blk, uint64_t first, uint64_t n, enum blk_state state)
 }
 
 /*----------------------------------------------------------------------
- * Space against cow-max-size.  A block in the overlay is charged its
- * bytes and SPACE_PER_BLOCK more for the filesystem's map of the file
- * (ext4's extent tree holds 12 bytes per run of allocated blocks, at
- * most one run per block), so that the file's disk use stays under the
- * limit.  A kept overlay is charged its header and state area too.
+ * What blocks are charged against cow-max-size (space.h).
  */
-
-#define SPACE_PER_BLOCK 16
 
 /* The charge of blocks [first, first+n), whatever their state. */
 static uint64_t
 space_of_blocks (const struct blk *blk, uint64_t first, uint64_t n)
 {
-  return blk_end (blk, first + n - 1) - blk_start (blk, first)
-         + SPACE_PER_BLOCK * n;
+  return space_of (blk_end (blk, first + n - 1) - blk_start (blk, first), n);
 }
 
 /* The charge of the blocks of [first, first+n) in state want.
@@ -307,49 +294,14 @@ space_to_allocate (struct blk *blk, uint64_t first, uint64_t n)
          - space_in_state (blk, first, n, BLK_ALLOCATED);
 }
 
-/* Takes bytes of space for a request: from *hold first (space its
- * request took up front), the rest from the budget.  Fails with
- * ENOSPC, changing nothing, and logs the first refusal: a writer
- * running into the limit would otherwise fill the log.
- */
-static int
-take_space (struct blk *blk, uint64_t *hold, uint64_t bytes, int *err)
-{
-  uint64_t from_hold = 0;
-
-  if (hold) {
-    from_hold = *hold < bytes ? *hold : bytes;
-    *hold -= from_hold;
-  }
-  if (spacecap_take (&blk->space, bytes - from_hold))
-    return 0;
-  if (hold)
-    *hold += from_hold;
-  stat_add (blk, SPACE_REFUSALS, 1);
-  *err = ENOSPC;
-  if (!__atomic_exchange_n (&blk->full_logged, true, __ATOMIC_RELAXED))
-    nbdkit_error ("cow-max-size=%" PRIu64 ": the overlay is full (%" PRIu64
-                  " bytes counted): requests that need more space fail with "
-                  "ENOSPC until zeroes or trims give some back (logged "
-                  "once)", blk->space.limit, spacecap_used (&blk->space));
-  return -1;
-}
-
-static void
-give_space (struct blk *blk, uint64_t bytes)
-{
-  spacecap_give (&blk->space, bytes);
-}
-
 void
 blk_set_max_size (struct blk *blk, uint64_t bytes)
 {
-  spacecap_init (&blk->space, bytes);
+  space_set_limit (&blk->space, bytes);
 }
 
 /*----------------------------------------------------------------------
- * Overlay I/O (store.h), with the waits for the write locks counted.  The overlay maps disk offsets one to one, so it is as
- * sparse as the disk is untouched.
+ * Overlay I/O (store.h), with the waits for the write locks counted.
  */
 
 static void
@@ -465,7 +417,7 @@ blk_alloc (uint32_t block_size)
   basemap_init (&blk->base_map, blk->block_shift);
   rangelock_init (&blk->rmw_locks);
   pthread_mutex_init (&blk->flush_lock, NULL);
-  spacecap_init (&blk->space, SPACECAP_NO_LIMIT);
+  space_init (&blk->space);
   return blk;
 }
 
@@ -530,7 +482,7 @@ start_store (struct blk *blk, uint64_t size)
     return 0;
   if (store_start (blk->store, size) == -1)
     return -1;
-  spacecap_charge (&blk->space, blk->store->overhead +
+  space_charge (&blk->space, blk->store->overhead +
                    space_in_map (blk, 0, blk_of (blk, size - 1) + 1,
                                  BLK_ALLOCATED));
   return 0;
@@ -646,7 +598,7 @@ copy_up_run (struct blk *blk, const struct blk_base *base,
     uint64_t len = blk_end (blk, first + c - 1) - start;
     uint64_t space = space_of_blocks (blk, first, c);
 
-    r = take_space (blk, NULL, space, err);
+    r = space_take (&blk->space, NULL, space, err);
     if (r == -1)
       break;
     r = base_read (blk, base, buf, len, start, err);
@@ -657,7 +609,7 @@ copy_up_run (struct blk *blk, const struct blk_base *base,
     if (r == 0)
       stat_add (blk, kind, c);
     /* Blocks that stayed out of the overlay or became zero take none. */
-    give_space (blk, space - space_in_state (blk, first, c, BLK_ALLOCATED));
+    space_give (&blk->space, space - space_in_state (blk, first, c, BLK_ALLOCATED));
     first += c;
     n -= c;
   }
@@ -893,14 +845,14 @@ write_locked (struct blk *blk, const struct blk_base *base, const char *buf,
   enum blk_state state;
   int r = -1;
 
-  if (take_space (blk, hold, space, err) == -1)
+  if (space_take (&blk->space, hold, space, err) == -1)
     return -1;
   /* Room for a partial block at each end, from the thread's cache. */
   data = scratch_get (2 * blk->block_size);
   if (data == NULL) {
     *err = errno;
     nbdkit_error ("cow: malloc: %m");
-    give_space (blk, space);
+    space_give (&blk->space, space);
     return -1;
   }
   if (is_partial (blk, first, offset, end) &&
@@ -937,7 +889,7 @@ write_locked (struct blk *blk, const struct blk_base *base, const char *buf,
   r = 0;
  out:
   if (r == -1)
-    give_space (blk, space);
+    space_give (&blk->space, space);
   scratch_put (data);
   return r;
 }
@@ -1071,7 +1023,7 @@ discard_locked (struct blk *blk, uint64_t first, uint64_t n, int *err)
     return -1;
   freed = space_in_state (blk, first, n, BLK_ALLOCATED);
   set_states (blk, first, n, BLK_ZERO);
-  give_space (blk, freed);
+  space_give (&blk->space, freed);
   if (overlay_punch (blk, blk_end (blk, first + n - 1) - start, start) == -1)
     nbdkit_debug ("cow: cannot punch a hole in the overlay: %m");
   return 0;
@@ -1102,7 +1054,7 @@ zero_ends_locked (struct blk *blk, const struct blk_base *base,
     if (to_write[i])
       hold += space_to_allocate (blk, ends[i], 1);
   }
-  if (take_space (blk, NULL, hold, err) == -1)
+  if (space_take (&blk->space, NULL, hold, err) == -1)
     return -1;
   for (i = 0; i < n && r == 0; i++) {
     if (!to_write[i])
@@ -1111,7 +1063,7 @@ zero_ends_locked (struct blk *blk, const struct blk_base *base,
     r = write_locked (blk, base, NULL, from, to, ends[i], ends[i], &hold,
                       err);
   }
-  give_space (blk, hold);
+  space_give (&blk->space, hold);
   return r;
 }
 
@@ -1232,9 +1184,9 @@ blk_get_stats (struct blk *blk, struct blk_stats *stats)
   stats->copy_ups_rmw = shardctr_sum (&blk->counters, COPY_UPS_RMW);
   stats->base_reads = shardctr_sum (&blk->counters, BASE_READS);
   stats->base_read_bytes = shardctr_sum (&blk->counters, BASE_READ_BYTES);
-  stats->space_limit = blk->space.limit;
-  stats->space_used = spacecap_used (&blk->space);
-  stats->space_refusals = shardctr_sum (&blk->counters, SPACE_REFUSALS);
+  stats->space_limit = space_limit (&blk->space);
+  stats->space_used = space_used (&blk->space);
+  stats->space_refusals = space_refusals (&blk->space);
   for (i = 0; i < BLK_LOCKS; ++i) {
     stats->lock_waits[i] = shardctr_sum (&blk->counters, LOCK_WAITS + i);
     stats->lock_wait_ns[i] = shardctr_sum (&blk->counters, LOCK_WAIT_NS + i);

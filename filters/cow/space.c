@@ -1,0 +1,79 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* The space cap (space.h). */
+
+#include <config.h>
+
+#include <errno.h>
+#include <inttypes.h>
+
+#include <nbdkit-filter.h>
+
+#include "space.h"
+
+void
+space_init (struct space *space)
+{
+  spacecap_init (&space->cap, SPACECAP_NO_LIMIT);
+  space->full_logged = false;
+  space->refusals = 0;
+}
+
+void
+space_set_limit (struct space *space, uint64_t bytes)
+{
+  spacecap_init (&space->cap, bytes);
+}
+
+void
+space_charge (struct space *space, uint64_t bytes)
+{
+  spacecap_charge (&space->cap, bytes);
+}
+
+int
+space_take (struct space *space, uint64_t *hold, uint64_t bytes, int *err)
+{
+  uint64_t from_hold = 0;
+
+  if (hold) {
+    from_hold = *hold < bytes ? *hold : bytes;
+    *hold -= from_hold;
+  }
+  if (spacecap_take (&space->cap, bytes - from_hold))
+    return 0;
+  if (hold)
+    *hold += from_hold;
+  __atomic_add_fetch (&space->refusals, 1, __ATOMIC_RELAXED);
+  *err = ENOSPC;
+  if (!__atomic_exchange_n (&space->full_logged, true, __ATOMIC_RELAXED))
+    nbdkit_error ("cow-max-size=%" PRIu64 ": the overlay is full (%" PRIu64
+                  " bytes counted): requests that need more space fail with "
+                  "ENOSPC until zeroes or trims give some back (logged "
+                  "once)", space->cap.limit, spacecap_used (&space->cap));
+  return -1;
+}
+
+void
+space_give (struct space *space, uint64_t bytes)
+{
+  spacecap_give (&space->cap, bytes);
+}
+
+uint64_t
+space_limit (const struct space *space)
+{
+  return space->cap.limit;
+}
+
+uint64_t
+space_used (const struct space *space)
+{
+  return spacecap_used (&space->cap);
+}
+
+uint64_t
+space_refusals (const struct space *space)
+{
+  return __atomic_load_n (&space->refusals, __ATOMIC_RELAXED);
+}
