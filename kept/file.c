@@ -95,7 +95,7 @@ lock_and_read (struct kept_overlay *ko, enum kept_mode mode)
       == -1) {
     if (errno == EWOULDBLOCK)
       return kept_fail (ko, false,
-                   "in use: locked by another process (nbdkit or nbdcow)");
+                        "in use: locked by another process (nbdkit or nbdcow)");
     return kept_fail (ko, false, "flock: %m");
   }
   if (fstat (ko->fd, &st) == -1)
@@ -153,7 +153,8 @@ kept_create (struct kept_overlay *ko, uint32_t block_size,
   int r;
 
   if (strlen (name) > KEPT_NAME_MAX)
-    return kept_fail (ko, false, "export name longer than %d bytes", KEPT_NAME_MAX);
+    return kept_fail (ko, false, "export name longer than %d bytes",
+                      KEPT_NAME_MAX);
   buf = malloc (KEPT_HEADER_SIZE);
   if (buf == NULL)
     return kept_fail (ko, false, "malloc: %m");
@@ -249,7 +250,7 @@ write_state_pages (struct kept_overlay *ko, const uint64_t *pages,
  */
 int
 kept_flush (struct kept_overlay *ko, kept_take_pages *take,
-                kept_redirty_pages *redirty, void *opaque)
+            kept_redirty_pages *redirty, void *opaque)
 {
   uint64_t *pages = malloc (PAGES_PER_IO * sizeof *pages), next = 0;
   uint8_t *buf = malloc (PAGES_PER_IO * KEPT_STATE_PAGE);

@@ -20,8 +20,8 @@
 /* What each_unused_range calls for a range [from, to) of the data
  * area (offsets from data_offset).
  */
-typedef int unused_range_fn (struct kept_overlay *ko, uint64_t from, uint64_t to,
-                             void *opaque);
+typedef int unused_range_fn (struct kept_overlay *ko, uint64_t from,
+                             uint64_t to, void *opaque);
 
 /* Unpacked: fn for the runs of blocks that states does not hold
  * allocated.
@@ -127,7 +127,8 @@ kept_cut (struct kept_overlay *ko)
  * data on disk, as lseek's SEEK_DATA and SEEK_HOLE find them.
  */
 static int
-count_data_run (struct kept_overlay *ko, uint64_t from, uint64_t to, void *opaque)
+count_data_run (struct kept_overlay *ko, uint64_t from, uint64_t to,
+                void *opaque)
 {
   uint64_t *bytes = opaque;
   off_t base = ko->header.layout.data_offset, at = base + from;

@@ -16,9 +16,9 @@
 #include <config.h>
 
 #include <errno.h>
-#include <stddef.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,7 +66,7 @@ struct blk {
   /* Protects states; never held over I/O. */
   pthread_mutex_t state_lock;
   struct statemap states;       /* enum blk_state of each block */
-  /* The two, as a kept store reads them (store_states_of). */
+  /* The two, as a kept store reads them (struct store_states). */
   struct store_states store_states;
 
   /* What the base's extents told, under its own lock (basemap.h). */
@@ -374,12 +374,18 @@ overlay_write (struct blk *blk, const void *buf, uint64_t count,
  * Life cycle.
  */
 
+/* The struct blk whose store_states states is. */
+static struct blk *
+owner_of (struct store_states *states)
+{
+  return (struct blk *) ((char *) states - offsetof (struct blk, store_states));
+}
+
 /* The store_states of a kept store: state_lock, its waits counted. */
 static void
 lock_store_states (struct store_states *states)
 {
-  struct blk *blk = (struct blk *) ((char *) states
-                                    - offsetof (struct blk, store_states));
+  struct blk *blk = owner_of (states);
 
   lock_mutex (blk, &blk->state_lock, BLK_LOCK_STATE);
 }
@@ -387,10 +393,7 @@ lock_store_states (struct store_states *states)
 static void
 unlock_store_states (struct store_states *states)
 {
-  struct blk *blk = (struct blk *) ((char *) states
-                                    - offsetof (struct blk, store_states));
-
-  pthread_mutex_unlock (&blk->state_lock);
+  pthread_mutex_unlock (&owner_of (states)->state_lock);
 }
 
 /* A struct blk with no store and no size yet. */
@@ -483,8 +486,8 @@ start_store (struct blk *blk, uint64_t size)
   if (store_start (blk->store, size) == -1)
     return -1;
   space_charge (&blk->space, blk->store->overhead +
-                   space_in_map (blk, 0, blk_of (blk, size - 1) + 1,
-                                 BLK_ALLOCATED));
+                space_in_map (blk, 0, blk_of (blk, size - 1) + 1,
+                              BLK_ALLOCATED));
   return 0;
 }
 
@@ -609,7 +612,8 @@ copy_up_run (struct blk *blk, const struct blk_base *base,
     if (r == 0)
       stat_add (blk, kind, c);
     /* Blocks that stayed out of the overlay or became zero take none. */
-    space_give (&blk->space, space - space_in_state (blk, first, c, BLK_ALLOCATED));
+    space_give (&blk->space,
+                space - space_in_state (blk, first, c, BLK_ALLOCATED));
     first += c;
     n -= c;
   }

@@ -30,8 +30,9 @@ parse_connections (const char *arg, unsigned *connections)
 }
 
 int
-commit_into (struct overlay_file *ov, const char *target_name, unsigned connections,
-             bool progress, const char *what, struct copy_totals *totals)
+commit_into (struct overlay_file *ov, const char *target_name,
+             unsigned connections, bool progress, const char *what,
+             struct copy_totals *totals)
 {
   const struct kept_layout *l = &ov->kept.header.layout;
   struct target *t = target_open (target_name, connections);
@@ -104,7 +105,7 @@ cmd_commit (int argc, char **argv)
     return EXIT_ERROR;
   }
   r = overlay_file_open (&ov, argv[optind],
-                    empty ? KEPT_WRITE : KEPT_READ);
+                         empty ? KEPT_WRITE : KEPT_READ);
   if (r != EXIT_OK)
     return r;
   if (commit_into (&ov, argv[optind + 1], connections, progress, "commit",

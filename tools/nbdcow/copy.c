@@ -127,8 +127,8 @@ copy_piece (struct copy *c, unsigned conn, char *buf, uint64_t offset,
     return c->consecutive ? 0 : target_zero (c->t, conn, length, dest);
   while (length > 0) {
     uint64_t at, n = kept_data_run (ko, offset / block_size,
-                                        div_round_up (length, block_size),
-                                        &at);
+                                    div_round_up (length, block_size),
+                                    &at);
     uint64_t bytes = n * block_size < length ? n * block_size : length;
 
     if (n == 0) {

@@ -60,7 +60,8 @@ same_file (const struct stat *a, const struct stat *b)
  * that is not a file the export could replace.
  */
 static int
-check_out (const struct overlay_file *ov, const char *out, const struct stat *base)
+check_out (const struct overlay_file *ov, const char *out,
+           const struct stat *base)
 {
   struct stat o, overlay;
 
