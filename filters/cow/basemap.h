@@ -20,7 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "blk.h"
+#include "base.h"
 #include "statemap.h"
 
 /* One describe call covers this much of the base: with 64K blocks, the

@@ -14,30 +14,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base.h"
+
 enum blk_state {
   BLK_NOT_ALLOCATED = 0,        /* reads come from the base */
   BLK_ALLOCATED = 1,            /* the whole block is in the overlay */
   BLK_ZERO = 2,                 /* reads as zeros, a hole in the overlay */
-};
-
-/* How the block layer reads the base (the plugin below the filter).
- * pread returns 0, or -1 with *err set to a positive errno.
- */
-/* One run of the base as describe reports it. */
-typedef void blk_found_run (void *found_opaque, uint64_t offset,
-                            uint64_t length, bool zero);
-
-struct blk_base {
-  int (*pread) (void *opaque, void *buf, uint32_t count, uint64_t offset,
-                int *err);
-  /* Tells what the base holds over [offset, offset+count), or over a
-   * prefix of it: calls found (found_opaque, ...) for runs in order,
-   * zero true only where the base is known to read as zeros.  Returns
-   * -1 if it cannot tell.  May be NULL: then the base is always read.
-   */
-  int (*describe) (void *opaque, uint32_t count, uint64_t offset,
-                   blk_found_run *found, void *found_opaque);
-  void *opaque;
 };
 
 struct blk;
