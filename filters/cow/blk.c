@@ -27,13 +27,12 @@
 
 #include "basemap.h"
 #include "blk.h"
-#include "ispowerof2.h"
+#include "blkmap.h"
 #include "iszero.h"
 #include "rangelock.h"
 #include "scratch.h"
 #include "shardctr.h"
 #include "space.h"
-#include "statemap.h"
 #include "store.h"
 #include "timedlock.h"
 #include "wholeblocks.h"
@@ -44,9 +43,6 @@
 #define COPY_UP_CHUNK (4 * 1024 * 1024)
 
 struct blk {
-  /* Fixed by blk_new. */
-  unsigned block_shift;
-  uint64_t block_size;
   /* The data of allocated blocks (store.h), and the write locks of its
    * stripes, held over every system call that writes it.  The kernel
    * serializes the writes of one file anyway (the inode lock), but its
@@ -56,18 +52,8 @@ struct blk {
    */
   struct store *store;
 
-  /* Fixed by the first blk_set_size, under state_lock, which the
-   * connection's .prepare calls before any request can reach us; later
-   * calls only compare.  So requests read it without a lock.
-   */
-  uint64_t size;
-  bool size_known;
-
-  /* Protects states; never held over I/O. */
-  pthread_mutex_t state_lock;
-  struct statemap states;       /* enum blk_state of each block */
-  /* The two, as a kept store reads them (struct store_states). */
-  struct store_states store_states;
+  /* The geometry and the state of every block, under state_lock. */
+  struct blkmap map;
 
   /* What the base's extents told, under its own lock (basemap.h). */
   struct basemap base_map;
@@ -83,32 +69,6 @@ struct blk {
   /* Statistics: enum counter, added to without any lock. */
   struct shardctr counters;
 };
-
-/*----------------------------------------------------------------------
- * Geometry.
- */
-
-static uint64_t
-blk_start (const struct blk *blk, uint64_t b)
-{
-  return b << blk->block_shift;
-}
-
-/* End of block b: the last block of a disk whose size is not a
- * multiple of the block size is short.
- */
-static uint64_t
-blk_end (const struct blk *blk, uint64_t b)
-{
-  uint64_t end = (b + 1) << blk->block_shift;
-  return end < blk->size ? end : blk->size;
-}
-
-static uint64_t
-blk_of (const struct blk *blk, uint64_t offset)
-{
-  return offset >> blk->block_shift;
-}
 
 /*----------------------------------------------------------------------
  * Counters and timed locks, for the statistics.  Counting must add no
@@ -142,15 +102,6 @@ count_wait (struct blk *blk, enum blk_lock lock, uint64_t ns)
 }
 
 static void
-lock_mutex (struct blk *blk, pthread_mutex_t *mutex, enum blk_lock lock)
-{
-  uint64_t waited = timed_lock (mutex);
-
-  if (waited)
-    count_wait (blk, lock, waited);
-}
-
-static void
 lock_rmw (struct blk *blk, struct rangelock_range *held,
           uint64_t first, uint64_t n)
 {
@@ -168,130 +119,6 @@ base_read (struct blk *blk, const struct blk_base *base, void *buf,
   stat_add (blk, BASE_READS, 1);
   stat_add (blk, BASE_READ_BYTES, len);
   return base->pread (base->opaque, buf, len, offset, err);
-}
-
-/*----------------------------------------------------------------------
- * The state map.  Each function takes and drops state_lock itself.
- */
-
-static enum blk_state
-get_state (struct blk *blk, uint64_t b)
-{
-  enum blk_state state;
-
-  lock_mutex (blk, &blk->state_lock, BLK_LOCK_STATE);
-  state = statemap_get (&blk->states, b);
-  pthread_mutex_unlock (&blk->state_lock);
-  return state;
-}
-
-/* Sets *state to the state of block b and returns the end of its run,
- * at most stop.
- */
-static uint64_t
-state_run (struct blk *blk, uint64_t b, uint64_t stop, enum blk_state *state)
-{
-  unsigned s;
-  uint64_t end;
-
-  lock_mutex (blk, &blk->state_lock, BLK_LOCK_STATE);
-  end = statemap_run (&blk->states, b, stop, &s);
-  pthread_mutex_unlock (&blk->state_lock);
-  *state = s;
-  return end;
-}
-
-static bool
-all_in_state (struct blk *blk, uint64_t first, uint64_t n,
-              enum blk_state state)
-{
-  enum blk_state s;
-  return state_run (blk, first, first + n, &s) == first + n && s == state;
-}
-
-/* Makes room in the map before the I/O of a state change, so that the
- * final set_states cannot fail after the data has been written.
- */
-static int
-reserve_states (struct blk *blk, uint64_t first, uint64_t n, int *err)
-{
-  int r;
-
-  lock_mutex (blk, &blk->state_lock, BLK_LOCK_STATE);
-  r = statemap_reserve (&blk->states, first, n);
-  if (r == 0)
-    r = store_reserve_states (blk->store, first, n);
-  pthread_mutex_unlock (&blk->state_lock);
-  if (r == -1) {
-    *err = errno;
-    nbdkit_error ("cow: cannot grow the block state map: %m");
-  }
-  return r;
-}
-
-/* Requires the rmw locks of the blocks and reserve_states. */
-static void
-set_states (struct blk *blk, uint64_t first, uint64_t n, enum blk_state state)
-{
-  lock_mutex (blk, &blk->state_lock, BLK_LOCK_STATE);
-  statemap_set (&blk->states, first, n, state);
-  store_states_changed (blk->store, first, n);
-  pthread_mutex_unlock (&blk->state_lock);
-}
-
-/*----------------------------------------------------------------------
- * What blocks are charged against cow-max-size (space.h).
- */
-
-/* The charge of blocks [first, first+n), whatever their state. */
-static uint64_t
-space_of_blocks (const struct blk *blk, uint64_t first, uint64_t n)
-{
-  return space_of (blk_end (blk, first + n - 1) - blk_start (blk, first), n);
-}
-
-/* The charge of the blocks of [first, first+n) in state want.
- * Requires state_lock.
- */
-static uint64_t
-space_in_map (struct blk *blk, uint64_t first, uint64_t n,
-              enum blk_state want)
-{
-  uint64_t b = first, stop = first + n, space = 0;
-
-  while (b < stop) {
-    unsigned state;
-    uint64_t end = statemap_run (&blk->states, b, stop, &state);
-    if (state == want)
-      space += space_of_blocks (blk, b, end - b);
-    b = end;
-  }
-  return space;
-}
-
-/* space_in_map, taking state_lock.  Stable only under the blocks' rmw
- * locks.
- */
-static uint64_t
-space_in_state (struct blk *blk, uint64_t first, uint64_t n,
-                enum blk_state want)
-{
-  uint64_t space;
-
-  lock_mutex (blk, &blk->state_lock, BLK_LOCK_STATE);
-  space = space_in_map (blk, first, n, want);
-  pthread_mutex_unlock (&blk->state_lock);
-  return space;
-}
-
-/* The space blocks [first, first+n) need to become allocated.
- * Requires their rmw locks.
- */
-static uint64_t
-space_to_allocate (struct blk *blk, uint64_t first, uint64_t n)
-{
-  return space_of_blocks (blk, first, n)
-         - space_in_state (blk, first, n, BLK_ALLOCATED);
 }
 
 void
@@ -374,50 +201,24 @@ overlay_write (struct blk *blk, const void *buf, uint64_t count,
  * Life cycle.
  */
 
-/* The struct blk whose store_states states is. */
-static struct blk *
-owner_of (struct store_states *states)
-{
-  return (struct blk *) ((char *) states - offsetof (struct blk, store_states));
-}
-
-/* The store_states of a kept store: state_lock, its waits counted. */
-static void
-lock_store_states (struct store_states *states)
-{
-  struct blk *blk = owner_of (states);
-
-  lock_mutex (blk, &blk->state_lock, BLK_LOCK_STATE);
-}
-
-static void
-unlock_store_states (struct store_states *states)
-{
-  pthread_mutex_unlock (&owner_of (states)->state_lock);
-}
-
 /* A struct blk with no store and no size yet. */
 static struct blk *
 blk_alloc (uint32_t block_size)
 {
-  struct blk *blk;
+  struct blk *blk = calloc (1, sizeof *blk);
 
-  blk = calloc (1, sizeof *blk);
   if (blk == NULL || shardctr_init (&blk->counters, COUNTERS) == -1) {
     nbdkit_error ("cow: calloc: %m");
     free (blk);
     return NULL;
   }
-  blk->block_size = block_size;
-  blk->block_shift = log_2_bits (block_size);
-  pthread_mutex_init (&blk->state_lock, NULL);
-  blk->states = (struct statemap) STATEMAP_INIT;
-  blk->store_states = (struct store_states) {
-    .map = &blk->states,
-    .lock = lock_store_states,
-    .unlock = unlock_store_states,
-  };
-  basemap_init (&blk->base_map, blk->block_shift);
+  if (blkmap_init (&blk->map, block_size) == -1) {
+    nbdkit_error ("cow: calloc: %m");
+    shardctr_free (&blk->counters);
+    free (blk);
+    return NULL;
+  }
+  basemap_init (&blk->base_map, blk->map.block_shift);
   rangelock_init (&blk->rmw_locks);
   pthread_mutex_init (&blk->flush_lock, NULL);
   space_init (&blk->space);
@@ -433,6 +234,7 @@ with_store (struct blk *blk, struct store *store)
     return NULL;
   }
   blk->store = store;
+  blk->map.store = store;
   return blk;
 }
 
@@ -443,7 +245,8 @@ blk_new (uint32_t block_size, const char *tmpdir, unsigned stripes)
 
   if (blk == NULL)
     return NULL;
-  return with_store (blk, store_temp_new (tmpdir, stripes, blk->block_shift));
+  return with_store (blk, store_temp_new (tmpdir, stripes,
+                                          blk->map.block_shift));
 }
 
 struct blk *
@@ -455,7 +258,7 @@ blk_new_kept (uint32_t block_size, const char *path, const char *name,
   if (blk == NULL)
     return NULL;
   return with_store (blk, store_kept_open (path, name, block_size, stripes,
-                                           &blk->store_states));
+                                           &blk->map.store_states));
 }
 
 void
@@ -465,9 +268,8 @@ blk_free (struct blk *blk)
     return;
   if (blk->store)
     store_close (blk->store);   /* a kept one flushed first */
-  statemap_free (&blk->states);
+  blkmap_free (&blk->map);
   basemap_free (&blk->base_map);
-  pthread_mutex_destroy (&blk->state_lock);
   pthread_mutex_destroy (&blk->flush_lock);
   rangelock_destroy (&blk->rmw_locks);
   shardctr_free (&blk->counters);
@@ -486,8 +288,9 @@ start_store (struct blk *blk, uint64_t size)
   if (store_start (blk->store, size) == -1)
     return -1;
   space_charge (&blk->space, blk->store->overhead +
-                space_in_map (blk, 0, blk_of (blk, size - 1) + 1,
-                              BLK_ALLOCATED));
+                blkmap_space_in_locked (&blk->map, 0,
+                                        blkmap_of (&blk->map, size - 1) + 1,
+                                        BLK_ALLOCATED));
   return 0;
 }
 
@@ -499,30 +302,33 @@ blk_set_size (struct blk *blk, uint64_t size)
 {
   int r = 0;
 
-  lock_mutex (blk, &blk->state_lock, BLK_LOCK_STATE);
-  if (!blk->size_known) {
-    blk->size = size;
+  blkmap_lock (&blk->map);
+  if (!blk->map.size_known) {
+    blk->map.size = size;
     basemap_set_size (&blk->base_map, size);
     r = start_store (blk, size);
-    blk->size_known = r == 0;
+    blk->map.size_known = r == 0;
   }
-  else if (blk->size != size) {
+  else if (blk->map.size != size) {
     nbdkit_error ("cow: the base changed size from %" PRIu64 " to %" PRIu64
-                  " bytes; the overlay cannot follow it", blk->size, size);
+                  " bytes; the overlay cannot follow it", blk->map.size, size);
     r = -1;
   }
-  pthread_mutex_unlock (&blk->state_lock);
+  blkmap_unlock (&blk->map);
   return r;
 }
 
 int
 blk_flush (struct blk *blk, int *err)
 {
+  uint64_t waited;
   int r;
 
   if (!store_flushes (blk->store))
     return 0;
-  lock_mutex (blk, &blk->flush_lock, BLK_LOCK_FLUSH);
+  waited = timed_lock (&blk->flush_lock);
+  if (waited)
+    count_wait (blk, BLK_LOCK_FLUSH, waited);
   r = store_flush (blk->store, err);
   pthread_mutex_unlock (&blk->flush_lock);
   return r;
@@ -532,9 +338,10 @@ uint64_t
 blk_state_run (struct blk *blk, uint64_t offset, uint64_t end,
                enum blk_state *state)
 {
-  uint64_t stop = blk_of (blk, end - 1) + 1;
-  uint64_t run_end = blk_start (blk, state_run (blk, blk_of (blk, offset),
-                                                stop, state));
+  struct blkmap *map = &blk->map;
+  uint64_t b = blkmap_of (map, offset), stop = blkmap_of (map, end - 1) + 1;
+  uint64_t run_end = blkmap_start (map, blkmap_run (map, b, stop, state));
+
   return run_end < end ? run_end : end;
 }
 
@@ -553,21 +360,21 @@ store_copy_up (struct blk *blk, const char *buf, uint64_t first, uint64_t n,
                int *err)
 {
   uint64_t i = 0, j;
-  bool zero, next = is_zero (buf, blk->block_size);
+  bool zero, next = is_zero (buf, blk->map.block_size);
 
   while (i < n) {
     zero = next;
     for (j = i + 1; j < n; ++j) {
-      next = is_zero (buf + (j << blk->block_shift), blk->block_size);
+      next = is_zero (buf + (j << blk->map.block_shift), blk->map.block_size);
       if (next != zero)
         break;
     }
     if (!zero &&
-        overlay_write (blk, buf + (i << blk->block_shift),
-                       (j - i) << blk->block_shift,
-                       blk_start (blk, first + i), err) == -1)
+        overlay_write (blk, buf + (i << blk->map.block_shift),
+                       (j - i) << blk->map.block_shift,
+                       blkmap_start (&blk->map, first + i), err) == -1)
       return -1;
-    set_states (blk, first + i, j - i, zero ? BLK_ZERO : BLK_ALLOCATED);
+    blkmap_set (&blk->map, first + i, j - i, zero ? BLK_ZERO : BLK_ALLOCATED);
     i = j;
   }
   return 0;
@@ -581,7 +388,7 @@ static int
 copy_up_run (struct blk *blk, const struct blk_base *base,
              uint64_t first, uint64_t n, enum counter kind, int *err)
 {
-  uint64_t chunk = COPY_UP_CHUNK >> blk->block_shift;
+  uint64_t chunk = COPY_UP_CHUNK >> blk->map.block_shift;
   char *buf;
   int r = 0;
 
@@ -589,7 +396,7 @@ copy_up_run (struct blk *blk, const struct blk_base *base,
     chunk = 1;
   if (chunk > n)
     chunk = n;
-  buf = scratch_get (chunk << blk->block_shift);
+  buf = scratch_get (chunk << blk->map.block_shift);
   if (buf == NULL) {
     *err = errno;
     nbdkit_error ("cow: malloc: %m");
@@ -597,23 +404,23 @@ copy_up_run (struct blk *blk, const struct blk_base *base,
   }
   while (n > 0 && r == 0) {
     uint64_t c = n < chunk ? n : chunk;
-    uint64_t start = blk_start (blk, first);
-    uint64_t len = blk_end (blk, first + c - 1) - start;
-    uint64_t space = space_of_blocks (blk, first, c);
+    uint64_t start = blkmap_start (&blk->map, first);
+    uint64_t len = blkmap_end (&blk->map, first + c - 1) - start;
+    uint64_t space = blkmap_space (&blk->map, first, c);
 
     r = space_take (&blk->space, NULL, space, err);
     if (r == -1)
       break;
     r = base_read (blk, base, buf, len, start, err);
     if (r == 0)
-      r = reserve_states (blk, first, c, err);
+      r = blkmap_reserve (&blk->map, first, c, err);
     if (r == 0)
       r = store_copy_up (blk, buf, first, c, err);
     if (r == 0)
       stat_add (blk, kind, c);
     /* Blocks that stayed out of the overlay or became zero take none. */
     space_give (&blk->space,
-                space - space_in_state (blk, first, c, BLK_ALLOCATED));
+                space - blkmap_space_in (&blk->map, first, c, BLK_ALLOCATED));
     first += c;
     n -= c;
   }
@@ -634,13 +441,13 @@ copy_up (struct blk *blk, const struct blk_base *base,
 
   if (count == 0)
     return 0;
-  first = blk_of (blk, offset);
-  stop = blk_of (blk, offset + count - 1) + 1;
+  first = blkmap_of (&blk->map, offset);
+  stop = blkmap_of (&blk->map, offset + count - 1) + 1;
 
   /* Nothing to copy, the usual case once data is in: take no lock. */
   for (b = first; b < stop; ) {
     enum blk_state state;
-    uint64_t end = state_run (blk, b, stop, &state);
+    uint64_t end = blkmap_run (&blk->map, b, stop, &state);
     if (state == BLK_NOT_ALLOCATED)
       break;
     b = end;
@@ -652,7 +459,7 @@ copy_up (struct blk *blk, const struct blk_base *base,
   lock_rmw (blk, &held, first, stop - first);
   for (b = first; b < stop && r == 0; ) {
     enum blk_state state;
-    uint64_t end = state_run (blk, b, stop, &state);
+    uint64_t end = blkmap_run (&blk->map, b, stop, &state);
     if (state == BLK_NOT_ALLOCATED)
       r = copy_up_run (blk, base, b, end - b, kind, err);
     b = end;
@@ -719,7 +526,8 @@ static void
 block_part (const struct blk *blk, uint64_t b, uint64_t offset, uint64_t end,
             uint64_t *from, uint64_t *to)
 {
-  uint64_t start = blk_start (blk, b), stop = blk_end (blk, b);
+  uint64_t start = blkmap_start (&blk->map, b);
+  uint64_t stop = blkmap_end (&blk->map, b);
 
   *from = offset > start ? offset : start;
   *to = end < stop ? end : stop;
@@ -772,7 +580,8 @@ rmw_fill (struct blk *blk, const struct blk_base *base, enum blk_state state,
           uint64_t b, const char *buf, uint64_t offset, uint64_t end,
           char *data, bool *zero_rest, int *err)
 {
-  uint64_t start = blk_start (blk, b), len = blk_end (blk, b) - start;
+  uint64_t start = blkmap_start (&blk->map, b);
+  uint64_t len = blkmap_end (&blk->map, b) - start;
   uint64_t from, to;
 
   block_part (blk, b, offset, end, &from, &to);
@@ -794,7 +603,8 @@ rmw_fill (struct blk *blk, const struct blk_base *base, enum blk_state state,
 static bool
 is_partial (const struct blk *blk, uint64_t b, uint64_t offset, uint64_t end)
 {
-  return offset > blk_start (blk, b) || end < blk_end (blk, b);
+  return offset > blkmap_start (&blk->map, b) ||
+         end < blkmap_end (&blk->map, b);
 }
 
 /* Writes partial block b, whose new content rmw_fill built in data
@@ -812,7 +622,8 @@ static int
 write_block (struct blk *blk, uint64_t b, const char *data, bool zero_rest,
              uint64_t offset, uint64_t end, int *err)
 {
-  uint64_t start = blk_start (blk, b), len = blk_end (blk, b) - start;
+  uint64_t start = blkmap_start (&blk->map, b);
+  uint64_t len = blkmap_end (&blk->map, b) - start;
   uint64_t from, to;
   int r;
 
@@ -845,14 +656,15 @@ write_locked (struct blk *blk, const struct blk_base *base, const char *buf,
   char *head = NULL, *tail = NULL, *data;
   bool head_zero_rest = false, tail_zero_rest = false;
   uint64_t from = offset, to = end;
-  uint64_t space = space_to_allocate (blk, first, last - first + 1);
+  uint64_t space = blkmap_space_to_allocate (&blk->map, first,
+                                             last - first + 1);
   enum blk_state state;
   int r = -1;
 
   if (space_take (&blk->space, hold, space, err) == -1)
     return -1;
   /* Room for a partial block at each end, from the thread's cache. */
-  data = scratch_get (2 * blk->block_size);
+  data = scratch_get (2 * blk->map.block_size);
   if (data == NULL) {
     *err = errno;
     nbdkit_error ("cow: malloc: %m");
@@ -860,22 +672,22 @@ write_locked (struct blk *blk, const struct blk_base *base, const char *buf,
     return -1;
   }
   if (is_partial (blk, first, offset, end) &&
-      (state = get_state (blk, first)) != BLK_ALLOCATED) {
+      (state = blkmap_get (&blk->map, first)) != BLK_ALLOCATED) {
     head = data;
     if (rmw_fill (blk, base, state, first, buf, offset, end, head,
                   &head_zero_rest, err) == -1)
       goto out;
-    from = blk_end (blk, first);
+    from = blkmap_end (&blk->map, first);
   }
   if (last != first && is_partial (blk, last, offset, end) &&
-      (state = get_state (blk, last)) != BLK_ALLOCATED) {
-    tail = data + blk->block_size;
+      (state = blkmap_get (&blk->map, last)) != BLK_ALLOCATED) {
+    tail = data + blk->map.block_size;
     if (rmw_fill (blk, base, state, last, buf, offset, end, tail,
                   &tail_zero_rest, err) == -1)
       goto out;
-    to = blk_start (blk, last);
+    to = blkmap_start (&blk->map, last);
   }
-  if (reserve_states (blk, first, last - first + 1, err) == -1)
+  if (blkmap_reserve (&blk->map, first, last - first + 1, err) == -1)
     goto out;
 
   if (head &&
@@ -889,7 +701,7 @@ write_locked (struct blk *blk, const struct blk_base *base, const char *buf,
       write_block (blk, last, tail, tail_zero_rest, offset, end, err) == -1)
     goto out;
 
-  set_states (blk, first, last - first + 1, BLK_ALLOCATED);
+  blkmap_set (&blk->map, first, last - first + 1, BLK_ALLOCATED);
   r = 0;
  out:
   if (r == -1)
@@ -916,7 +728,7 @@ write_allocated (struct blk *blk, const void *buf, uint64_t count,
   int r = 0;
 
   lock_file (blk, count, offset);
-  *done = all_in_state (blk, first, last - first + 1, BLK_ALLOCATED);
+  *done = blkmap_all_in (&blk->map, first, last - first + 1, BLK_ALLOCATED);
   if (*done)
     r = overlay_write_locked (blk, buf, count, offset, err);
   unlock_file (blk, count, offset);
@@ -936,7 +748,7 @@ leaves_bytes_to_fast_path (struct blk *blk, const struct blk_base *base,
                            enum blk_state state)
 {
   if (state == BLK_ALLOCATED)
-    return all_in_state (blk, first, last - first + 1, BLK_ALLOCATED);
+    return blkmap_all_in (&blk->map, first, last - first + 1, BLK_ALLOCATED);
   return first == last && buf != NULL &&
          is_partial (blk, first, offset, end) &&
          reads_zeros_outside (blk, base, state, first);
@@ -966,15 +778,15 @@ write_rmw (struct blk *blk, const struct blk_base *base, const char *buf,
   int r = 0;
 
   lock_rmw (blk, &held, first, last - first + 1);
-  state = get_state (blk, first);
+  state = blkmap_get (&blk->map, first);
   *deferred = may_defer &&
               leaves_bytes_to_fast_path (blk, base, buf, offset, end, first,
                                          last, state);
   if (!*deferred)
     r = write_locked (blk, base, buf, offset, end, first, last, NULL, err);
   else if (state != BLK_ALLOCATED)
-    r = write_locked (blk, base, NULL, blk_start (blk, first),
-                      blk_end (blk, first), first, first, NULL, err);
+    r = write_locked (blk, base, NULL, blkmap_start (&blk->map, first),
+                      blkmap_end (&blk->map, first), first, first, NULL, err);
   rangelock_unlock (&blk->rmw_locks, &held);
   return r;
 }
@@ -993,8 +805,8 @@ blk_write (struct blk *blk, const struct blk_base *base,
 
   if (count == 0)
     return 0;
-  first = blk_of (blk, offset);
-  last = blk_of (blk, end - 1);
+  first = blkmap_of (&blk->map, offset);
+  last = blkmap_of (&blk->map, end - 1);
 
   for (;;) {
     r = write_allocated (blk, buf, count, offset, first, last, &done, err);
@@ -1021,14 +833,15 @@ blk_write (struct blk *blk, const struct blk_base *base,
 static int
 discard_locked (struct blk *blk, uint64_t first, uint64_t n, int *err)
 {
-  uint64_t start = blk_start (blk, first), freed;
+  uint64_t start = blkmap_start (&blk->map, first);
+  uint64_t len = blkmap_end (&blk->map, first + n - 1) - start, freed;
 
-  if (reserve_states (blk, first, n, err) == -1)
+  if (blkmap_reserve (&blk->map, first, n, err) == -1)
     return -1;
-  freed = space_in_state (blk, first, n, BLK_ALLOCATED);
-  set_states (blk, first, n, BLK_ZERO);
+  freed = blkmap_space_in (&blk->map, first, n, BLK_ALLOCATED);
+  blkmap_set (&blk->map, first, n, BLK_ZERO);
   space_give (&blk->space, freed);
-  if (overlay_punch (blk, blk_end (blk, first + n - 1) - start, start) == -1)
+  if (overlay_punch (blk, len, start) == -1)
     nbdkit_debug ("cow: cannot punch a hole in the overlay: %m");
   return 0;
 }
@@ -1045,7 +858,8 @@ static int
 zero_ends_locked (struct blk *blk, const struct blk_base *base,
                   uint64_t offset, uint64_t end, int *err)
 {
-  uint64_t ends[2] = { blk_of (blk, offset), blk_of (blk, end - 1) };
+  uint64_t ends[2] = { blkmap_of (&blk->map, offset),
+                       blkmap_of (&blk->map, end - 1) };
   size_t n = ends[0] == ends[1] ? 1 : 2, i;
   bool to_write[2] = { false, false };
   uint64_t hold = 0, from, to;
@@ -1053,10 +867,11 @@ zero_ends_locked (struct blk *blk, const struct blk_base *base,
 
   for (i = 0; i < n; i++) {
     to_write[i] = is_partial (blk, ends[i], offset, end) &&
-                  !reads_zeros_outside (blk, base, get_state (blk, ends[i]),
+                  !reads_zeros_outside (blk, base,
+                                        blkmap_get (&blk->map, ends[i]),
                                         ends[i]);
     if (to_write[i])
-      hold += space_to_allocate (blk, ends[i], 1);
+      hold += blkmap_space_to_allocate (&blk->map, ends[i], 1);
   }
   if (space_take (&blk->space, NULL, hold, err) == -1)
     return -1;
@@ -1085,12 +900,13 @@ discard_range (struct blk *blk, const struct blk_base *base,
 
   if (count == 0)
     return 0;
-  whole_blocks (blk->block_shift, blk->size, offset, end, &first, &stop);
+  whole_blocks (blk->map.block_shift, blk->map.size, offset, end,
+                &first, &stop);
   if (first >= stop && !zero_ends)
     return 0;
 
-  lock_from = zero_ends ? blk_of (blk, offset) : first;
-  lock_to = zero_ends ? blk_of (blk, end - 1) + 1 : stop;
+  lock_from = zero_ends ? blkmap_of (&blk->map, offset) : first;
+  lock_to = zero_ends ? blkmap_of (&blk->map, end - 1) + 1 : stop;
   lock_rmw (blk, &held, lock_from, lock_to - lock_from);
   if (zero_ends)
     r = zero_ends_locked (blk, base, offset, end, err);
@@ -1132,56 +948,15 @@ blk_lock_name (enum blk_lock lock)
   return names[lock];
 }
 
-/* Runs of states looked at per hold of state_lock: a walk of a large,
- * fragmented map must not keep requests waiting.
- */
-#define STATS_RUNS_PER_LOCK 1024
-
-static void
-count_states (struct blk *blk, uint64_t blocks[3])
-{
-  uint64_t total = (blk->size + blk->block_size - 1) >> blk->block_shift;
-  uint64_t b = 0;
-
-  blocks[0] = blocks[1] = blocks[2] = 0;
-  while (b < total) {
-    unsigned runs;
-
-    lock_mutex (blk, &blk->state_lock, BLK_LOCK_STATE);
-    for (runs = 0; runs < STATS_RUNS_PER_LOCK && b < total; ++runs) {
-      unsigned state;
-      uint64_t end = statemap_run (&blk->states, b, total, &state);
-      blocks[state] += end - b;
-      b = end;
-    }
-    pthread_mutex_unlock (&blk->state_lock);
-  }
-}
-
-/* size_known is read under state_lock: the stats thread can run before
- * the first connection sets the size.
- */
-static bool
-size_is_known (struct blk *blk)
-{
-  bool known;
-
-  lock_mutex (blk, &blk->state_lock, BLK_LOCK_STATE);
-  known = blk->size_known;
-  pthread_mutex_unlock (&blk->state_lock);
-  return known;
-}
-
 void
 blk_get_stats (struct blk *blk, struct blk_stats *stats)
 {
   unsigned i;
 
   memset (stats, 0, sizeof *stats);
-  stats->block_size = blk->block_size;
+  stats->block_size = blk->map.block_size;
   stats->files = store_files (blk->store);
-  if (size_is_known (blk))
-    count_states (blk, stats->blocks);
+  blkmap_count (&blk->map, stats->blocks);
   stats->overlay_bytes = store_bytes (blk->store);
   stats->copy_ups_read = shardctr_sum (&blk->counters, COPY_UPS_READ);
   stats->copy_ups_cache = shardctr_sum (&blk->counters, COPY_UPS_CACHE);
@@ -1195,4 +970,6 @@ blk_get_stats (struct blk *blk, struct blk_stats *stats)
     stats->lock_waits[i] = shardctr_sum (&blk->counters, LOCK_WAITS + i);
     stats->lock_wait_ns[i] = shardctr_sum (&blk->counters, LOCK_WAIT_NS + i);
   }
+  blkmap_waits (&blk->map, &stats->lock_waits[BLK_LOCK_STATE],
+                &stats->lock_wait_ns[BLK_LOCK_STATE]);
 }

@@ -15,12 +15,7 @@
 #include <stdint.h>
 
 #include "base.h"
-
-enum blk_state {
-  BLK_NOT_ALLOCATED = 0,        /* reads come from the base */
-  BLK_ALLOCATED = 1,            /* the whole block is in the overlay */
-  BLK_ZERO = 2,                 /* reads as zeros, a hole in the overlay */
-};
+#include "blkstate.h"
 
 struct blk;
 
