@@ -11,7 +11,6 @@
 
 #include "blkmap.h"
 #include "ispowerof2.h"
-#include "space.h"
 
 /* Runs of states looked at per hold of state_lock by blkmap_count. */
 #define COUNT_RUNS_PER_LOCK 1024
@@ -65,66 +64,11 @@ blkmap_free (struct blkmap *map)
   shardctr_free (&map->waits);
 }
 
-int
-blkmap_reserve (struct blkmap *map, uint64_t first, uint64_t n, int *err)
-{
-  int r;
-
-  blkmap_lock (map);
-  r = statemap_reserve (&map->states, first, n);
-  if (r == 0)
-    r = store_reserve_states (map->store, first, n);
-  blkmap_unlock (map);
-  if (r == -1) {
-    *err = errno;
-    nbdkit_error ("cow: cannot grow the block state map: %m");
-  }
-  return r;
-}
-
 void
-blkmap_set (struct blkmap *map, uint64_t first, uint64_t n,
-            enum blk_state state)
+blkmap_reserve_failed (int *err)
 {
-  blkmap_lock (map);
-  statemap_set (&map->states, first, n, state);
-  store_states_changed (map->store, first, n);
-  blkmap_unlock (map);
-}
-
-uint64_t
-blkmap_space (const struct blkmap *map, uint64_t first, uint64_t n)
-{
-  return space_of (blkmap_end (map, first + n - 1) - blkmap_start (map, first),
-                   n);
-}
-
-uint64_t
-blkmap_space_in_locked (struct blkmap *map, uint64_t first, uint64_t n,
-                        enum blk_state want)
-{
-  uint64_t b = first, stop = first + n, space = 0;
-
-  while (b < stop) {
-    unsigned state;
-    uint64_t end = statemap_run (&map->states, b, stop, &state);
-    if (state == want)
-      space += blkmap_space (map, b, end - b);
-    b = end;
-  }
-  return space;
-}
-
-uint64_t
-blkmap_space_in (struct blkmap *map, uint64_t first, uint64_t n,
-                 enum blk_state want)
-{
-  uint64_t space;
-
-  blkmap_lock (map);
-  space = blkmap_space_in_locked (map, first, n, want);
-  blkmap_unlock (map);
-  return space;
+  *err = errno;
+  nbdkit_error ("cow: cannot grow the block state map: %m");
 }
 
 /* size_known is read under state_lock: the statistics can walk the

@@ -17,6 +17,7 @@
 
 #include "blkstate.h"
 #include "shardctr.h"
+#include "space.h"
 #include "statemap.h"
 #include "store.h"
 #include "timedlock.h"
@@ -128,34 +129,83 @@ blkmap_all_in (struct blkmap *map, uint64_t first, uint64_t n,
   return blkmap_run (map, first, first + n, &s) == first + n && s == state;
 }
 
+/* Logs that the map could not grow; sets *err. */
+extern void blkmap_reserve_failed (int *err);
+
 /* Makes room in the map, and in the store's copy of it, before the I/O
  * of a state change, so that the final blkmap_set cannot fail after
  * the data has been written.  Returns 0, or -1 with *err set after
  * nbdkit_error.
  */
-extern int blkmap_reserve (struct blkmap *map, uint64_t first, uint64_t n,
-                           int *err);
+static inline int
+blkmap_reserve (struct blkmap *map, uint64_t first, uint64_t n, int *err)
+{
+  int r;
+
+  blkmap_lock (map);
+  r = statemap_reserve (&map->states, first, n);
+  if (r == 0)
+    r = store_reserve_states (map->store, first, n);
+  blkmap_unlock (map);
+  if (r == -1)
+    blkmap_reserve_failed (err);
+  return r;
+}
 
 /* Sets blocks [first, first+n) to state.  Requires the blocks' rmw
  * locks and blkmap_reserve.
  */
-extern void blkmap_set (struct blkmap *map, uint64_t first, uint64_t n,
-                        enum blk_state state);
+static inline void
+blkmap_set (struct blkmap *map, uint64_t first, uint64_t n,
+            enum blk_state state)
+{
+  blkmap_lock (map);
+  statemap_set (&map->states, first, n, state);
+  store_states_changed (map->store, first, n);
+  blkmap_unlock (map);
+}
 
 /* The charge (space.h) of blocks [first, first+n), whatever their
  * state.
  */
-extern uint64_t blkmap_space (const struct blkmap *map, uint64_t first,
-                              uint64_t n);
+static inline uint64_t
+blkmap_space (const struct blkmap *map, uint64_t first, uint64_t n)
+{
+  return space_of (blkmap_end (map, first + n - 1) - blkmap_start (map, first),
+                   n);
+}
 
 /* The charge of the blocks of [first, first+n) in state want.
  * blkmap_space_in_locked requires state_lock; blkmap_space_in takes
  * it, and its answer is stable only under the blocks' rmw locks.
  */
-extern uint64_t blkmap_space_in_locked (struct blkmap *map, uint64_t first,
-                                        uint64_t n, enum blk_state want);
-extern uint64_t blkmap_space_in (struct blkmap *map, uint64_t first,
-                                 uint64_t n, enum blk_state want);
+static inline uint64_t
+blkmap_space_in_locked (struct blkmap *map, uint64_t first, uint64_t n,
+                        enum blk_state want)
+{
+  uint64_t b = first, stop = first + n, space = 0;
+
+  while (b < stop) {
+    unsigned state;
+    uint64_t end = statemap_run (&map->states, b, stop, &state);
+    if (state == want)
+      space += blkmap_space (map, b, end - b);
+    b = end;
+  }
+  return space;
+}
+
+static inline uint64_t
+blkmap_space_in (struct blkmap *map, uint64_t first, uint64_t n,
+                 enum blk_state want)
+{
+  uint64_t space;
+
+  blkmap_lock (map);
+  space = blkmap_space_in_locked (map, first, n, want);
+  blkmap_unlock (map);
+  return space;
+}
 
 /* The space blocks [first, first+n) need to become allocated.  Stable
  * only under their rmw locks.
