@@ -3,7 +3,8 @@
 /* A libFuzzer target: differential fuzzing of the block layer
  * (filters/cow/blk.c) against a plain byte-array model.
  *
- * Each input is a geometry (block size and stripes, disk size;
+ * Each input is a geometry (block size and stripes, whether the
+ * overlay's region of the files comes after another's, disk size;
  * built with stripes of one block, so requests cross them) followed by a
  * sequence of operations: reads (plain and cow-on-read), writes, zeroes
  * with and without trim, trims and copy-ups at any offset and length,
@@ -40,6 +41,8 @@
 
 #include "blk.h"
 #include "fullio.h"
+#include "space.h"
+#include "tempfiles.h"
 
 #define MAX_DISK (256 * 1024)
 #define MAX_OPS 64
@@ -364,6 +367,9 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
   static uint8_t buf[MAX_DISK];
   struct input in = { .p = data, .n = size };
+  struct temp_files *files;
+  uint64_t skipped;
+  struct space space;
   struct blk *blk;
   uint64_t x, geometry;
   unsigned i, stripes;
@@ -377,8 +383,17 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     certainty[x] = EXACT;
   }
 
-  blk = blk_new (block_size, getenv ("TMPDIR") ? getenv ("TMPDIR") : "/tmp",
-                 stripes);
+  files = temp_files_new (getenv ("TMPDIR") ? getenv ("TMPDIR") : "/tmp",
+                          stripes);
+  if (files == NULL)
+    abort ();
+  /* With the top bit, another overlay's region comes first, so that
+   * this one's starts past the files' first byte.
+   */
+  if (geometry & 0x80 && temp_files_region (files, disk_size, &skipped) == -1)
+    abort ();
+  space_init (&space);
+  blk = blk_new (block_size, files, &space);
   if (blk == NULL || blk_set_size (blk, disk_size) == -1)
     abort ();
   for (i = 0; i < MAX_OPS && in.n > 0; ++i) {
@@ -390,5 +405,6 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     abort ();
   check_read (buf, 0, disk_size);
   blk_free (blk);
+  temp_files_free (files);
   return 0;
 }

@@ -63,8 +63,8 @@ struct blk {
   /* Lets one flush of a kept store run at a time. */
   pthread_mutex_t flush_lock;
 
-  /* The overlay's disk space counted against cow-max-size. */
-  struct space space;
+  /* The disk space counted against cow-max-size, the server's. */
+  struct space *space;
 
   /* Statistics: enum counter, added to without any lock. */
   struct shardctr counters;
@@ -119,12 +119,6 @@ base_read (struct blk *blk, const struct blk_base *base, void *buf,
   stat_add (blk, BASE_READS, 1);
   stat_add (blk, BASE_READ_BYTES, len);
   return base->pread (base->opaque, buf, len, offset, err);
-}
-
-void
-blk_set_max_size (struct blk *blk, uint64_t bytes)
-{
-  space_set_limit (&blk->space, bytes);
 }
 
 /*----------------------------------------------------------------------
@@ -203,7 +197,7 @@ overlay_write (struct blk *blk, const void *buf, uint64_t count,
 
 /* A struct blk with no store and no size yet. */
 static struct blk *
-blk_alloc (uint32_t block_size)
+blk_alloc (uint32_t block_size, struct space *space)
 {
   struct blk *blk = calloc (1, sizeof *blk);
 
@@ -221,7 +215,7 @@ blk_alloc (uint32_t block_size)
   basemap_init (&blk->base_map, blk->map.block_shift);
   rangelock_init (&blk->rmw_locks);
   pthread_mutex_init (&blk->flush_lock, NULL);
-  space_init (&blk->space);
+  blk->space = space;
   return blk;
 }
 
@@ -239,21 +233,20 @@ with_store (struct blk *blk, struct store *store)
 }
 
 struct blk *
-blk_new (uint32_t block_size, const char *tmpdir, unsigned stripes)
+blk_new (uint32_t block_size, struct temp_files *files, struct space *space)
 {
-  struct blk *blk = blk_alloc (block_size);
+  struct blk *blk = blk_alloc (block_size, space);
 
   if (blk == NULL)
     return NULL;
-  return with_store (blk, store_temp_new (tmpdir, stripes,
-                                          blk->map.block_shift));
+  return with_store (blk, store_temp_new (files, blk->map.block_shift));
 }
 
 struct blk *
 blk_new_kept (uint32_t block_size, const char *path, const char *name,
-              unsigned stripes)
+              unsigned stripes, struct space *space)
 {
-  struct blk *blk = blk_alloc (block_size);
+  struct blk *blk = blk_alloc (block_size, space);
 
   if (blk == NULL)
     return NULL;
@@ -287,7 +280,7 @@ start_store (struct blk *blk, uint64_t size)
     return 0;
   if (store_start (blk->store, size) == -1)
     return -1;
-  space_charge (&blk->space, blk->store->overhead +
+  space_charge (blk->space, blk->store->overhead +
                 blkmap_space_in_locked (&blk->map, 0,
                                         blkmap_of (&blk->map, size - 1) + 1,
                                         BLK_ALLOCATED));
@@ -408,7 +401,7 @@ copy_up_run (struct blk *blk, const struct blk_base *base,
     uint64_t len = blkmap_end (&blk->map, first + c - 1) - start;
     uint64_t space = blkmap_space (&blk->map, first, c);
 
-    r = space_take (&blk->space, NULL, space, err);
+    r = space_take (blk->space, NULL, space, err);
     if (r == -1)
       break;
     r = base_read (blk, base, buf, len, start, err);
@@ -419,7 +412,7 @@ copy_up_run (struct blk *blk, const struct blk_base *base,
     if (r == 0)
       stat_add (blk, kind, c);
     /* Blocks that stayed out of the overlay or became zero take none. */
-    space_give (&blk->space,
+    space_give (blk->space,
                 space - blkmap_space_in (&blk->map, first, c, BLK_ALLOCATED));
     first += c;
     n -= c;
@@ -661,14 +654,14 @@ write_locked (struct blk *blk, const struct blk_base *base, const char *buf,
   enum blk_state state;
   int r = -1;
 
-  if (space_take (&blk->space, hold, space, err) == -1)
+  if (space_take (blk->space, hold, space, err) == -1)
     return -1;
   /* Room for a partial block at each end, from the thread's cache. */
   data = scratch_get (2 * blk->map.block_size);
   if (data == NULL) {
     *err = errno;
     nbdkit_error ("cow: malloc: %m");
-    space_give (&blk->space, space);
+    space_give (blk->space, space);
     return -1;
   }
   if (is_partial (blk, first, offset, end) &&
@@ -705,7 +698,7 @@ write_locked (struct blk *blk, const struct blk_base *base, const char *buf,
   r = 0;
  out:
   if (r == -1)
-    space_give (&blk->space, space);
+    space_give (blk->space, space);
   scratch_put (data);
   return r;
 }
@@ -840,7 +833,7 @@ discard_locked (struct blk *blk, uint64_t first, uint64_t n, int *err)
     return -1;
   freed = blkmap_space_in (&blk->map, first, n, BLK_ALLOCATED);
   blkmap_set (&blk->map, first, n, BLK_ZERO);
-  space_give (&blk->space, freed);
+  space_give (blk->space, freed);
   if (overlay_punch (blk, len, start) == -1)
     nbdkit_debug ("cow: cannot punch a hole in the overlay: %m");
   return 0;
@@ -873,7 +866,7 @@ zero_ends_locked (struct blk *blk, const struct blk_base *base,
     if (to_write[i])
       hold += blkmap_space_to_allocate (&blk->map, ends[i], 1);
   }
-  if (space_take (&blk->space, NULL, hold, err) == -1)
+  if (space_take (blk->space, NULL, hold, err) == -1)
     return -1;
   for (i = 0; i < n && r == 0; i++) {
     if (!to_write[i])
@@ -882,7 +875,7 @@ zero_ends_locked (struct blk *blk, const struct blk_base *base,
     r = write_locked (blk, base, NULL, from, to, ends[i], ends[i], &hold,
                       err);
   }
-  space_give (&blk->space, hold);
+  space_give (blk->space, hold);
   return r;
 }
 
@@ -963,9 +956,9 @@ blk_get_stats (struct blk *blk, struct blk_stats *stats)
   stats->copy_ups_rmw = shardctr_sum (&blk->counters, COPY_UPS_RMW);
   stats->base_reads = shardctr_sum (&blk->counters, BASE_READS);
   stats->base_read_bytes = shardctr_sum (&blk->counters, BASE_READ_BYTES);
-  stats->space_limit = space_limit (&blk->space);
-  stats->space_used = space_used (&blk->space);
-  stats->space_refusals = space_refusals (&blk->space);
+  stats->space_limit = space_limit (blk->space);
+  stats->space_used = space_used (blk->space);
+  stats->space_refusals = space_refusals (blk->space);
   for (i = 0; i < BLK_LOCKS; ++i) {
     stats->lock_waits[i] = shardctr_sum (&blk->counters, LOCK_WAITS + i);
     stats->lock_wait_ns[i] = shardctr_sum (&blk->counters, LOCK_WAIT_NS + i);

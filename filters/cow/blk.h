@@ -18,33 +18,31 @@
 #include "blkstate.h"
 
 struct blk;
+struct space;
+struct temp_files;
 
 /* The most stripes an overlay is cut into (cow-stripes). */
 #define BLK_MAX_STRIPES 64
 
-/* Creates an overlay of blocks of block_size bytes (a power of two) in
- * the directory tmpdir, striped across stripes files (1 to
- * BLK_MAX_STRIPES): created 0600, unlinked at once,
- * close-on-exec.  Returns NULL after nbdkit_error on failure.
+/* Both make an overlay of blocks of block_size bytes (a power of two),
+ * whose disk space counts against space (space.h), which every overlay
+ * of the server shares (cow-max-size).  Each returns NULL after
+ * nbdkit_error.
+ *
+ * blk_new: a throw-away overlay in a region of files (tempfiles.h).
  */
-extern struct blk *blk_new (uint32_t block_size, const char *tmpdir,
-                            unsigned stripes);
+extern struct blk *blk_new (uint32_t block_size, struct temp_files *files,
+                            struct space *space);
 
-/* Opens the kept overlay at path for export name, creating path if it
- * is missing, and locks it against other processes; its one file is
- * striped over stripes write locks.  An existing file
- * must be an overlay for this block size and name (its base size is
- * checked by blk_set_size).  Returns NULL after nbdkit_error.
+/* blk_new_kept: the kept overlay at path for export name, creating path
+ * if it is missing, and locked against other processes; its one file is
+ * striped over stripes write locks.  An existing file must be an
+ * overlay for this block size and name (its base size is checked by
+ * blk_set_size).
  */
 extern struct blk *blk_new_kept (uint32_t block_size, const char *path,
-                                 const char *name, unsigned stripes);
-
-/* Limits the disk space the overlay takes to bytes (cow-max-size): a
- * request that needs more fails with ENOSPC and changes nothing.  Call
- * before blk_set_size.  Blocks are counted with their share of the
- * filesystem's metadata, a kept overlay with its header and states.
- */
-extern void blk_set_max_size (struct blk *blk, uint64_t bytes);
+                                 const char *name, unsigned stripes,
+                                 struct space *space);
 
 /* Frees the overlay; a kept one is flushed first. */
 extern void blk_free (struct blk *blk);
@@ -63,8 +61,8 @@ extern int blk_set_size (struct blk *blk, uint64_t size);
 
 /* The NBD operations.  Each returns 0, or -1 with *err set, leaving
  * no block marked allocated without its data in the overlay.  Any
- * that needs new overlay space past blk_set_max_size fails with ENOSPC
- * (a read only with cow_on_read).
+ * that needs new overlay space past the limit of its space fails with
+ * ENOSPC (a read only with cow_on_read).
  */
 extern int blk_read (struct blk *blk, const struct blk_base *base,
                      void *buf, uint32_t count, uint64_t offset,
@@ -112,15 +110,19 @@ extern const char *blk_lock_name (enum blk_lock lock);
 struct blk_stats {
   uint64_t block_size;
   uint64_t blocks[3];           /* blocks in each enum blk_state */
-  unsigned files;               /* files of the overlay */
-  uint64_t overlay_bytes;       /* disk space the overlay's files take */
+  /* The overlay's files and the disk space they take: a throw-away
+   * overlay's are those all throw-away overlays share.
+   */
+  unsigned files;
+  uint64_t overlay_bytes;
   /* Blocks copied up from the base: by cow-on-read, by cow-on-cache,
    * and read to complete a partial write (read-modify-write).
    */
   uint64_t copy_ups_read, copy_ups_cache, copy_ups_rmw;
   uint64_t base_reads, base_read_bytes;   /* calls of base->pread */
   /* cow-max-size (UINT64_MAX if none), the space counted against it,
-   * and the requests refused with ENOSPC.
+   * and the requests refused with ENOSPC: the server's, shared by every
+   * overlay.
    */
   uint64_t space_limit, space_used, space_refusals;
   uint64_t lock_waits[BLK_LOCKS];         /* times a thread had to wait */

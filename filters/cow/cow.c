@@ -26,11 +26,15 @@
 #include "blk.h"
 #include "ispowerof2.h"
 #include "shardctr.h"
+#include "space.h"
 #include "stats.h"
+#include "tempfiles.h"
 
 #define MIN_BLOCK_SIZE 4096
 #define MAX_BLOCK_SIZE (32 * 1024 * 1024)   /* NBD's largest preferred size */
 #define DEFAULT_STRIPES 8   /* docs/performance.md */
+#define DEFAULT_MAX_EXPORTS 128
+#define MAX_MAX_EXPORTS 1000000
 
 static uint32_t block_size = 65536;         /* cow-block-size */
 static bool cow_on_cache;                   /* cow-on-cache */
@@ -39,16 +43,27 @@ static char *stats_path;                    /* cow-stats, absolute, or NULL */
 static uint64_t max_size = UINT64_MAX;      /* cow-max-size, or none */
 static const char *max_size_arg;            /* as given, for messages */
 static unsigned stripes = DEFAULT_STRIPES;  /* cow-stripes */
+static unsigned max_exports = DEFAULT_MAX_EXPORTS;   /* cow-max-exports */
 
 /* cow-on-read: off, on, or on while cow_on_read_path exists. */
 static enum { COW_ON_READ_OFF, COW_ON_READ_ON, COW_ON_READ_PATH } cow_on_read;
 static const char *cow_on_read_path;
 
+/* The disk space of every overlay, counted against cow-max-size. */
+static struct space space;
+
+/* The files of the throw-away overlays, made by .get_ready; NULL with
+ * cow-file.
+ */
+static struct temp_files *temp_files;
+
 /* One overlay per export, created when a client first opens the export
  * and kept until nbdkit exits, so data never crosses exports and a
  * client reconnecting to an export sees its earlier writes.  Export
  * names reach us canonical: nbdkit has already replaced "" by the
- * plugin's .default_export, if it has one.
+ * plugin's .default_export, if it has one.  At most cow-max-exports of
+ * them, one of which is kept for the default export "": past that, a
+ * name not seen before is refused (new_name_refused).
  */
 struct overlay {
   char *exportname;
@@ -63,6 +78,8 @@ struct overlay {
  */
 static pthread_mutex_t overlays_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct overlay *overlays;
+static unsigned named_overlays;     /* those of names other than "" */
+static uint64_t refused_names;      /* opens of new names refused */
 
 /* The size in key=value, or -1 after an error naming both. */
 static int64_t
@@ -103,21 +120,25 @@ parse_max_size (const char *value)
   return 0;
 }
 
+/* Sets *to to the whole number from min to max in key=value, or
+ * returns -1 after an error naming both: digits only, since
+ * nbdkit_parse_unsigned's messages do not name the value.
+ */
 static int
-parse_stripes (const char *value)
+parse_count (const char *key, const char *value, unsigned min, unsigned max,
+             unsigned *to)
 {
-  unsigned long r = 0;
+  uint64_t r = 0;
   const char *p;
 
-  /* Digits only: nbdkit_parse_unsigned's messages do not name the value. */
-  for (p = value; *p >= '0' && *p <= '9' && r <= BLK_MAX_STRIPES; ++p)
+  for (p = value; *p >= '0' && *p <= '9' && r <= max; ++p)
     r = r * 10 + (*p - '0');
-  if (p == value || *p != '\0' || r < 1 || r > BLK_MAX_STRIPES) {
-    nbdkit_error ("cow-stripes=%s: must be a number from 1 to %d", value,
-                  BLK_MAX_STRIPES);
+  if (p == value || *p != '\0' || r < min || r > max) {
+    nbdkit_error ("%s=%s: must be a number from %u to %u", key, value, min,
+                  max);
     return -1;
   }
-  stripes = r;
+  *to = r;
   return 0;
 }
 
@@ -182,7 +203,9 @@ cow_config (nbdkit_next_config *next, nbdkit_backend *nxdata,
   if (strcmp (key, "cow-max-size") == 0)
     return parse_max_size (value);
   if (strcmp (key, "cow-stripes") == 0)
-    return parse_stripes (value);
+    return parse_count (key, value, 1, BLK_MAX_STRIPES, &stripes);
+  if (strcmp (key, "cow-max-exports") == 0)
+    return parse_count (key, value, 1, MAX_MAX_EXPORTS, &max_exports);
   return next (nxdata, key, value);
 }
 
@@ -201,12 +224,13 @@ cow_config_complete (nbdkit_next_config_complete *next, nbdkit_backend *nxdata)
 #define cow_config_help \
   "cow-block-size=<N>    Size of blocks in the overlay (default 64K).\n" \
   "cow-file=<PATH>       Keep the overlay in PATH across restarts.\n" \
-  "cow-max-size=<SIZE>   Limit the overlay's disk space to SIZE.\n" \
+  "cow-max-exports=<N>   Make at most N overlays (default 128).\n" \
+  "cow-max-size=<SIZE>   Limit the overlays' disk space to SIZE.\n" \
   "cow-on-cache=<BOOL>   Copy cache (prefetch) requests to the overlay.\n" \
   "cow-on-read=<BOOL>|/PATH  Copy reads to the overlay (while PATH exists).\n" \
   "cow-stats=<FILE>      Write statistics to FILE every second and at exit.\n" \
   "cow-stripes=<N>       Stripe the overlay over N write locks (default 8),\n" \
-  "                      and a throw-away one over N files."
+  "                      and throw-away ones over N shared files."
 
 /* The kept overlay file of an export: PATH for the default export "",
  * PATH.NAME for the others, NAME with every byte but [A-Za-z0-9_-]
@@ -249,28 +273,48 @@ kept_path (const char *exportname)
 static struct blk *
 new_blk (const char *exportname)
 {
-  const char *tmpdir = getenv ("TMPDIR");
   struct blk *blk;
   char *path;
 
   if (cow_file == NULL)
-    blk = blk_new (block_size, tmpdir ? tmpdir : "/var/tmp", stripes);
+    blk = blk_new (block_size, temp_files, &space);
   else {
     path = kept_path (exportname);
     if (path == NULL) {
       nbdkit_error ("cow: %m");
       return NULL;
     }
-    blk = blk_new_kept (block_size, path, exportname, stripes);
+    blk = blk_new_kept (block_size, path, exportname, stripes, &space);
     free (path);
   }
-  if (blk)
-    blk_set_max_size (blk, max_size);
   return blk;
 }
 
-/* The overlay of exportname, made if it is new.  Expects overlays_lock
- * held, or no connections yet.
+/* Whether a name with no overlay yet is refused, the server having
+ * made all the overlays cow-max-exports allows; the first refusal is
+ * logged as an error, the others only counted, so that a client
+ * sending names cannot fill the log.  The default export "" always has
+ * room.  Expects overlays_lock held.
+ */
+static bool
+new_name_refused (const char *exportname)
+{
+  if (exportname[0] == '\0' || named_overlays < max_exports - 1)
+    return false;
+  if (refused_names++ == 0)
+    nbdkit_error ("cow-max-exports=%u: a new export name is refused: the "
+                  "server has made all the overlays it may (the default "
+                  "export and names opened before are still served; "
+                  "logged once, cow-stats counts the refusals)",
+                  max_exports);
+  else
+    nbdkit_debug ("cow-max-exports=%u: a new export name is refused",
+                  max_exports);
+  return true;
+}
+
+/* The overlay of exportname, made if it is new and not refused.
+ * Expects overlays_lock held, or no connections yet.
  */
 static struct overlay *
 get_overlay (const char *exportname)
@@ -280,6 +324,8 @@ get_overlay (const char *exportname)
   for (o = overlays; o; o = o->next)
     if (strcmp (o->exportname, exportname) == 0)
       return o;
+  if (new_name_refused (exportname))
+    return NULL;
 
   o = calloc (1, sizeof *o);
   if (o == NULL || (o->exportname = strdup (exportname)) == NULL ||
@@ -299,6 +345,8 @@ get_overlay (const char *exportname)
   }
   o->next = overlays;
   overlays = o;
+  if (exportname[0] != '\0')
+    ++named_overlays;
   return o;
 }
 
@@ -308,13 +356,15 @@ get_overlay (const char *exportname)
  * before .unload.
  */
 static int
-gather_stats (struct export_stats **exports, size_t *n)
+gather_stats (struct export_stats **exports, size_t *n,
+              uint64_t *refused)
 {
   struct overlay *head, *o;
   size_t i;
 
   pthread_mutex_lock (&overlays_lock);
   head = overlays;
+  *refused = refused_names;
   pthread_mutex_unlock (&overlays_lock);
 
   *n = 0;
@@ -337,25 +387,26 @@ gather_stats (struct export_stats **exports, size_t *n)
  * Life cycle.
  */
 
-/* Overlays are made when exports are first opened, but a bad $TMPDIR
- * or cow-file should stop nbdkit at start, with the parameter named:
- * so make a throw-away one here and free it, or open the kept overlay
- * of the default export (locking it) and keep it.
+/* The space cap, and what every overlay needs from the start: the
+ * files of the throw-away ones, or the kept overlay of the default
+ * export (locked, and kept).  So a bad $TMPDIR or cow-file stops
+ * nbdkit at start, with the parameter named.
  */
 static int
 cow_get_ready (int thread_model)
 {
-  struct blk *probe;
+  const char *tmpdir = getenv ("TMPDIR");
 
+  space_init (&space);
+  space_set_limit (&space, max_size);
   if (cow_file) {
     if (get_overlay ("") == NULL)
       return -1;
   }
   else {
-    probe = new_blk ("");
-    if (probe == NULL)
+    temp_files = temp_files_new (tmpdir ? tmpdir : "/var/tmp", stripes);
+    if (temp_files == NULL)
       return -1;
-    blk_free (probe);
   }
   /* A cow-stats file that cannot be written stops nbdkit here too. */
   return stats_path ? stats_init (stats_path, gather_stats) : 0;
@@ -417,6 +468,7 @@ cow_unload (void)
     free (o->exportname);
     free (o);
   }
+  temp_files_free (temp_files);
   free (cow_file);
   free (stats_path);
 }

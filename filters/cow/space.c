@@ -48,9 +48,10 @@ space_take (struct space *space, uint64_t *hold, uint64_t bytes, int *err)
   *err = ENOSPC;
   if (!__atomic_exchange_n (&space->full_logged, true, __ATOMIC_RELAXED))
     nbdkit_error ("cow-max-size=%" PRIu64 ": the overlay is full (%" PRIu64
-                  " bytes counted): requests that need more space fail with "
-                  "ENOSPC until zeroes or trims give some back (logged "
-                  "once)", space->cap.limit, spacecap_used (&space->cap));
+                  " bytes counted, all exports together): requests that "
+                  "need more space fail with ENOSPC until zeroes or trims "
+                  "give some back (logged once)",
+                  space->cap.limit, spacecap_used (&space->cap));
   return -1;
 }
 

@@ -1,7 +1,8 @@
 /* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
 
 /* The space cap (cow-max-size; docs/design.md, "The space cap"): the
- * overlay's disk space counted against a limit, lock-free.  The block
+ * disk space of every overlay of the server, counted together against
+ * one limit, lock-free.  The block
  * layer takes a block's space before the I/O that moves it into
  * BLK_ALLOCATED and gives it back when it leaves it or the I/O fails;
  * a request that cannot have it fails with ENOSPC having changed

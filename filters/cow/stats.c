@@ -93,7 +93,7 @@ stats_sum_requests (const struct shardctr *counters, struct export_stats *e)
  * with errno set (path.tmp is then removed).
  */
 static int
-write_file (const char *path, double seconds,
+write_file (const char *path, double seconds, uint64_t refused_names,
             const struct export_stats *exports, size_t n)
 {
   char *tmp;
@@ -110,7 +110,9 @@ write_file (const char *path, double seconds,
     errno = saved;
     return -1;
   }
-  fprintf (fp, "{\n  \"seconds\": %.3f,\n  \"exports\": [", seconds);
+  fprintf (fp, "{\n  \"seconds\": %.3f,\n"
+           "  \"refused_export_names\": %" PRIu64 ",\n"
+           "  \"exports\": [", seconds, refused_names);
   for (i = 0; i < n; ++i) {
     fprintf (fp, i ? ",\n" : "\n");
     write_export (fp, &exports[i]);
@@ -150,13 +152,14 @@ static int
 write_report (void)
 {
   struct export_stats *exports = NULL;
+  uint64_t refused_names = 0;
   size_t n = 0;
   int r;
 
-  r = gather_exports (&exports, &n);
+  r = gather_exports (&exports, &n, &refused_names);
   if (r == 0)
     r = write_file (report_path, (monotonic_ns () - start_ns) / 1e9,
-                    exports, n);
+                    refused_names, exports, n);
   if (r == -1 && !failing)
     nbdkit_error ("cow-stats=%s: cannot write the statistics: %m",
                   report_path);

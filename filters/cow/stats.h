@@ -48,10 +48,12 @@ extern void stats_sum_requests (const struct shardctr *counters,
                                 struct export_stats *e);
 
 /* Sets *exports to a new array (freed by the caller) of the statistics
- * of every export, oldest first, and *n to its length.  Returns 0, or
- * -1 with errno set.
+ * of every export, oldest first, *n to its length, and *refused_names
+ * to the opens of new export names refused (cow-max-exports).  Returns
+ * 0, or -1 with errno set.
  */
-typedef int stats_gather (struct export_stats **exports, size_t *n);
+typedef int stats_gather (struct export_stats **exports, size_t *n,
+                          uint64_t *refused_names);
 
 /* Writes the first report to path, gathered by gather, and counts the
  * report's seconds from now: a file that cannot be written stops

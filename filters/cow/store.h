@@ -4,8 +4,9 @@
  * stores sit behind this one interface, as dm-snapshot keeps its
  * transient and persistent exception stores:
  *
- *   store-temp.c  throw-away: a temporary file per stripe, unlinked at
- *                 once, disk byte x at byte x of its stripe's file;
+ *   store-temp.c  throw-away: a region of the temporary files all
+ *                 throw-away overlays share (tempfiles.h), one per
+ *                 stripe, disk byte x at byte x of the region;
  *   store-kept.c  kept (cow-file=PATH): one file in the kept format
  *                 (kept/kept.h), crash-safe once flushed.
  *
@@ -39,7 +40,7 @@ struct store;
 
 struct store_ops {
   /* Makes the store ready for a base of size bytes (> 0): throw-away,
-   * sizes the files; kept, makes the file's header or checks it and
+   * takes its region of the files; kept, makes the file's header or checks it and
    * loads its states.  Sets overhead.  Called once, by the first
    * blk_set_size, holding state_lock: no request runs before it
    * returns.  Returns 0, or -1 after nbdkit_error.
@@ -101,11 +102,13 @@ struct store {
   uint64_t overhead;
 };
 
-/* A throw-away store of nr_stripes files in tmpdir (created 0600,
- * unlinked at once, close-on-exec), for blocks of 2^block_shift bytes.
- * Returns NULL after nbdkit_error.
+struct temp_files;
+
+/* A throw-away store in files, striped over their number, for blocks
+ * of 2^block_shift bytes; its region is given out by start.  Returns
+ * NULL after nbdkit_error.
  */
-extern struct store *store_temp_new (const char *tmpdir, unsigned nr_stripes,
+extern struct store *store_temp_new (struct temp_files *files,
                                      unsigned block_shift);
 
 /* The kept store at path for export name, the file created if it is
