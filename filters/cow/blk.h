@@ -1,8 +1,9 @@
 /* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
 
-/* The block layer: the overlay file, the per-block state map and the
- * read-modify-write locks.  docs/design.md describes the state machine
- * and the lock rules; this header only says what each call does.
+/* The block layer: an overlay's blocks, their states and the locks of
+ * the requests that change them (blk.c, with blklife.c and blkmap.c).
+ * docs/design.md describes the state machine and the lock rules; this
+ * header only says what each call does.
  *
  * Every call here may run in parallel with any other on the same
  * struct blk, except blk_new and blk_free.
