@@ -368,6 +368,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   static uint8_t buf[MAX_DISK];
   struct input in = { .p = data, .n = size };
   struct temp_files *files;
+  const int *skipped_fds;
   uint64_t skipped;
   struct space space;
   struct blk *blk;
@@ -390,7 +391,8 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   /* With the top bit, another overlay's region comes first, so that
    * this one's starts past the files' first byte.
    */
-  if (geometry & 0x80 && temp_files_region (files, disk_size, &skipped) == -1)
+  if (geometry & 0x80 &&
+      temp_files_region (files, disk_size, &skipped_fds, &skipped) == -1)
     abort ();
   space_init (&space);
   blk = blk_new (block_size, files, &space);

@@ -2,7 +2,8 @@
 # cow-max-size is the server's: it bounds the overlays of all exports
 # together, throw-away or kept.  The writer that crosses it gets ENOSPC
 # and changes nothing; every export keeps reading and overwriting what
-# it holds, and a trim in one export gives space to another.
+# it holds, and a trim in one export gives space to another.  Two
+# torture clients on two exports under one cap read every byte right.
 . "$abs_top_srcdir/tests/functions.sh"
 
 B=65536
@@ -81,3 +82,26 @@ assert a.pread(B, 0) == b'A' * B
   [ "$(used "$sock")" -le "$cap" ] || fail "$kind: over the cap"
   echo "$kind: one cap of $cap bytes ($overhead before any write) over all exports"
 done
+
+# Two torture clients, on two exports under one cap of 8 blocks: every
+# read right in both, refusals counted, all overlays together never
+# over the cap.
+make_base "$tmp/tbase" $(( 16 * 1024 * 1024 ))
+tcap=$(( 8 * B ))
+start_nbdkit "$tmp/tsock" --filter=cow file "$tmp/tbase" cow-max-size=$tcap \
+  cow-stats="$tmp/tstats.json"
+for name in x y; do
+  "$abs_top_builddir/tests/torture" -Q --enospc -t "${TORTURE_SECONDS:-3}" \
+    -b $B "$tmp/tbase" "nbd+unix:///$name?socket=$tmp/tsock" \
+    > "$tmp/torture-$name.out" &
+done
+for name in x y; do
+  wait -n || { cat "$tmp"/torture-*.out; fail "torture under one cap"; }
+done
+cat "$tmp"/torture-*.out
+grep -Eq ' [1-9][0-9]* refused' "$tmp"/torture-*.out || fail "the cap was never hit"
+sleep 1.5   # the next report
+jq -e "(.exports | length) == 2 and
+       all(.exports[]; .space.used <= $tcap and
+                       .overlay_bytes_on_disk <= $tcap)" "$tmp/tstats.json" \
+  >/dev/null || fail "over the cap: $(cat "$tmp/tstats.json")"

@@ -3,8 +3,9 @@
 /* nbdkit-cow-filter: a writable copy-on-write view of any plugin.
  *
  * This file holds the parameters, the table of overlays (one per
- * export) and the NBD callbacks; the overlay itself, the block states
- * and the locking of requests live in blk.c.  The plugin is opened
+ * export, at most cow-max-exports) and the NBD callbacks; the overlay
+ * itself, the block states and the locking of requests live in the
+ * block layer (blk.h).  The plugin is opened
  * read-only and never sees a write, zero or trim.
  */
 

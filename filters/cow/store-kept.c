@@ -474,7 +474,7 @@ kept_store_flush (struct store *st, int *err)
  */
 
 static unsigned
-kept_files (const struct store *st)
+kept_files (struct store *st)
 {
   return 1;
 }

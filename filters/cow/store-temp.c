@@ -24,8 +24,11 @@
 struct store_temp {
   struct store store;
   struct temp_files *files;
-  const int *fds;               /* files->fds: stripe i's file */
-  uint64_t base;                /* where the region starts; set by start */
+  /* Set by start: the files of the region (stripe i's is fds[i]), and
+   * where it starts in them.
+   */
+  const int *fds;
+  uint64_t base;
 };
 
 static struct store_temp *
@@ -45,7 +48,7 @@ temp_start (struct store *st, uint64_t size)
 {
   struct store_temp *t = temp_of (st);
 
-  return temp_files_region (t->files, size, &t->base);
+  return temp_files_region (t->files, size, &t->fds, &t->base);
 }
 
 static int
@@ -128,9 +131,9 @@ temp_punch (struct store *st, uint64_t count, uint64_t offset,
 
 /* The files are the server's: each export's statistics show them all. */
 static unsigned
-temp_files (const struct store *st)
+temp_files (struct store *st)
 {
-  return st->stripes.nr;
+  return temp_files_count (temp_of (st)->files);
 }
 
 static uint64_t
@@ -170,6 +173,5 @@ store_temp_new (struct temp_files *files, unsigned block_shift)
   }
   t->store.ops = &temp_ops;
   t->files = files;
-  t->fds = files->fds;
   return &t->store;
 }

@@ -84,7 +84,7 @@ struct store_ops {
   int (*flush) (struct store *st, int *err);
 
   /* The files of the store, and the disk space they take in bytes. */
-  unsigned (*files) (const struct store *st);
+  unsigned (*files) (struct store *st);
   uint64_t (*bytes) (struct store *st);
 
   /* Closes the store and frees it: kept, flushed first if started, and
@@ -179,7 +179,7 @@ store_flush (struct store *st, int *err)
 }
 
 static inline unsigned
-store_files (const struct store *st)
+store_files (struct store *st)
 {
   return st->ops->files (st);
 }

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <nbdkit-filter.h>
@@ -50,23 +51,60 @@ temp_file (const char *tmpdir)
   return fd;
 }
 
+/* One set of files, and where the regions given out in it end. */
+struct temp_set {
+  struct temp_set *next;        /* the set made before */
+  unsigned nr;
+  uint64_t end;
+  int fds[];                    /* nr of them */
+};
+
+static void
+set_free (struct temp_set *set)
+{
+  unsigned i;
+
+  for (i = 0; i < set->nr; ++i)
+    close (set->fds[i]);
+  free (set);
+}
+
+/* A set of nr new files, or NULL after nbdkit_error. */
+static struct temp_set *
+set_new (const char *tmpdir, unsigned nr)
+{
+  struct temp_set *set = calloc (1, sizeof *set + nr * sizeof set->fds[0]);
+
+  if (set == NULL) {
+    nbdkit_error ("cow: calloc: %m");
+    return NULL;
+  }
+  for (; set->nr < nr; ++set->nr) {
+    set->fds[set->nr] = temp_file (tmpdir);
+    if (set->fds[set->nr] == -1) {
+      set_free (set);
+      return NULL;
+    }
+  }
+  return set;
+}
+
 struct temp_files *
 temp_files_new (const char *tmpdir, unsigned nr)
 {
   struct temp_files *files = calloc (1, sizeof *files);
 
-  if (files == NULL || (files->fds = calloc (nr, sizeof *files->fds)) == NULL) {
+  if (files == NULL || (files->tmpdir = strdup (tmpdir)) == NULL) {
     nbdkit_error ("cow: calloc: %m");
     free (files);
     return NULL;
   }
+  files->nr = nr;
   pthread_mutex_init (&files->regions_lock, NULL);
-  for (; files->nr < nr; ++files->nr) {
-    files->fds[files->nr] = temp_file (tmpdir);
-    if (files->fds[files->nr] == -1) {
-      temp_files_free (files);
-      return NULL;
-    }
+  files->sets = set_new (tmpdir, nr);
+  if (files->sets == NULL) {
+    temp_files_free (files);
+    return NULL;
   }
   return files;
 }
@@ -74,14 +112,15 @@ temp_files_new (const char *tmpdir, unsigned nr)
 void
 temp_files_free (struct temp_files *files)
 {
-  unsigned i;
-
   if (files == NULL)
     return;
-  for (i = 0; i < files->nr; ++i)
-    close (files->fds[i]);
+  while (files->sets) {
+    struct temp_set *set = files->sets;
+    files->sets = set->next;
+    set_free (set);
+  }
   pthread_mutex_destroy (&files->regions_lock);
-  free (files->fds);
+  free (files->tmpdir);
   free (files);
 }
 
@@ -96,37 +135,80 @@ region_end (uint64_t end)
   return (end + REGION_ALIGN - 1) & ~(uint64_t) (REGION_ALIGN - 1);
 }
 
-int
-temp_files_region (struct temp_files *files, uint64_t size, uint64_t *start)
+/* Gives out the next region of size bytes in set, the files grown over
+ * it.  If the filesystem cannot grow them that far, a set that holds
+ * regions already refuses (returns false); an empty one takes the
+ * region anyway, its files left short.
+ */
+static bool
+place (struct temp_set *set, uint64_t size, uint64_t *start)
 {
-  bool fits;
+  uint64_t end;
   unsigned i;
 
+  if (size > MAX_OFFSET - set->end)
+    return false;
+  end = region_end (set->end + size);
+  for (i = 0; i < set->nr; ++i)
+    if (ftruncate (set->fds[i], end) == -1) {
+      nbdkit_debug ("cow: overlay files not sized to %" PRIu64 " bytes: %m",
+                    end);
+      if (set->end > 0)
+        return false;
+    }
+  *start = set->end;
+  set->end = end;
+  return true;
+}
+
+int
+temp_files_region (struct temp_files *files, uint64_t size,
+                   const int **fds, uint64_t *start)
+{
+  struct temp_set *set;
+  int r = 0;
+
   pthread_mutex_lock (&files->regions_lock);
-  fits = size <= MAX_OFFSET - files->end;
-  if (fits) {
-    *start = files->end;
-    files->end = region_end (files->end + size);
-    for (i = 0; i < files->nr; ++i)
-      if (ftruncate (files->fds[i], files->end) == -1)
-        nbdkit_debug ("cow: overlay files not sized to %" PRIu64 " bytes: %m",
-                      files->end);
+  if (!place (files->sets, size, start)) {
+    set = set_new (files->tmpdir, files->nr);
+    if (set == NULL)
+      r = -1;
+    else {
+      set->next = files->sets;
+      files->sets = set;
+      place (set, size, start);
+    }
   }
+  if (r == 0)
+    *fds = files->sets->fds;
   pthread_mutex_unlock (&files->regions_lock);
-  if (!fits)
-    nbdkit_error ("cow: no room for an overlay of %" PRIu64 " bytes: the "
-                  "throw-away overlays of this server would pass the largest "
-                  "file offset (%" PRIu64 " bytes)", size, MAX_OFFSET);
-  return fits ? 0 : -1;
+  return r;
+}
+
+unsigned
+temp_files_count (struct temp_files *files)
+{
+  struct temp_set *set;
+  unsigned n = 0;
+
+  pthread_mutex_lock (&files->regions_lock);
+  for (set = files->sets; set; set = set->next)
+    n += set->nr;
+  pthread_mutex_unlock (&files->regions_lock);
+  return n;
 }
 
 uint64_t
-temp_files_bytes (const struct temp_files *files)
+temp_files_bytes (struct temp_files *files)
 {
+  struct temp_set *set;
   uint64_t bytes = 0;
   unsigned i;
 
-  for (i = 0; i < files->nr; ++i)
-    bytes += storeio_bytes (files->fds[i]);
+  pthread_mutex_lock (&files->regions_lock);
+  for (set = files->sets; set; set = set->next)
+    for (i = 0; i < set->nr; ++i)
+      bytes += storeio_bytes (set->fds[i]);
+  pthread_mutex_unlock (&files->regions_lock);
   return bytes;
 }

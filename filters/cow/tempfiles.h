@@ -4,8 +4,11 @@
  * shares: cow-stripes files in $TMPDIR, created 0600, unlinked at
  * once, close-on-exec, so that they vanish with the process however it
  * ends.  Each overlay is given a region of its own, at the same offset
- * in every file: however many exports a client opens, the server keeps
- * this many descriptors for all of them.
+ * in every file, after the regions given out before: however many
+ * exports clients open, the server keeps one set of descriptors for
+ * all of them, and another set only where a filesystem cannot hold
+ * one more region in files of the lengths they have (ext4 stops at
+ * 16 TiB).
  */
 
 #ifndef COW_TEMPFILES_H
@@ -14,30 +17,34 @@
 #include <pthread.h>
 #include <stdint.h>
 
+struct temp_set;
+
 struct temp_files {
-  unsigned nr;
-  int *fds;                     /* nr of them */
-  pthread_mutex_t regions_lock; /* protects end */
-  uint64_t end;                 /* where the regions given out end */
+  char *tmpdir;
+  unsigned nr;                  /* files in a set */
+  pthread_mutex_t regions_lock; /* protects sets and their regions */
+  struct temp_set *sets;        /* the newest first, never empty */
 };
 
-/* nr files (1 to 64) in tmpdir.  Returns NULL after nbdkit_error,
- * which names TMPDIR.
+/* nr files (1 to 64) in tmpdir, one set.  Returns NULL after
+ * nbdkit_error, which names TMPDIR.
  */
 extern struct temp_files *temp_files_new (const char *tmpdir, unsigned nr);
 extern void temp_files_free (struct temp_files *files);
 
-/* Gives out a region of size bytes (> 0), setting *start to its first
- * byte.  The files grow, sparsely, over it, so that no write has to
- * change a file's size; a filesystem that cannot hold that size leaves
- * the files short, and writes beyond fail with EFBIG.  Fails, after
- * nbdkit_error, only when the regions would pass the largest offset a
- * file can have.  Takes regions_lock.  Returns 0 or -1.
+/* Gives out a region of size bytes (> 0): sets *fds to the nr files
+ * that hold it and *start to its first byte.  The files grow,
+ * sparsely, over it, so that no write has to change a file's size.
+ * A region that the newest set cannot hold goes at the start of a new
+ * set; a filesystem that cannot hold even that leaves its files short,
+ * and writes beyond fail with EFBIG.  Takes regions_lock.  Returns 0,
+ * or -1 after nbdkit_error if a new set cannot be made.
  */
 extern int temp_files_region (struct temp_files *files, uint64_t size,
-                              uint64_t *start);
+                              const int **fds, uint64_t *start);
 
-/* The disk space the files take, in bytes. */
-extern uint64_t temp_files_bytes (const struct temp_files *files);
+/* The files of every set, and the disk space they take in bytes. */
+extern unsigned temp_files_count (struct temp_files *files);
+extern uint64_t temp_files_bytes (struct temp_files *files);
 
 #endif /* COW_TEMPFILES_H */
