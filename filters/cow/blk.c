@@ -26,6 +26,7 @@
 
 #include <nbdkit-filter.h>
 
+#include "blk.h"
 #include "blkpriv.h"
 #include "iszero.h"
 #include "scratch.h"

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "base.h"
+#include "blklock.h"
 #include "blkstate.h"
 
 struct blk;
@@ -93,19 +94,9 @@ extern int blk_copy_up (struct blk *blk, const struct blk_base *base,
 extern uint64_t blk_state_run (struct blk *blk, uint64_t offset,
                                uint64_t end, enum blk_state *state);
 
-/* Statistics (cow-stats=FILE; docs/design.md says how they are kept
- * cheap).  The locks of the layer whose waits are timed:
+/* Statistics (cow-stats=FILE).  The name of a lock (blklock.h) in
+ * docs/design.md and in the statistics:
  */
-enum blk_lock {
-  BLK_LOCK_RMW,                 /* rmw_locks */
-  BLK_LOCK_STATE,               /* state_lock */
-  BLK_LOCK_WRITE,               /* the stripes' write locks */
-  BLK_LOCK_FLUSH,               /* flush_lock */
-  BLK_LOCK_BASE_MAP,            /* base_map_lock (basemap.h) */
-  BLK_LOCKS
-};
-
-/* The name of a lock in docs/design.md and in the statistics. */
 extern const char *blk_lock_name (enum blk_lock lock);
 
 struct blk_stats {

@@ -14,6 +14,7 @@
 
 #include <nbdkit-filter.h>
 
+#include "blk.h"
 #include "blkpriv.h"
 #include "timedlock.h"
 

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #include "basemap.h"
-#include "blk.h"
+#include "blklock.h"
 #include "blkmap.h"
 #include "rangelock.h"
 #include "shardctr.h"
