@@ -394,7 +394,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   if (geometry & 0x80 &&
       temp_files_region (files, disk_size, &skipped_fds, &skipped) == -1)
     abort ();
-  space_init (&space);
+  space_init (&space, SPACECAP_NO_LIMIT);
   blk = blk_new (block_size, files, &space);
   if (blk == NULL || blk_set_size (blk, disk_size) == -1)
     abort ();

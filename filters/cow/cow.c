@@ -398,8 +398,7 @@ cow_get_ready (int thread_model)
 {
   const char *tmpdir = getenv ("TMPDIR");
 
-  space_init (&space);
-  space_set_limit (&space, max_size);
+  space_init (&space, max_size);
   if (cow_file) {
     if (get_overlay ("") == NULL)
       return -1;

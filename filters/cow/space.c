@@ -12,17 +12,11 @@
 #include "space.h"
 
 void
-space_init (struct space *space)
-{
-  spacecap_init (&space->cap, SPACECAP_NO_LIMIT);
-  space->full_logged = false;
-  space->refusals = 0;
-}
-
-void
-space_set_limit (struct space *space, uint64_t bytes)
+space_init (struct space *space, uint64_t bytes)
 {
   spacecap_init (&space->cap, bytes);
+  space->full_logged = false;
+  space->refusals = 0;
 }
 
 void

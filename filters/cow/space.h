@@ -37,11 +37,10 @@ space_of (uint64_t bytes, uint64_t n)
   return bytes + SPACE_PER_BLOCK * n;
 }
 
-/* No limit until space_set_limit. */
-extern void space_init (struct space *space);
-
-/* Limits the space to bytes.  Before any other call. */
-extern void space_set_limit (struct space *space, uint64_t bytes);
+/* Nothing counted yet, against a limit of bytes (UINT64_MAX: none).
+ * Before any other call.
+ */
+extern void space_init (struct space *space, uint64_t bytes);
 
 /* Counts bytes that are there already (a kept overlay's header, state
  * area and blocks), even past the limit.

@@ -106,6 +106,7 @@ temp_files_new (const char *tmpdir, unsigned nr)
     temp_files_free (files);
     return NULL;
   }
+  files->nr_sets = 1;
   return files;
 }
 
@@ -176,6 +177,7 @@ temp_files_region (struct temp_files *files, uint64_t size,
     else {
       set->next = files->sets;
       files->sets = set;
+      files->nr_sets++;
       place (set, size, start);
     }
   }
@@ -188,12 +190,10 @@ temp_files_region (struct temp_files *files, uint64_t size,
 unsigned
 temp_files_count (struct temp_files *files)
 {
-  struct temp_set *set;
-  unsigned n = 0;
+  unsigned n;
 
   pthread_mutex_lock (&files->regions_lock);
-  for (set = files->sets; set; set = set->next)
-    n += set->nr;
+  n = files->nr * files->nr_sets;
   pthread_mutex_unlock (&files->regions_lock);
   return n;
 }

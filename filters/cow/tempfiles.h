@@ -24,6 +24,7 @@ struct temp_files {
   unsigned nr;                  /* files in a set */
   pthread_mutex_t regions_lock; /* protects sets and their regions */
   struct temp_set *sets;        /* the newest first, never empty */
+  unsigned nr_sets;             /* how many */
 };
 
 /* nr files (1 to 64) in tmpdir, one set.  Returns NULL after
