@@ -4,23 +4,31 @@
 
 #include <config.h>
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "nbdcow.h"
+#include "progress.h"
 
 void
 nbdcow_error (const char *fmt, ...)
 {
   va_list ap;
+  int saved = errno;            /* for %m */
 
+  /* One line, whole, whichever thread prints it. */
+  flockfile (stderr);
+  progress_break_line ();
   fputs ("nbdcow: ", stderr);
+  errno = saved;
   va_start (ap, fmt);
   vfprintf (stderr, fmt, ap);
   va_end (ap);
   fputc ('\n', stderr);
+  funlockfile (stderr);
 }
 
 int

@@ -53,7 +53,9 @@ extern int overlay_file_each_run (const struct overlay_file *ov,
 /* The name of a block state in output: "base", "overlay", "zero". */
 extern const char *state_name (unsigned state);
 
-/* Prints a message prefixed "nbdcow: " on stderr. */
+/* Prints a message prefixed "nbdcow: " on stderr, on a line of its own
+ * whichever thread prints it.
+ */
 extern void nbdcow_error (const char *fmt, ...)
   __attribute__ ((format (printf, 1, 2)));
 

@@ -3,12 +3,18 @@
 #include <config.h>
 
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <unistd.h>
 
 #include "progress.h"
 
 #define BAR_WIDTH 40
+
+/* Whether the cursor is at the end of a bar on the terminal: under the
+ * lock of stderr, atomic for the tools that cannot see that lock.
+ */
+static atomic_bool line_open;
 
 void
 progress_init (struct progress *p, bool on, const char *what, uint64_t total)
@@ -32,12 +38,15 @@ draw_bar (const struct progress *p, int percent, uint64_t done)
 {
   int filled = percent * BAR_WIDTH / 100, i;
 
+  flockfile (stderr);
   fprintf (stderr, "\rnbdcow %s [", p->what);
   for (i = 0; i < BAR_WIDTH; ++i)
     fputc (i < filled ? '#' : '.', stderr);
   fprintf (stderr, "] %3d%% %" PRIu64 "/%" PRIu64 " MiB", percent,
            done >> 20, p->total >> 20);
   fflush (stderr);
+  line_open = true;
+  funlockfile (stderr);
 }
 
 void
@@ -61,6 +70,14 @@ void
 progress_end (struct progress *p)
 {
   progress_show (p);
-  if (p->on && p->tty)
+  flockfile (stderr);
+  progress_break_line ();
+  funlockfile (stderr);
+}
+
+void
+progress_break_line (void)
+{
+  if (atomic_exchange (&line_open, false))
     fputc ('\n', stderr);
 }

@@ -32,4 +32,10 @@ extern void progress_show (struct progress *p);
 /* Ends the bar's line on a terminal. */
 extern void progress_end (struct progress *p);
 
+/* Ends the line of a bar drawn on the terminal, if one is open, so
+ * that a message starts on a line of its own.  Call holding the lock
+ * of stderr (flockfile), which every drawing of the bar takes.
+ */
+extern void progress_break_line (void);
+
 #endif /* NBDCOW_PROGRESS_H */
