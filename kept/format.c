@@ -152,7 +152,7 @@ kept_header_decode (const uint8_t *buf, struct kept_header *header,
   /* Every version has exactly the layout kept_layout computes. */
   if (!is_power_of_2 (block_size) ||
       get_le (buf + OFF_HEADER_SIZE, 4) != KEPT_HEADER_SIZE ||
-      name_length > KEPT_NAME_MAX || (header->flags & ~KEPT_OPEN) != 0) {
+      name_length > KEPT_NAME_MAX || (header->flags & ~KEPT_FLAGS) != 0) {
     *why = "inconsistent header";
     return KEPT_DAMAGED;
   }

@@ -48,6 +48,9 @@
 
 /* Flags of the header (version 2). */
 #define KEPT_OPEN 1             /* a writer has it open: not closed cleanly */
+#define KEPT_FLUSH_FAILED 2     /* with OPEN: the writer stopped after its
+                                 * last flush failed */
+#define KEPT_FLAGS (KEPT_OPEN | KEPT_FLUSH_FAILED)
 
 struct kept_layout {
   uint32_t block_size;

@@ -11,7 +11,8 @@ mount -t tmpfs -o size=1m tmpfs "$tmp/small" 2>/dev/null ||
 on_exit "umount '$tmp/small'"
 
 # The pattern plugin's data says where it came from, unlike zeros.
-TMPDIR=$tmp/small start_nbdkit "$tmp/sock" --filter=cow pattern 100M
+TMPDIR=$tmp/small start_nbdkit "$tmp/sock" --filter=cow pattern 100M \
+  cow-stats="$tmp/stats.json"
 nbdsh -u "nbd+unix:///?socket=$tmp/sock" -c '
 h.pwrite(b"a" * 524288, 0)
 failed = 0
@@ -38,3 +39,24 @@ h.zero(4096, 8192, nbd.CMD_FLAG_NO_HOLE)
 assert h.pread(16384, 0) == b"a" * 4096 + b"c" * 4096 + bytes(4096) + b"a" * 4096
 h.pread(4096, 90 * 1048576)      # still serving
 '
+
+# A client can fill the filesystem again and again: the refusal is
+# logged once, and cow-stats counts every one.
+nbdsh -u "nbd+unix:///?socket=$tmp/sock" -c '
+refused = 0
+for i in range(40, 60):
+    try:
+        h.pwrite(b"d" * 1048576, i * 1048576)
+    except nbd.Error:
+        refused += 1
+assert refused >= 10, refused
+'
+[ "$(grep -c "filesystem is full" "$tmp/sock.err")" -eq 1 ] ||
+  fail "refusals for a full filesystem logged $(grep -c "filesystem is full" "$tmp/sock.err") times"
+for _ in $(seq 50); do
+  jq -e '.exports[0].space.filesystem_refused_requests >= 11' \
+    "$tmp/stats.json" >/dev/null 2>&1 && break
+  sleep 0.1
+done
+jq -e '.exports[0].space.filesystem_refused_requests >= 11' "$tmp/stats.json" \
+  >/dev/null || fail "cow-stats did not count: $(cat "$tmp/stats.json")"

@@ -102,13 +102,16 @@ basemap_reads_zeros (struct basemap *map, const struct blk_base *base,
                      uint64_t b, uint64_t *waited)
 {
   uint64_t start = b << map->block_shift, count = map->size - start;
+  uint64_t window = UINT64_C (1) << map->block_shift;
   struct learning l = { .map = map, .waited = waited };
   enum base_known known = get_known (map, b, waited);
 
   if (known != BASE_UNKNOWN || base->describe == NULL)
     return known == BASE_ZERO;
-  if (count > BASEMAP_WINDOW)
-    count = BASEMAP_WINDOW;
+  if (window < BASEMAP_WINDOW)
+    window = BASEMAP_WINDOW;
+  if (count > window)
+    count = window;
   if (base->describe (base->opaque, count, start, found_run, &l) == -1)
     return false;
   return get_known (map, b, waited) == BASE_ZERO;

@@ -26,7 +26,7 @@
 /* One describe call covers this much of the base: with 64K blocks, the
  * copy-ups of 1024 blocks, so that a base whose extents cost a round
  * trip (the nbd plugin) pays about one per 1024 blocks, not one more
- * per copy-up.  It is at least one block of any size cow.c accepts.
+ * per copy-up.  Blocks larger than this are asked about whole.
  */
 #define BASEMAP_WINDOW (64 * 1024 * 1024)
 

@@ -38,7 +38,7 @@ extern struct blk *blk_new (uint32_t block_size, struct temp_files *files,
 
 /* blk_new_kept: the kept overlay at path for export name, creating path
  * if it is missing, and locked against other processes; its one file is
- * striped over stripes write locks.  An existing file must be an
+ * striped over stripes write locks.  An existing file must be a sound
  * overlay for this block size and name (its base size is checked by
  * blk_set_size).
  */
@@ -46,8 +46,10 @@ extern struct blk *blk_new_kept (uint32_t block_size, const char *path,
                                  const char *name, unsigned stripes,
                                  struct space *space);
 
-/* Frees the overlay; a kept one is flushed first. */
-extern void blk_free (struct blk *blk);
+/* Frees the overlay; a kept one is flushed first.  Returns 0, or -1
+ * after nbdkit_error if that flush failed.
+ */
+extern int blk_free (struct blk *blk);
 
 /* Makes every write completed so far durable in a kept overlay; does
  * nothing for a throw-away one.  Returns 0, or -1 with *err set.
@@ -60,6 +62,9 @@ extern int blk_flush (struct blk *blk, int *err);
  * cannot follow a base that changes under it.  Returns 0 or -1.
  */
 extern int blk_set_size (struct blk *blk, uint64_t size);
+
+/* Whether a call of blk_set_size has fixed the size. */
+extern bool blk_is_sized (struct blk *blk);
 
 /* The NBD operations.  Each returns 0, or -1 with *err set, leaving
  * no block marked allocated without its data in the overlay.  Any
@@ -117,6 +122,10 @@ struct blk_stats {
    * overlay.
    */
   uint64_t space_limit, space_used, space_refusals;
+  /* Requests the overlays' filesystems refused for want of room, the
+   * server's.
+   */
+  uint64_t filesystem_refusals;
   uint64_t lock_waits[BLK_LOCKS];         /* times a thread had to wait */
   uint64_t lock_wait_ns[BLK_LOCKS];       /* and for how long, in total */
 };

@@ -16,6 +16,7 @@
 
 #include "blk.h"
 #include "blkpriv.h"
+#include "storeio.h"
 #include "timedlock.h"
 
 /* A struct blk with no store and no size yet. */
@@ -77,19 +78,22 @@ blk_new_kept (uint32_t block_size, const char *path, const char *name,
                                            &blk->map.store_states));
 }
 
-void
+int
 blk_free (struct blk *blk)
 {
+  int r = 0;
+
   if (blk == NULL)
-    return;
+    return 0;
   if (blk->store)
-    store_close (blk->store);   /* a kept one flushed first */
+    r = store_close (blk->store);   /* a kept one flushed first */
   blkmap_free (&blk->map);
   basemap_free (&blk->base_map);
   pthread_mutex_destroy (&blk->flush_lock);
   rangelock_destroy (&blk->rmw_locks);
   shardctr_free (&blk->counters);
   free (blk);
+  return r;
 }
 
 /* Starts the store for a base of size bytes, and charges what it holds
@@ -132,6 +136,17 @@ blk_set_size (struct blk *blk, uint64_t size)
   }
   blkmap_unlock (&blk->map);
   return r;
+}
+
+bool
+blk_is_sized (struct blk *blk)
+{
+  bool sized;
+
+  blkmap_lock (&blk->map);
+  sized = blk->map.size_known;
+  blkmap_unlock (&blk->map);
+  return sized;
 }
 
 int
@@ -183,6 +198,7 @@ blk_get_stats (struct blk *blk, struct blk_stats *stats)
   stats->space_limit = space_limit (blk->space);
   stats->space_used = space_used (blk->space);
   stats->space_refusals = space_refusals (blk->space);
+  stats->filesystem_refusals = storeio_room_refusals ();
   for (i = 0; i < BLK_LOCKS; ++i) {
     stats->lock_waits[i] = shardctr_sum (&blk->counters, LOCK_WAITS + i);
     stats->lock_wait_ns[i] = shardctr_sum (&blk->counters, LOCK_WAIT_NS + i);

@@ -24,7 +24,9 @@
 
 #include <nbdkit-filter.h>
 
+#include "baseio.h"
 #include "blk.h"
+#include "launch.h"
 #include "ispowerof2.h"
 #include "shardctr.h"
 #include "space.h"
@@ -32,7 +34,7 @@
 #include "tempfiles.h"
 
 #define MIN_BLOCK_SIZE 4096
-#define MAX_BLOCK_SIZE (32 * 1024 * 1024)   /* NBD's largest preferred size */
+#define MAX_BLOCK_SIZE (INT64_C (1) << 31)     /* as nbdkit's own filter */
 #define DEFAULT_STRIPES 8   /* docs/performance.md */
 #define DEFAULT_MAX_EXPORTS 128
 #define MAX_MAX_EXPORTS 1000000
@@ -61,10 +63,12 @@ static struct temp_files *temp_files;
 /* One overlay per export, created when a client first opens the export
  * and kept until nbdkit exits, so data never crosses exports and a
  * client reconnecting to an export sees its earlier writes.  Export
- * names reach us canonical: nbdkit has already replaced "" by the
- * plugin's .default_export, if it has one.  At most cow-max-exports of
- * them, one of which is kept for the default export "": past that, a
- * name not seen before is refused (new_name_refused).
+ * names reach .open canonical: nbdkit has already replaced "" by the
+ * plugin's .default_export, which cow_default_export learns, so that
+ * the default export's overlay is the one named "" by whatever name it
+ * comes.  At most cow-max-exports of them, one of which is kept for
+ * the default export: past that, a name not seen before is refused
+ * (new_name_refused).
  */
 struct overlay {
   char *exportname;
@@ -81,6 +85,18 @@ static pthread_mutex_t overlays_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct overlay *overlays;
 static unsigned named_overlays;     /* those of names other than "" */
 static uint64_t refused_names;      /* opens of new names refused */
+/* The name nbdkit hands .open for the default export, from the first
+ * client that asked for it; NULL before.
+ */
+static char *default_name;
+
+/* The handle of a connection: its export's overlay, and what it must
+ * respect of the plugin, learned by .prepare.
+ */
+struct conn {
+  struct overlay *overlay;
+  struct base_shape base;
+};
 
 /* The size in key=value, or -1 after an error naming both. */
 static int64_t
@@ -101,8 +117,8 @@ parse_block_size (const char *value)
   if (r == -1)
     return -1;
   if (r < MIN_BLOCK_SIZE || r > MAX_BLOCK_SIZE || !is_power_of_2 (r)) {
-    nbdkit_error ("cow-block-size=%s: must be a power of two from %d to %d",
-                  value, MIN_BLOCK_SIZE, MAX_BLOCK_SIZE);
+    nbdkit_error ("cow-block-size=%s: must be a power of two from 4K to 2G",
+                  value);
     return -1;
   }
   block_size = r;
@@ -314,17 +330,35 @@ new_name_refused (const char *exportname)
   return true;
 }
 
-/* The overlay of exportname, made if it is new and not refused.
- * Expects overlays_lock held, or no connections yet.
- */
 static struct overlay *
-get_overlay (const char *exportname)
+find_overlay (const char *name)
 {
   struct overlay *o;
 
   for (o = overlays; o; o = o->next)
-    if (strcmp (o->exportname, exportname) == 0)
+    if (strcmp (o->exportname, name) == 0)
       return o;
+  return NULL;
+}
+
+/* The overlay of exportname, made if it is new and not refused: that
+ * of the default export, named "", for the default export's name but
+ * where an overlay has that very name (opened by it before any client
+ * asked for the default export).  Expects overlays_lock held, or no
+ * connections yet.
+ */
+static struct overlay *
+get_overlay (const char *exportname)
+{
+  struct overlay *o = find_overlay (exportname);
+
+  if (o)
+    return o;
+  if (default_name && strcmp (exportname, default_name) == 0) {
+    exportname = "";
+    if ((o = find_overlay ("")) != NULL)
+      return o;
+  }
   if (new_name_refused (exportname))
     return NULL;
 
@@ -349,6 +383,26 @@ get_overlay (const char *exportname)
   if (exportname[0] != '\0')
     ++named_overlays;
   return o;
+}
+
+/* Learns the name of the default export from the first client asking
+ * for it; a client that opened that name before keeps its overlay,
+ * which is then the default export's until nbdkit restarts (said once,
+ * for cow-file puts its data beside the default export's file).
+ * Expects overlays_lock held.
+ */
+static void
+learn_default_name (const char *name)
+{
+  if (default_name != NULL)
+    return;
+  default_name = strdup (name);
+  if (default_name == NULL || name[0] == '\0' || !find_overlay (name))
+    return;
+  nbdkit_error ("cow: the default export is \"%s\", which a client opened "
+                "by that name before any asked for the default export: its "
+                "overlay of that name serves both until nbdkit restarts",
+                name);
 }
 
 /* The statistics of every overlay, oldest first (stats_gather).  The
@@ -398,6 +452,7 @@ cow_get_ready (int thread_model)
 {
   const char *tmpdir = getenv ("TMPDIR");
 
+  launch_note_start ();
   space_init (&space, max_size);
   if (cow_file) {
     if (get_overlay ("") == NULL)
@@ -412,37 +467,16 @@ cow_get_ready (int thread_model)
   return stats_path ? stats_init (stats_path, gather_stats) : 0;
 }
 
-/* With cow-file, a file made for a base of another size must also stop
- * nbdkit at start: ask the plugin for the size of the default export
- * now.  A plugin that cannot open "" without a client leaves the
- * check to the first connection.
+/* Threads must start after nbdkit forks into the background.  Nothing
+ * here opens the plugin: outside a connection nbdkit 1.32 gives
+ * plugins that ask for the export name none (the file plugin's dir=
+ * crashes on it, sh and eval log errors), so the kept file of the
+ * default export meets its base at the first connection (cow_prepare).
  */
 static int
 cow_after_fork (nbdkit_backend *backend)
 {
-  nbdkit_next *next;
-  int64_t size;
-  int r = 0;
-
-  /* Threads must start after nbdkit forks into the background. */
-  if (stats_path && stats_start () == -1)
-    return -1;
-  if (cow_file == NULL)
-    return 0;
-  next = nbdkit_next_context_open (backend, 1, "", 1);
-  if (next == NULL) {
-    nbdkit_debug ("cow: cannot open the default export at start");
-    return 0;
-  }
-  if (next->prepare (next) == -1)
-    r = -1;
-  else if ((size = next->get_size (next)) == -1)
-    r = -1;
-  else
-    r = blk_set_size (get_overlay ("")->blk, size);
-  next->finalize (next);
-  nbdkit_next_context_close (next);
-  return r;
+  return stats_path ? stats_start () : 0;
 }
 
 /* All connections are closed: the final statistics. */
@@ -463,62 +497,104 @@ cow_unload (void)
   while (overlays) {
     struct overlay *o = overlays;
     overlays = o->next;
-    blk_free (o->blk);
+    if (blk_free (o->blk) == -1)
+      launch_fail ();
     shardctr_free (&o->requests);
     free (o->exportname);
     free (o);
   }
   temp_files_free (temp_files);
+  free (default_name);
   free (cow_file);
   free (stats_path);
+  launch_exit ();
 }
 
-/* The handle of a connection is its export's struct overlay. */
+/* nbdkit asks this when a client asks for the default export "", and
+ * hands .open the name returned.
+ */
+static const char *
+cow_default_export (nbdkit_next_default_export *next, nbdkit_backend *nxdata,
+                    int readonly, int is_tls)
+{
+  const char *name = next (nxdata, readonly);
+
+  if (name != NULL) {
+    pthread_mutex_lock (&overlays_lock);
+    learn_default_name (name);
+    pthread_mutex_unlock (&overlays_lock);
+  }
+  return name;
+}
+
 static void *
 cow_open (nbdkit_next_open *next, nbdkit_context *context,
           int readonly, const char *exportname, int is_tls)
 {
-  struct overlay *o;
+  struct conn *c;
 
   /* The base is only ever read.  Opening it first lets the plugin
    * refuse exports it does not have before we make an overlay.
    */
   if (next (context, 1, exportname) == -1)
     return NULL;
+  c = calloc (1, sizeof *c);
+  if (c == NULL) {
+    nbdkit_error ("cow: calloc: %m");
+    return NULL;
+  }
   pthread_mutex_lock (&overlays_lock);
-  o = get_overlay (exportname);
+  c->overlay = get_overlay (exportname);
   pthread_mutex_unlock (&overlays_lock);
-  return o;
+  if (c->overlay == NULL) {
+    free (c);
+    return NULL;
+  }
+  return c;
+}
+
+static void
+cow_close (void *handle)
+{
+  free (handle);
 }
 
 /* Runs before any request of the connection, so the overlay knows the
- * size before it is asked to do anything.
+ * size before it is asked to do anything.  The kept file the command
+ * line names (cow-file=PATH, the default export's) meets the base at
+ * the first connection: if it cannot serve it (made for another size,
+ * or too large a disk for its filesystem), nbdkit stops, as it would
+ * at start, with status 1 (launch.h).
  */
 static int
 cow_prepare (nbdkit_next *next, void *handle, int readonly)
 {
-  struct overlay *o = handle;
-  int64_t size = next->get_size (next);
+  struct conn *c = handle;
+  struct blk *blk = c->overlay->blk;
 
-  if (size == -1)
+  if (baseio_learn (next, &c->base) == -1)
     return -1;
-  return blk_set_size (o->blk, size);
+  if (blk_set_size (blk, c->base.size) == 0)
+    return 0;
+  if (cow_file && c->overlay->exportname[0] == '\0' && !blk_is_sized (blk)) {
+    nbdkit_error ("cow-file=%s: nbdkit stops: the file cannot serve the "
+                  "default export", cow_file);
+    launch_fail ();
+    nbdkit_shutdown ();
+  }
+  return -1;
 }
 
+/* The plugin's minimum and maximum, which every request the filter
+ * sends it respects (baseio.h), and a block preferred.
+ */
 static int
 cow_block_size (nbdkit_next *next, void *handle,
                 uint32_t *minimum, uint32_t *preferred, uint32_t *maximum)
 {
   if (next->block_size (next, minimum, preferred, maximum) == -1)
     return -1;
-  /* Any alignment works (we read-modify-write), unless the base itself
-   * insists on one for reads.
-   */
-  if (*minimum == 0)
-    *minimum = 1;
-  if (*preferred < block_size)
-    *preferred = block_size;
-  *maximum = 0xffffffff;
+  block_limits_advertise (block_size, minimum, preferred, maximum);
   return 0;
 }
 
@@ -607,56 +683,14 @@ cow_on_read_now (void)
 }
 
 static int
-base_pread (void *opaque, void *buf, uint32_t count, uint64_t offset,
-            int *err)
-{
-  nbdkit_next *next = opaque;
-  return next->pread (next, buf, count, offset, 0, err);
-}
-
-/* Reports the plugin's extents over [offset, offset+count), one call,
- * to the block layer's map of the base (blk_base.describe).
- */
-static int
-base_describe (void *opaque, uint32_t count, uint64_t offset,
-               blk_found_run *found, void *found_opaque)
-{
-  nbdkit_next *next = opaque;
-  struct nbdkit_extents *extents;
-  size_t i;
-  int err, r;
-
-  if (next->can_extents (next) != 1)
-    return -1;
-  extents = nbdkit_extents_new (offset, offset + count);
-  if (extents == NULL)
-    return -1;
-  r = next->extents (next, count, offset, 0, extents, &err);
-  for (i = 0; r == 0 && i < nbdkit_extents_count (extents); ++i) {
-    struct nbdkit_extent e = nbdkit_get_extent (extents, i);
-    found (found_opaque, e.offset, e.length,
-           (e.type & NBDKIT_EXTENT_ZERO) != 0);
-  }
-  nbdkit_extents_free (extents);
-  return r;
-}
-
-/* The plugin as the block layer sees it. */
-static struct blk_base
-base_of (nbdkit_next *next)
-{
-  return (struct blk_base) { .pread = base_pread,
-                             .describe = base_describe,
-                             .opaque = next };
-}
-
-static int
 cow_pread (nbdkit_next *next, void *handle,
            void *buf, uint32_t count, uint64_t offset, uint32_t flags,
            int *err)
 {
-  struct overlay *o = handle;
-  const struct blk_base base = base_of (next);
+  struct conn *c = handle;
+  struct overlay *o = c->overlay;
+  struct base_io io = { next, &c->base };
+  const struct blk_base base = baseio_blk_base (&io);
 
   stats_count_request (&o->requests, REQ_READ, count);
   return blk_read (o->blk, &base, buf, count, offset, cow_on_read_now (), err);
@@ -667,8 +701,10 @@ cow_pwrite (nbdkit_next *next, void *handle,
             const void *buf, uint32_t count, uint64_t offset, uint32_t flags,
             int *err)
 {
-  struct overlay *o = handle;
-  const struct blk_base base = base_of (next);
+  struct conn *c = handle;
+  struct overlay *o = c->overlay;
+  struct base_io io = { next, &c->base };
+  const struct blk_base base = baseio_blk_base (&io);
 
   stats_count_request (&o->requests, REQ_WRITE, count);
   return blk_write (o->blk, &base, buf, count, offset, err);
@@ -678,8 +714,10 @@ static int
 cow_zero (nbdkit_next *next, void *handle,
           uint32_t count, uint64_t offset, uint32_t flags, int *err)
 {
-  struct overlay *o = handle;
-  const struct blk_base base = base_of (next);
+  struct conn *c = handle;
+  struct overlay *o = c->overlay;
+  struct base_io io = { next, &c->base };
+  const struct blk_base base = baseio_blk_base (&io);
 
   stats_count_request (&o->requests, REQ_ZERO, count);
   return blk_zero (o->blk, &base, count, offset,
@@ -690,7 +728,7 @@ static int
 cow_trim (nbdkit_next *next, void *handle,
           uint32_t count, uint64_t offset, uint32_t flags, int *err)
 {
-  struct overlay *o = handle;
+  struct overlay *o = ((struct conn *) handle)->overlay;
 
   stats_count_request (&o->requests, REQ_TRIM, count);
   return blk_trim (o->blk, count, offset, err);
@@ -699,7 +737,7 @@ cow_trim (nbdkit_next *next, void *handle,
 static int
 cow_flush (nbdkit_next *next, void *handle, uint32_t flags, int *err)
 {
-  struct overlay *o = handle;
+  struct overlay *o = ((struct conn *) handle)->overlay;
 
   stats_count_request (&o->requests, REQ_FLUSH, 0);
   return blk_flush (o->blk, err);
@@ -709,54 +747,15 @@ static int
 cow_cache (nbdkit_next *next, void *handle,
            uint32_t count, uint64_t offset, uint32_t flags, int *err)
 {
-  struct overlay *o = handle;
-  const struct blk_base base = base_of (next);
+  struct conn *c = handle;
+  struct overlay *o = c->overlay;
+  struct base_io io = { next, &c->base };
+  const struct blk_base base = baseio_blk_base (&io);
 
   stats_count_request (&o->requests, REQ_CACHE, count);
   if (cow_on_cache)
     return blk_copy_up (o->blk, &base, count, offset, err);
-  return next->cache (next, count, offset, flags, err);
-}
-
-static int
-add_extent (struct nbdkit_extents *extents,
-            uint64_t offset, uint64_t length, uint32_t type, int *err)
-{
-  if (nbdkit_add_extent (extents, offset, length, type) == -1) {
-    *err = errno;
-    return -1;
-  }
-  return 0;
-}
-
-/* Extents of a range still read from the base: what the plugin says,
- * or plain data if it cannot say.
- */
-static int
-add_base_extents (nbdkit_next *next, struct nbdkit_extents *extents,
-                  uint32_t count, uint64_t offset, uint32_t flags, int *err)
-{
-  struct nbdkit_extents *base_extents;
-  uint64_t end = offset + count;
-  size_t i;
-  int r = 0;
-
-  if (next->can_extents (next) != 1)
-    return add_extent (extents, offset, count, 0, err);
-
-  base_extents = nbdkit_extents_full (next, count, offset, flags, err);
-  if (base_extents == NULL)
-    return -1;
-  for (i = 0; i < nbdkit_extents_count (base_extents) && r == 0; ++i) {
-    struct nbdkit_extent e = nbdkit_get_extent (base_extents, i);
-    uint64_t from = e.offset > offset ? e.offset : offset;
-    uint64_t to = e.offset + e.length < end ? e.offset + e.length : end;
-
-    if (from < to)
-      r = add_extent (extents, from, to - from, e.type, err);
-  }
-  nbdkit_extents_free (base_extents);
-  return r;
+  return baseio_cache (&io, count, offset, flags, err);
 }
 
 static int
@@ -764,7 +763,9 @@ cow_extents (nbdkit_next *next, void *handle,
              uint32_t count, uint64_t offset, uint32_t flags,
              struct nbdkit_extents *extents, int *err)
 {
-  struct overlay *o = handle;
+  struct conn *c = handle;
+  struct overlay *o = c->overlay;
+  struct base_io io = { next, &c->base };
   uint64_t end = offset + count;
 
   stats_count_request (&o->requests, REQ_EXTENTS, count);
@@ -772,22 +773,18 @@ cow_extents (nbdkit_next *next, void *handle,
     enum blk_state state;
     uint64_t run_end = blk_state_run (o->blk, offset, end, &state);
     uint32_t n = run_end - offset;
-    int r = 0;
 
-    switch (state) {
-    case BLK_ALLOCATED:
-      r = add_extent (extents, offset, n, 0, err);
-      break;
-    case BLK_ZERO:
-      r = add_extent (extents, offset, n,
-                      NBDKIT_EXTENT_HOLE | NBDKIT_EXTENT_ZERO, err);
-      break;
-    case BLK_NOT_ALLOCATED:
-      r = add_base_extents (next, extents, n, offset, flags, err);
-      break;
+    if (state == BLK_NOT_ALLOCATED) {
+      if (baseio_extents (&io, n, offset, flags, extents, err) == -1)
+        return -1;
     }
-    if (r == -1)
+    else if (nbdkit_add_extent (extents, offset, n,
+                                state == BLK_ZERO
+                                ? NBDKIT_EXTENT_HOLE | NBDKIT_EXTENT_ZERO
+                                : 0) == -1) {
+      *err = errno;
       return -1;
+    }
     if (flags & NBDKIT_FLAG_REQ_ONE)
       return 0;
     offset = run_end;
@@ -805,7 +802,9 @@ static struct nbdkit_filter filter = {
   .after_fork        = cow_after_fork,
   .cleanup           = cow_cleanup,
   .unload            = cow_unload,
+  .default_export    = cow_default_export,
   .open              = cow_open,
+  .close             = cow_close,
   .prepare           = cow_prepare,
   .block_size        = cow_block_size,
   .can_write         = cow_can_write,

@@ -7,16 +7,20 @@
 #include <config.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <nbdkit-filter.h>
 
+#include "dirpath.h"
 #include "json.h"
 #include "monotonic.h"
 #include "stats.h"
@@ -60,8 +64,9 @@ write_export (FILE *fp, const struct export_stats *e)
   else
     fprintf (fp, "%" PRIu64, b->space_limit);
   fprintf (fp, ", \"used\": %" PRIu64 ", \"refused_requests\": %" PRIu64
-           " },\n"
-           "      \"requests\": {\n", b->space_used, b->space_refusals);
+           ", \"filesystem_refused_requests\": %" PRIu64 " },\n"
+           "      \"requests\": {\n", b->space_used, b->space_refusals,
+           b->filesystem_refusals);
   for (i = 0; i < REQ_TYPES; ++i)
     fprintf (fp, "        \"%s\": { \"count\": %" PRIu64
              ", \"bytes\": %" PRIu64 " }%s\n",
@@ -87,25 +92,30 @@ stats_sum_requests (const struct shardctr *counters, struct export_stats *e)
   }
 }
 
-/* Writes the report of exports[0..n) to path: into path.tmp, then
- * renamed over path, so that a reader never sees half a report.
- * seconds is the time since nbdkit started serving.  Returns 0, or -1
- * with errno set (path.tmp is then removed).
+/* Writes the report of exports[0..n) to path: into a new file of its
+ * own beside it (mode 0600), then renamed over path, so that a reader
+ * never sees half a report.  seconds is the time since nbdkit started
+ * serving.  Returns 0, or -1 with errno set (the new file is then
+ * removed).
  */
 static int
 write_file (const char *path, double seconds, uint64_t refused_names,
             const struct export_stats *exports, size_t n)
 {
   char *tmp;
-  FILE *fp;
+  FILE *fp = NULL;
   size_t i;
-  int saved;
+  int fd, saved;
 
-  if (asprintf (&tmp, "%s.tmp", path) == -1)
+  if (asprintf (&tmp, "%s.XXXXXX", path) == -1)
     return -1;
-  fp = fopen (tmp, "we");
-  if (fp == NULL) {
+  fd = mkostemp (tmp, O_CLOEXEC);
+  if (fd == -1 || (fp = fdopen (fd, "w")) == NULL) {
     saved = errno;
+    if (fd != -1) {
+      close (fd);
+      unlink (tmp);
+    }
     free (tmp);
     errno = saved;
     return -1;
@@ -136,7 +146,7 @@ write_file (const char *path, double seconds, uint64_t refused_names,
  * thread, which writes only outside that span.
  */
 
-static const char *report_path;
+static char *report_path;               /* the file the report replaces */
 static stats_gather *gather_exports;
 static uint64_t start_ns;
 
@@ -168,10 +178,34 @@ write_report (void)
   return r;
 }
 
+/* The regular file path names, through its symbolic links, which the
+ * report may replace; NULL after nbdkit_error.
+ */
+static char *
+report_file (const char *path)
+{
+  char *file = through_links (path);
+  struct stat st;
+
+  if (file == NULL) {
+    nbdkit_error ("cow-stats=%s: %m", path);
+    return NULL;
+  }
+  if (stat (file, &st) == 0 && !S_ISREG (st.st_mode)) {
+    nbdkit_error ("cow-stats=%s: not a regular file: the report would "
+                  "replace it", path);
+    free (file);
+    return NULL;
+  }
+  return file;
+}
+
 int
 stats_init (const char *path, stats_gather *gather)
 {
-  report_path = path;
+  report_path = report_file (path);
+  if (report_path == NULL)
+    return -1;
   gather_exports = gather;
   start_ns = monotonic_ns ();
   return write_report ();
@@ -228,8 +262,8 @@ stats_start (void)
   return 0;
 }
 
-void
-stats_stop (void)
+static void
+stop_thread (void)
 {
   if (!running)
     return;
@@ -245,6 +279,14 @@ stats_stop (void)
 void
 stats_finish (void)
 {
-  stats_stop ();
+  stop_thread ();
   write_report ();
+}
+
+void
+stats_stop (void)
+{
+  stop_thread ();
+  free (report_path);
+  report_path = NULL;
 }

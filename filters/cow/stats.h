@@ -57,7 +57,11 @@ typedef int stats_gather (struct export_stats **exports, size_t *n,
 
 /* Writes the first report to path, gathered by gather, and counts the
  * report's seconds from now: a file that cannot be written stops
- * nbdkit at start.  Returns 0, or -1 after nbdkit_error.
+ * nbdkit at start, and so does a path naming anything but a regular
+ * file (or a symbolic link to one, which the report then replaces), so
+ * that the report never replaces what it did not make.  The report is
+ * readable by its owner only: it holds the export names clients sent.
+ * Returns 0, or -1 after nbdkit_error.
  */
 extern int stats_init (const char *path, stats_gather *gather);
 
@@ -70,7 +74,7 @@ extern int stats_start (void);
 extern void stats_finish (void);
 
 /* Stops the thread, if it runs: it must not outlive the exports it
- * reads.
+ * reads; and forgets the path.
  */
 extern void stats_stop (void);
 

@@ -106,8 +106,27 @@ create (struct store_kept *k, uint64_t size)
   return 0;
 }
 
-/* The sync of the header's flag makes the states loaded durable before
- * any write can take a slot they leave free (docs/overlay-format.md).
+/* Checks an existing file's length and loads its states (and slots),
+ * which need only its header: store_kept_open does it before any base
+ * is known, so that a damaged file stops nbdkit before it serves.
+ */
+static int
+load_states (struct store_kept *k)
+{
+  struct kept_overlay *ko = &k->kept;
+
+  if (kept_check_length (ko) == -1 ||
+      kept_load_states (ko, k->states->map, NULL) == -1) {
+    report (k);
+    return -1;
+  }
+  return 0;
+}
+
+/* Starts an existing file, its states loaded, for a base of size
+ * bytes.  The sync of the header's flag makes the states loaded
+ * durable before any write can take a slot they leave free
+ * (docs/overlay-format.md).
  */
 static int
 load (struct store_kept *k, uint64_t size)
@@ -120,11 +139,6 @@ load (struct store_kept *k, uint64_t size)
     nbdkit_error ("cow-file=%s: made for a base of %" PRIu64 " bytes, "
                   "this base has %" PRIu64, ko->path, h->layout.base_size,
                   size);
-    return -1;
-  }
-  if (kept_check_length (ko) == -1 ||
-      kept_load_states (ko, k->states->map, NULL) == -1) {
-    report (k);
     return -1;
   }
   kept_punch_unallocated (ko, k->states->map);
@@ -498,25 +512,33 @@ free_kept (struct store_kept *k)
 
 /* A clean stop: what clients wrote is kept, flushed or not, and the
  * file is marked closed cleanly (and a packed one cut after its last
- * slot), unless the flush failed: then it stays marked open, and the
- * next start recovers what was flushed.
+ * slot), unless the flush failed: then it stays marked open, with the
+ * failure noted for nbdcow, and the next start recovers what was
+ * flushed before.
  */
-static void
+static int
 kept_store_close (struct store *st)
 {
   struct store_kept *k = kept_of (st);
-  int err;
+  uint32_t recoveries = k->kept.header.recoveries;
+  int err, r = 0;
 
   if (k->started) {
-    if (kept_store_flush (st, &err) == -1)
-      nbdkit_error ("cow-file=%s: the last flush failed: %s",
-                    k->kept.path, strerror (err));
-    else if (kept_set_flags (&k->kept, 0, k->kept.header.recoveries) == -1)
+    if (kept_store_flush (st, &err) == -1) {
+      nbdkit_error ("cow-file=%s: the last flush failed: %s: the file holds "
+                    "what was flushed before", k->kept.path, strerror (err));
+      kept_set_flags (&k->kept, KEPT_OPEN | KEPT_FLUSH_FAILED, recoveries);
+      r = -1;
+    }
+    else if (kept_set_flags (&k->kept, 0, recoveries) == -1) {
       report (k);
+      r = -1;
+    }
     else
       kept_cut (&k->kept);
   }
   free_kept (k);
+  return r;
 }
 
 static const struct store_ops packed_ops = {
@@ -605,7 +627,8 @@ store_kept_open (const char *path, const char *name, uint32_t block_size,
     free_kept (k);
     return NULL;
   }
-  if (k->kept.has_header && check_header (k) == -1) {
+  if (k->kept.has_header &&
+      (check_header (k) == -1 || load_states (k) == -1)) {
     free_kept (k);
     return NULL;
   }

@@ -143,11 +143,12 @@ temp_bytes (struct store *st)
 }
 
 /* The region stays given out: overlays live until nbdkit exits. */
-static void
+static int
 temp_close (struct store *st)
 {
   stripes_free (&st->stripes);
   free (temp_of (st));
+  return 0;
 }
 
 static const struct store_ops temp_ops = {

@@ -40,8 +40,9 @@ struct store;
 
 struct store_ops {
   /* Makes the store ready for a base of size bytes (> 0): throw-away,
-   * takes its region of the files; kept, makes the file's header or checks it and
-   * loads its states.  Sets overhead.  Called once, by the first
+   * takes its region of the files; kept, makes the file's header, or
+   * checks that the file was made for this size (its states were loaded
+   * when it was opened).  Sets overhead.  Called once, by the first
    * blk_set_size, holding state_lock: no request runs before it
    * returns.  Returns 0, or -1 after nbdkit_error.
    */
@@ -88,9 +89,10 @@ struct store_ops {
   uint64_t (*bytes) (struct store *st);
 
   /* Closes the store and frees it: kept, flushed first if started, and
-   * marked closed cleanly if that flush worked.
+   * marked closed cleanly if that flush worked.  Returns 0, or -1 after
+   * nbdkit_error if the flush failed.
    */
-  void (*close) (struct store *st);
+  int (*close) (struct store *st);
 };
 
 struct store {
@@ -114,8 +116,10 @@ extern struct store *store_temp_new (struct temp_files *files,
 /* The kept store at path for export name, the file created if it is
  * missing, and locked against other processes; its writes are cut
  * into nr_stripes stripes.  An existing file must have been made for
- * this block size and name (its base size is checked by start).
- * Returns NULL after nbdkit_error.
+ * this block size and name, and be sound: its states are loaded into
+ * states now, before its base size is known (checked by start), so
+ * that a damaged file is refused as soon as it is opened.  Returns
+ * NULL after nbdkit_error.
  */
 extern struct store *store_kept_open (const char *path, const char *name,
                                       uint32_t block_size,
@@ -190,10 +194,10 @@ store_bytes (struct store *st)
   return st->ops->bytes (st);
 }
 
-static inline void
+static inline int
 store_close (struct store *st)
 {
-  st->ops->close (st);
+  return st->ops->close (st);
 }
 
 #endif /* COW_STORE_H */

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <sys/stat.h>
 
 #include <nbdkit-filter.h>
@@ -48,17 +49,44 @@ storeio_write (int fd, const void *buf, uint64_t count, uint64_t at)
   return 0;
 }
 
+/* Requests the overlay's filesystem refused for want of room, the
+ * server's: a client can cause them (filling the filesystem, writing
+ * past the largest offset it holds), so each kind is logged once and
+ * all are counted.  Atomic.
+ */
+static uint64_t room_refusals;
+static bool full_logged, offset_logged;
+
 void
 storeio_report (const char *what, uint64_t count, uint64_t offset, int *err)
 {
+  bool *logged = errno == EFBIG ? &offset_logged : &full_logged;
+
   *err = errno;
-  if (errno == EFBIG)
-    nbdkit_error ("cow: overlay %s of %" PRIu64 " bytes at offset %" PRIu64
-                  ": the filesystem of the overlay (in $TMPDIR) cannot hold "
-                  "this offset: %m", what, count, offset);
-  else
+  if (errno != ENOSPC && errno != EDQUOT && errno != EFBIG) {
     nbdkit_error ("cow: overlay %s of %" PRIu64 " bytes at offset %" PRIu64
                   ": %m", what, count, offset);
+    return;
+  }
+  __atomic_add_fetch (&room_refusals, 1, __ATOMIC_RELAXED);
+  if (__atomic_exchange_n (logged, true, __ATOMIC_RELAXED))
+    nbdkit_debug ("cow: overlay %s of %" PRIu64 " bytes at offset %" PRIu64
+                  ": %m", what, count, offset);
+  else if (errno == EFBIG)
+    nbdkit_error ("cow: overlay %s of %" PRIu64 " bytes at offset %" PRIu64
+                  ": the filesystem of the overlay cannot hold this offset: "
+                  "%m (logged once, cow-stats counts them)",
+                  what, count, offset);
+  else
+    nbdkit_error ("cow: overlay %s of %" PRIu64 " bytes at offset %" PRIu64
+                  ": %m: the overlay's filesystem is full (logged once, "
+                  "cow-stats counts them)", what, count, offset);
+}
+
+uint64_t
+storeio_room_refusals (void)
+{
+  return __atomic_load_n (&room_refusals, __ATOMIC_RELAXED);
 }
 
 uint64_t

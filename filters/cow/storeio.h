@@ -22,10 +22,15 @@ extern int storeio_write (int fd, const void *buf, uint64_t count,
                           uint64_t at);
 
 /* Sets *err to errno and reports, naming the disk offset, that what
- * ("read", "write"...) of count bytes at offset failed.
+ * ("read", "write"...) of count bytes at offset failed: logged, but a
+ * refusal for want of room in the filesystem (ENOSPC, EDQUOT, EFBIG),
+ * which a client can cause, only the first time, and counted.
  */
 extern void storeio_report (const char *what, uint64_t count,
                             uint64_t offset, int *err);
+
+/* The refusals for want of room so far, the server's. */
+extern uint64_t storeio_room_refusals (void);
 
 /* The disk space fd takes, in bytes (0 if it cannot tell). */
 extern uint64_t storeio_bytes (int fd);

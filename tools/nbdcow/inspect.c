@@ -57,6 +57,15 @@ open_to_read (int argc, char **argv, const char *flag, bool *set,
   return overlay_file_open (ov, file, KEPT_READ);
 }
 
+/* Why a file flagged open was not closed cleanly. */
+static const char *
+not_closed_why (const struct kept_header *h)
+{
+  if (h->flags & KEPT_FLUSH_FAILED)
+    return "its writer stopped after its last flush failed";
+  return "its writer crashed or was killed";
+}
+
 /*----------------------------------------------------------------------
  * info
  */
@@ -99,10 +108,13 @@ print_info_json (const struct overlay_file *ov, const struct counts *c,
   printf ("  \"zero_bytes\": %" PRIu64 ",\n", c->bytes[KEPT_ZERO]);
   printf ("  \"bytes_on_disk\": %" PRIu64 ",\n", on_disk);
   if (v1)
-    printf ("  \"closed_cleanly\": null,\n  \"recoveries\": null\n}\n");
+    printf ("  \"closed_cleanly\": null,\n  \"last_flush_failed\": null,\n"
+            "  \"recoveries\": null\n}\n");
   else
-    printf ("  \"closed_cleanly\": %s,\n  \"recoveries\": %" PRIu32 "\n}\n",
-            h->flags & KEPT_OPEN ? "false" : "true", h->recoveries);
+    printf ("  \"closed_cleanly\": %s,\n  \"last_flush_failed\": %s,\n"
+            "  \"recoveries\": %" PRIu32 "\n}\n",
+            h->flags & KEPT_OPEN ? "false" : "true",
+            h->flags & KEPT_FLUSH_FAILED ? "true" : "false", h->recoveries);
 }
 
 static void
@@ -126,8 +138,8 @@ print_info_text (const struct overlay_file *ov, const struct counts *c,
   if (h->version == 1)
     printf ("closed cleanly: unknown (format version 1 does not record it)\n");
   else if (h->flags & KEPT_OPEN)
-    printf ("closed cleanly: no (its writer crashed or was killed: it holds "
-            "what was flushed before)\n");
+    printf ("closed cleanly: no (%s: it holds what was flushed before)\n",
+            not_closed_why (h));
   else
     printf ("closed cleanly: yes\n");
   if (h->version > 1)
@@ -272,8 +284,8 @@ check_crash_leftovers (struct overlay_file *ov, bool repair)
   if (kept_leaked_bytes (ko, &ov->states, &leaked) == -1)
     return report_kept (ko);
   if (crashed)
-    printf ("%s: not closed cleanly (its writer crashed or was killed): "
-            "it holds what was flushed before\n", ko->path);
+    printf ("%s: not closed cleanly (%s): it holds what was flushed "
+            "before\n", ko->path, not_closed_why (&ko->header));
   if (leaked)
     printf ("%s: %" PRIu64 " bytes of data outside the overlay's blocks "
             "(unflushed writes cut off by a crash)\n", ko->path, leaked);

@@ -1,0 +1,229 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* The requests the filter sends to the plugin, cut to its stack's
+ * block-size limits (baseio.h).
+ */
+
+#include <config.h>
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nbdkit-filter.h>
+
+#include "baseio.h"
+
+int
+baseio_learn (nbdkit_next *next, struct base_shape *shape)
+{
+  uint32_t minimum, preferred, maximum;
+  int64_t size = next->get_size (next);
+
+  if (size == -1 ||
+      next->block_size (next, &minimum, &preferred, &maximum) == -1)
+    return -1;
+  shape->size = size;
+  shape->limits = block_limits_of (minimum, maximum);
+  return 0;
+}
+
+/* The next request for [offset, end): block_limits_next. */
+static uint64_t
+next_request (const struct base_io *io, uint64_t offset, uint64_t end,
+              uint64_t *req_offset, uint32_t *req_count)
+{
+  return block_limits_next (&io->shape->limits, offset, end, io->shape->size,
+                            req_offset, req_count);
+}
+
+/* Reads [offset, offset+count) of the base in requests the stack
+ * accepts: in place where they are exactly the bytes wanted, through
+ * a buffer of one aligned unit at an unaligned end.
+ */
+static int
+base_pread (void *opaque, void *buf, uint32_t count, uint64_t offset,
+            int *err)
+{
+  const struct base_io *io = opaque;
+  nbdkit_next *next = io->next;
+  uint64_t end = offset + count, req_offset, n;
+  uint32_t req_count;
+  char *p = buf, *unit = NULL;
+  int r = 0;
+
+  if (block_limits_allow (&io->shape->limits, offset, count, io->shape->size))
+    return next->pread (next, buf, count, offset, 0, err);
+  while (r == 0 && offset < end) {
+    n = next_request (io, offset, end, &req_offset, &req_count);
+    if (req_offset == offset && req_count == n)
+      r = next->pread (next, p, req_count, req_offset, 0, err);
+    else {
+      if (unit == NULL && (unit = malloc (io->shape->limits.align)) == NULL) {
+        *err = errno;
+        nbdkit_error ("cow: malloc: %m");
+        return -1;
+      }
+      r = next->pread (next, unit, req_count, req_offset, 0, err);
+      if (r == 0)
+        memcpy (p, unit + (offset - req_offset), n);
+    }
+    p += n;
+    offset += n;
+  }
+  free (unit);
+  return r;
+}
+
+/* The plugin's extents of the one request that begins to cover
+ * [offset, end), in a list of their own, and the end of the request in
+ * *req_end; NULL with *err set on failure.
+ */
+static struct nbdkit_extents *
+request_extents (const struct base_io *io, uint64_t offset, uint64_t end,
+                 uint32_t flags, uint64_t *req_end, int *err)
+{
+  nbdkit_next *next = io->next;
+  struct nbdkit_extents *extents;
+  uint64_t req_offset;
+  uint32_t req_count;
+
+  next_request (io, offset, end, &req_offset, &req_count);
+  /* Only a request starting at offset can stop after one extent. */
+  if (req_offset != offset)
+    flags &= ~NBDKIT_FLAG_REQ_ONE;
+  *req_end = req_offset + req_count;
+  extents = nbdkit_extents_new (req_offset, *req_end);
+  if (extents == NULL) {
+    *err = errno;
+    return NULL;
+  }
+  if (next->extents (next, req_count, req_offset, flags, extents,
+                     err) == -1) {
+    nbdkit_extents_free (extents);
+    return NULL;
+  }
+  return extents;
+}
+
+/* Reports the plugin's extents of a request from offset to the block
+ * layer's map of the base (blk_base.describe).
+ */
+static int
+base_describe (void *opaque, uint32_t count, uint64_t offset,
+               blk_found_run *found, void *found_opaque)
+{
+  const struct base_io *io = opaque;
+  struct nbdkit_extents *extents;
+  uint64_t req_end;
+  size_t i;
+  int err;
+
+  if (io->next->can_extents (io->next) != 1)
+    return -1;
+  extents = request_extents (io, offset, offset + count, 0, &req_end, &err);
+  if (extents == NULL)
+    return -1;
+  for (i = 0; i < nbdkit_extents_count (extents); ++i) {
+    struct nbdkit_extent e = nbdkit_get_extent (extents, i);
+    found (found_opaque, e.offset, e.length,
+           (e.type & NBDKIT_EXTENT_ZERO) != 0);
+  }
+  nbdkit_extents_free (extents);
+  return 0;
+}
+
+struct blk_base
+baseio_blk_base (struct base_io *io)
+{
+  return (struct blk_base) { .pread = base_pread,
+                             .describe = base_describe,
+                             .opaque = io };
+}
+
+static int
+add_extent (struct nbdkit_extents *extents,
+            uint64_t offset, uint64_t length, uint32_t type, int *err)
+{
+  if (nbdkit_add_extent (extents, offset, length, type) == -1) {
+    *err = errno;
+    return -1;
+  }
+  return 0;
+}
+
+/* Adds the extents in found that lie in [*offset, end) to extents and
+ * moves *offset past them.  found is a request's up to req_end (after
+ * *offset): if it says nothing of *offset on (a plugin may answer for
+ * a prefix only), the rest of the request is added as data, which is
+ * always true, so that *offset moves on.
+ */
+static int
+add_request_extents (struct nbdkit_extents *extents,
+                     struct nbdkit_extents *found, uint64_t req_end,
+                     uint64_t *offset, uint64_t end, int *err)
+{
+  uint64_t at = *offset;
+  size_t i;
+
+  for (i = 0; i < nbdkit_extents_count (found); ++i) {
+    struct nbdkit_extent e = nbdkit_get_extent (found, i);
+    uint64_t from = e.offset > at ? e.offset : at;
+    uint64_t to = e.offset + e.length < end ? e.offset + e.length : end;
+
+    if (from < to) {
+      if (add_extent (extents, from, to - from, e.type, err) == -1)
+        return -1;
+      at = to;
+    }
+  }
+  if (at == *offset) {
+    at = req_end < end ? req_end : end;
+    if (add_extent (extents, *offset, at - *offset, 0, err) == -1)
+      return -1;
+  }
+  *offset = at;
+  return 0;
+}
+
+int
+baseio_extents (const struct base_io *io, uint32_t count, uint64_t offset,
+                uint32_t flags, struct nbdkit_extents *extents, int *err)
+{
+  uint64_t end = offset + count, req_end;
+
+  if (io->next->can_extents (io->next) != 1)
+    return add_extent (extents, offset, count, 0, err);
+  while (offset < end) {
+    struct nbdkit_extents *found = request_extents (io, offset, end, flags,
+                                                    &req_end, err);
+    int r;
+
+    if (found == NULL)
+      return -1;
+    r = add_request_extents (extents, found, req_end, &offset, end, err);
+    nbdkit_extents_free (found);
+    if (r == -1)
+      return -1;
+    if (flags & NBDKIT_FLAG_REQ_ONE)
+      break;
+  }
+  return 0;
+}
+
+int
+baseio_cache (const struct base_io *io, uint32_t count, uint64_t offset,
+              uint32_t flags, int *err)
+{
+  nbdkit_next *next = io->next;
+  uint64_t end = offset + count, req_offset;
+  uint32_t req_count;
+
+  while (offset < end) {
+    offset += next_request (io, offset, end, &req_offset, &req_count);
+    if (next->cache (next, req_count, req_offset, flags, err) == -1)
+      return -1;
+  }
+  return 0;
+}

@@ -1,0 +1,59 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* The requests the filter sends to the plugin below it (the base):
+ * reads, extents and cache, each cut to the block-size limits the
+ * plugin's stack advertises (blocklimits.h), whatever range the block
+ * layer or the client asks about.  A stack with a maximum request size
+ * (nbdkit's blocksize-policy filter, the nbd plugin over qemu-nbd)
+ * would refuse a longer request; one with a minimum would refuse an
+ * unaligned one, so an unaligned end is read as the aligned unit
+ * around it and the bytes wanted copied out.
+ */
+
+#ifndef COW_BASEIO_H
+#define COW_BASEIO_H
+
+#include <stdint.h>
+
+#include <nbdkit-filter.h>
+
+#include "base.h"
+#include "blocklimits.h"
+
+/* What a connection must respect of the plugin: its limits and size. */
+struct base_shape {
+  struct block_limits limits;
+  uint64_t size;
+};
+
+/* Asks next for its size and limits.  Returns 0, or -1 after
+ * nbdkit_error.
+ */
+extern int baseio_learn (nbdkit_next *next, struct base_shape *shape);
+
+/* The plugin as one request of a connection reads it. */
+struct base_io {
+  nbdkit_next *next;
+  const struct base_shape *shape;
+};
+
+/* The base for the block layer (base.h): reads and describe of io,
+ * which must outlive the struct blk_base.
+ */
+extern struct blk_base baseio_blk_base (struct base_io *io);
+
+/* Adds to extents the plugin's extents of [offset, offset+count), or
+ * plain data where it cannot tell.  With NBDKIT_FLAG_REQ_ONE in flags
+ * it may add only those of a prefix.  Returns 0, or -1 with *err set.
+ */
+extern int baseio_extents (const struct base_io *io, uint32_t count,
+                           uint64_t offset, uint32_t flags,
+                           struct nbdkit_extents *extents, int *err);
+
+/* Passes a cache request to the plugin.  Returns 0, or -1 with *err
+ * set.
+ */
+extern int baseio_cache (const struct base_io *io, uint32_t count,
+                         uint64_t offset, uint32_t flags, int *err);
+
+#endif /* COW_BASEIO_H */

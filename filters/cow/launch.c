@@ -1,0 +1,47 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* The exit status the filter gives nbdkit (launch.h). */
+
+#include <config.h>
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "launch.h"
+
+static pid_t start_pid;
+static atomic_bool failed;     /* set by any thread, read at the end */
+
+void
+launch_note_start (void)
+{
+  start_pid = getpid ();
+}
+
+void
+launch_fail (void)
+{
+  failed = true;
+}
+
+/* A server forked by --run has nbdkit's first process as its parent
+ * until the command has ended and it has been stopped; one forked into
+ * the background lost that parent at once.
+ */
+static bool
+under_run (void)
+{
+  return getpid () != start_pid && getppid () == start_pid;
+}
+
+void
+launch_exit (void)
+{
+  if (!failed || under_run ())
+    return;
+  fflush (NULL);
+  exit (EXIT_FAILURE);
+}

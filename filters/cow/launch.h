@@ -1,0 +1,32 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* How nbdkit ends, as far as the filter can make it: with status 1
+ * when the filter failed where nbdkit would still return 0 (the kept
+ * file the command line names refused the base at the first
+ * connection, or a kept overlay's last flush failed).
+ *
+ * nbdkit returns 0 whenever it stops serving, and has no call for a
+ * filter to say otherwise, so the filter exits itself at the end of
+ * its .unload, after every overlay is closed and the plugin unloaded.
+ * Not under --run: there nbdkit's status is the command's, the
+ * server's own is ignored, and the server process is the one that
+ * cleans up the socket of -U -.  The process that ran .get_ready is
+ * nbdkit's first; --run forks the server from it and waits, the
+ * background mode forks it and returns.
+ */
+
+#ifndef COW_LAUNCH_H
+#define COW_LAUNCH_H
+
+/* In .get_ready: notes the process nbdkit started in. */
+extern void launch_note_start (void);
+
+/* The process will end with status 1. */
+extern void launch_fail (void);
+
+/* At the very end of .unload: exits with status 1 after launch_fail,
+ * unless the server runs under --run; otherwise returns.
+ */
+extern void launch_exit (void);
+
+#endif /* COW_LAUNCH_H */
