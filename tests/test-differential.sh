@@ -54,6 +54,18 @@ policy ()
     blocksize-minimum="$1" blocksize-preferred="$2" blocksize-maximum="$3"
 }
 
+# Every value nbdkit's filter takes, ours takes.
+for param in cow-block-size={0,4095,4096,4097,4K,64K,1M,32M,64M,1G,2G,3G,4G,1E,x} \
+             cow-on-read={true,false,on,off,yes,no,1,0,/nowhere,rel/path,maybe} \
+             cow-on-cache={true,false,on,off,yes,no,1,0,maybe}; do
+  if "$system_nbdkit" -U - --filter="$reference" memory 1M "$param" \
+       --run true 2>/dev/null; then
+    "$NBDKIT" -U - --filter=cow memory 1M "$param" --run true ||
+      fail "$param: taken by the distribution's filter, refused by ours"
+    echo "$param: taken by both"
+  fi
+done
+
 failed=0
 seed=0
 stack ()
