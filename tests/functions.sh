@@ -11,6 +11,10 @@ PATH=/usr/bin:/usr/sbin:$PATH
 export PATH
 
 NBDKIT="$abs_top_builddir/nbdkit"
+# $system_nbdkit: the nbdkit ./nbdkit runs, itself, without this tree's
+# filter, a sanitizer runtime or valgrind (for servers tests compare
+# ours with).
+: "${system_nbdkit:?run the tests through make check}"
 NBDCOW="$abs_top_builddir/tools/nbdcow/nbdcow"
 PYTHON=/usr/bin/python3
 tests="$abs_top_srcdir/tests"

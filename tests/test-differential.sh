@@ -8,8 +8,7 @@
 # and theirs, wrong reads ours and theirs.
 . "$abs_top_srcdir/tests/functions.sh"
 
-system_nbdkit=$("$NBDKIT" --dump-config | sed -n 's/^binary=//p')
-filterdir=$("$NBDKIT" --dump-config | sed -n 's/^filterdir=//p')
+filterdir=$("$system_nbdkit" --dump-config | sed -n 's/^filterdir=//p')
 reference=$filterdir/nbdkit-cow-distrib-filter.so     # the Debian package's divert
 [ -f "$reference" ] || reference=$filterdir/nbdkit-cow-filter.so
 [ -f "$reference" ] || skip "no distribution cow filter in $filterdir"
