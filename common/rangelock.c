@@ -84,6 +84,9 @@ rangelock_lock (struct rangelock *locks, struct rangelock_range *range,
     if (waited == 0)
       waited = 1;               /* it did wait, however short */
   }
+#ifdef COW_CHECKS
+  range->owner = pthread_self ();
+#endif
   pthread_mutex_unlock (&locks->lock);
   return waited;
 }
@@ -99,4 +102,21 @@ rangelock_unlock (struct rangelock *locks, struct rangelock_range *range)
       pthread_cond_signal (&r->unblocked);
   unlink_range (locks, range);
   pthread_mutex_unlock (&locks->lock);
+}
+
+bool
+rangelock_held (struct rangelock *locks, uint64_t first, uint64_t n)
+{
+  bool held = true;
+#ifdef COW_CHECKS
+  const struct rangelock_range *r;
+
+  held = false;
+  pthread_mutex_lock (&locks->lock);
+  for (r = locks->head; r && !held; r = r->next)
+    held = r->blockers == 0 && pthread_equal (r->owner, pthread_self ()) &&
+           r->first <= first && first + n <= r->end;
+  pthread_mutex_unlock (&locks->lock);
+#endif
+  return held;
 }

@@ -39,6 +39,7 @@
 #define COMMON_RANGELOCK_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 struct rangelock_range {
@@ -46,6 +47,9 @@ struct rangelock_range {
   unsigned blockers;            /* overlapping ranges ahead in the list */
   pthread_cond_t unblocked;     /* signalled when blockers reaches 0 */
   struct rangelock_range *prev, *next;
+#ifdef COW_CHECKS
+  pthread_t owner;              /* the thread that locked it */
+#endif
 };
 
 struct rangelock {
@@ -68,5 +72,11 @@ extern uint64_t rangelock_lock (struct rangelock *locks,
 
 extern void rangelock_unlock (struct rangelock *locks,
                               struct rangelock_range *range);
+
+/* Whether the calling thread holds a range covering [first, first+n),
+ * in checked builds (checks.h); true otherwise.
+ */
+extern bool rangelock_held (struct rangelock *locks, uint64_t first,
+                            uint64_t n);
 
 #endif /* COMMON_RANGELOCK_H */

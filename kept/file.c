@@ -19,7 +19,6 @@
 #include <unistd.h>
 
 #include "dirpath.h"
-#include "divround.h"
 #include "fullio.h"
 #include "internal.h"
 
@@ -49,9 +48,7 @@ kept_fail (struct kept_overlay *ko, bool damaged, const char *fmt, ...)
 uint64_t
 kept_blocks (const struct kept_overlay *ko)
 {
-  const struct kept_layout *l = &ko->header.layout;
-
-  return div_round_up (l->base_size, l->block_size);
+  return blockgeom_blocks (&ko->header.layout.geom);
 }
 
 static int
@@ -187,7 +184,7 @@ kept_min_length (const struct kept_overlay *ko)
 {
   const struct kept_layout *l = &ko->header.layout;
 
-  return l->data_offset + (l->packed ? 0 : l->base_size);
+  return l->data_offset + (l->packed ? 0 : l->geom.size);
 }
 
 int
@@ -274,35 +271,4 @@ kept_flush (struct kept_overlay *ko, kept_take_pages *take,
   free (pages);
   free (buf);
   return r;
-}
-
-uint64_t
-kept_data_run (const struct kept_overlay *ko, uint64_t b, uint64_t n,
-               uint64_t *at)
-{
-  const struct kept_layout *l = &ko->header.layout;
-  const struct kept_slots *slots = &ko->slots;
-  uint64_t slot, next, i;
-
-  if (!l->packed) {
-    *at = l->data_offset + b * l->block_size;
-    return n;
-  }
-  if (!kept_slots_get (slots, b, &slot))
-    return 0;
-  *at = l->data_offset + slot * l->block_size;
-  for (i = 1; i < n; ++i)
-    if (!kept_slots_get (slots, b + i, &next) || next != slot + i)
-      break;
-  return i;
-}
-
-uint64_t
-kept_bytes_on_disk (struct kept_overlay *ko)
-{
-  struct stat st;
-
-  if (fstat (ko->fd, &st) == -1)
-    return 0;
-  return (uint64_t) st.st_blocks * 512;
 }

@@ -66,15 +66,14 @@ kept_layout (uint32_t version, uint32_t block_size, uint64_t base_size,
   bool packed = version >= KEPT_PACKED_VERSION;
   /* A packed entry is 4 bytes, an unpacked state 2 bits. */
   uint64_t per_page = packed ? KEPT_STATE_PAGE / 4 : KEPT_STATE_PAGE * 4;
-  uint64_t blocks = div_round_up (base_size, block_size);
-  uint64_t pages = div_round_up (blocks, per_page);
+  struct blockgeom geom = blockgeom_make (block_size, base_size);
+  uint64_t pages = div_round_up (blockgeom_blocks (&geom), per_page);
   /* The data area is block- and page-aligned in the file, so that a
    * block's pages hold nothing else and a punch frees them whole.
    */
   uint64_t align = block_size > 4096 ? block_size : 4096;
 
-  layout->block_size = block_size;
-  layout->base_size = base_size;
+  layout->geom = geom;
   layout->packed = packed;
   layout->blocks_per_page = per_page;
   layout->states_offset = KEPT_HEADER_SIZE;
@@ -104,9 +103,9 @@ kept_header_encode (const struct kept_header *header, uint8_t *buf)
   memcpy (buf + OFF_MAGIC, magic, sizeof magic);
   put_le (buf + OFF_VERSION, header->version, 4);
   put_le (buf + OFF_HEADER_SIZE, KEPT_HEADER_SIZE, 4);
-  put_le (buf + OFF_BLOCK_SIZE, layout->block_size, 4);
+  put_le (buf + OFF_BLOCK_SIZE, blockgeom_block_size (&layout->geom), 4);
   put_le (buf + OFF_NAME_LENGTH, len, 4);
-  put_le (buf + OFF_BASE_SIZE, layout->base_size, 8);
+  put_le (buf + OFF_BASE_SIZE, layout->geom.size, 8);
   put_le (buf + OFF_STATES_OFFSET, layout->states_offset, 8);
   put_le (buf + OFF_STATES_LENGTH, layout->states_length, 8);
   put_le (buf + OFF_DATA_OFFSET, layout->data_offset, 8);
@@ -121,7 +120,7 @@ kept_header_decode (const uint8_t *buf, struct kept_header *header,
                     const char **why)
 {
   struct kept_layout *layout = &header->layout, expected;
-  uint64_t block_size, name_length, version;
+  uint64_t block_size, base_size, name_length, version;
 
   *why = NULL;
   if (memcmp (buf + OFF_MAGIC, magic, sizeof magic) != 0) {
@@ -140,9 +139,8 @@ kept_header_decode (const uint8_t *buf, struct kept_header *header,
 
   block_size = get_le (buf + OFF_BLOCK_SIZE, 4);
   name_length = get_le (buf + OFF_NAME_LENGTH, 4);
+  base_size = get_le (buf + OFF_BASE_SIZE, 8);
   header->version = version;
-  layout->block_size = block_size;
-  layout->base_size = get_le (buf + OFF_BASE_SIZE, 8);
   layout->states_offset = get_le (buf + OFF_STATES_OFFSET, 8);
   layout->states_length = get_le (buf + OFF_STATES_LENGTH, 8);
   layout->data_offset = get_le (buf + OFF_DATA_OFFSET, 8);
@@ -156,7 +154,8 @@ kept_header_decode (const uint8_t *buf, struct kept_header *header,
     *why = "inconsistent header";
     return KEPT_DAMAGED;
   }
-  kept_layout (version, layout->block_size, layout->base_size, &expected);
+  kept_layout (version, block_size, base_size, &expected);
+  layout->geom = expected.geom;
   layout->packed = expected.packed;
   layout->blocks_per_page = expected.blocks_per_page;
   if (layout->states_offset != expected.states_offset ||

@@ -7,17 +7,17 @@
  *
  *   format.c    the layout of a file and its header's bytes
  *   file.c      opening and locking a file, creating it, its flags,
- *               the crash-safe flush, emptying it
+ *               the crash-safe flush
  *   states.c    the state area: loading it, checked, and its pages
  *   slots.c     a packed file's slots in memory
  *   recovery.c  the data area where it holds no block: what a crash
- *               left, punched, cut or counted
+ *               left, punched, cut or counted; emptying a file
  *
  * Nothing here knows nbdkit: a failing call returns -1 and leaves a
  * message naming the file in ko->why.  Not thread-safe: the filter
  * calls it at setup, at flush (one at a time) and at close, and
- * kept_export_page, which only reads, under its state lock;
- * kept_slots_get may run beside the others.
+ * kept_export_page, which only reads, under its page_lock;
+ * kept_slots_get and kept_data_run may run beside the others.
  */
 
 #ifndef KEPT_H
@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "blockgeom.h"
 #include "slotalloc.h"
 #include "slotmap.h"
 #include "statemap.h"
@@ -53,8 +54,7 @@
 #define KEPT_FLAGS (KEPT_OPEN | KEPT_FLUSH_FAILED)
 
 struct kept_layout {
-  uint32_t block_size;
-  uint64_t base_size;
+  struct blockgeom geom;        /* the block size and the base's size */
   bool packed;                  /* version 3: slots; else block b at b */
   uint64_t blocks_per_page;     /* blocks whose states a page holds */
   uint64_t states_offset;       /* the state area */
@@ -267,10 +267,29 @@ extern int kept_leaked_bytes (struct kept_overlay *ko,
 
 /* Where the data of allocated blocks [b, b+n) is: sets *at to the file
  * offset of block b's and returns how many of the blocks from b on lie
- * one after another there (at least 1, or 0 if b has no slot).
+ * one after another there (at least 1, or 0 if b has no slot).  The one
+ * definition of a kept file's addressing, inline for the filter's
+ * requests; a packed file's slots are looked up without a lock.
  */
-extern uint64_t kept_data_run (const struct kept_overlay *ko, uint64_t b,
-                               uint64_t n, uint64_t *at);
+static inline uint64_t
+kept_data_run (const struct kept_overlay *ko, uint64_t b, uint64_t n,
+               uint64_t *at)
+{
+  const struct kept_layout *l = &ko->header.layout;
+  uint64_t slot, next, i;
+
+  if (!l->packed) {
+    *at = l->data_offset + blockgeom_start (&l->geom, b);
+    return n;
+  }
+  if (!kept_slots_get (&ko->slots, b, &slot))
+    return 0;
+  *at = l->data_offset + blockgeom_start (&l->geom, slot);
+  for (i = 1; i < n; ++i)
+    if (!kept_slots_get (&ko->slots, b + i, &next) || next != slot + i)
+      break;
+  return i;
+}
 
 /* Sets the flags and the count of recoveries, and makes the header
  * durable.  Only its first 512 bytes change, so a power loss in the
@@ -302,8 +321,5 @@ extern int kept_flush (struct kept_overlay *ko, kept_take_pages *take,
  * blocks in the overlay or not, each reading what it read before.
  */
 extern int kept_empty (struct kept_overlay *ko);
-
-/* The disk space the file takes, in bytes. */
-extern uint64_t kept_bytes_on_disk (struct kept_overlay *ko);
 
 #endif /* KEPT_H */

@@ -36,10 +36,9 @@ each_unallocated_run (struct kept_overlay *ko, const struct statemap *states,
   while (b < blocks) {
     unsigned state;
     uint64_t end = statemap_run (states, b, blocks, &state);
-    uint64_t to = end * l->block_size;
 
     if (state != KEPT_ALLOCATED &&
-        fn (ko, b * l->block_size, to < l->base_size ? to : l->base_size,
+        fn (ko, blockgeom_start (&l->geom, b), blockgeom_end (&l->geom, end - 1),
             opaque) == -1)
       return -1;
     b = end;
@@ -63,14 +62,16 @@ each_free_slot_run (struct kept_overlay *ko, const struct kept_slots *slots,
 
     while (t < end && !kept_slots_is_taken (slots, t))
       t++;
-    if (t > s && fn (ko, s * l->block_size, t * l->block_size, opaque) == -1)
+    if (t > s && fn (ko, blockgeom_start (&l->geom, s),
+                     blockgeom_start (&l->geom, t), opaque) == -1)
       return -1;
     s = t + 1;                  /* t is taken, or the end */
   }
   if (fstat (ko->fd, &st) == -1)
     return kept_fail (ko, false, "fstat: %m");
-  if ((uint64_t) st.st_size > l->data_offset + end * l->block_size)
-    return fn (ko, end * l->block_size, st.st_size - l->data_offset, opaque);
+  if ((uint64_t) st.st_size > l->data_offset + blockgeom_start (&l->geom, end))
+    return fn (ko, blockgeom_start (&l->geom, end), st.st_size - l->data_offset,
+               opaque);
   return 0;
 }
 
@@ -120,7 +121,8 @@ kept_cut (struct kept_overlay *ko)
   const struct kept_layout *l = &ko->header.layout;
 
   if (l->packed)
-    shorten (ko, l->data_offset + kept_slots_end (&ko->slots) * l->block_size);
+    shorten (ko, l->data_offset
+                 + blockgeom_start (&l->geom, kept_slots_end (&ko->slots)));
 }
 
 /* Adds to *opaque the bytes of [from, to) of the data area that hold
@@ -189,7 +191,7 @@ kept_empty (struct kept_overlay *ko)
   if (r == 0 && l->packed)
     shorten (ko, l->data_offset);
   else if (r == 0)
-    punch_run (ko, 0, l->base_size, NULL);
+    punch_run (ko, 0, l->geom.size, NULL);
   free (buf);
   free (zero);
   return r;

@@ -18,18 +18,6 @@
 #include "internal.h"
 #include "iszero.h"
 
-/* The bytes of block b: the last block of a base whose size is not a
- * multiple of the block size is short.
- */
-static uint64_t
-block_length (const struct kept_layout *l, uint64_t b)
-{
-  uint64_t start = b * l->block_size;
-
-  return l->base_size - start < l->block_size ? l->base_size - start
-                                              : l->block_size;
-}
-
 /* Block states of value 3 in the packed bytes buf[0..len), which no
  * state has.  Sets *first to the block of the first, counted from the
  * block of buf[0].
@@ -77,7 +65,8 @@ load_slot (struct kept_overlay *ko, struct kept_slots *slots, uint64_t b,
            uint64_t slot, uint64_t file_length, bool counting)
 {
   const struct kept_layout *l = &ko->header.layout;
-  uint64_t end = l->data_offset + slot * l->block_size + block_length (l, b);
+  uint64_t end = l->data_offset + blockgeom_start (&l->geom, slot)
+                 + blockgeom_end (&l->geom, b) - blockgeom_start (&l->geom, b);
   int r;
 
   if (end > file_length) {

@@ -1,29 +1,36 @@
 /* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
 
 /* A libFuzzer target: differential fuzzing of the block layer
- * (filters/cow/blk.c) against a plain byte-array model.
+ * (filters/cow/blk.c) over either store against a plain byte-array
+ * model.
  *
- * Each input is a geometry (block size and stripes, whether the
- * overlay's region of the files comes after another's, disk size;
- * built with stripes of one block, so requests cross them) followed by a
- * sequence of operations: reads (plain and cow-on-read), writes, zeroes
- * with and without trim, trims and copy-ups at any offset and length,
- * each optionally with a fault: the n-th base read fails, the n-th
- * overlay read or write fails, or hole punching is unsupported.  The
- * base is an in-memory pattern with holes (see chunk_of); the overlay
- * is a real file.
+ * Each input is a geometry (block size and stripes, the store:
+ * throw-away, its region of the files after another's or not, or kept;
+ * disk size; built with stripes of one block, so requests cross them)
+ * followed by a sequence of operations: reads (plain and cow-on-read),
+ * writes, zeroes with and without trim, trims and copy-ups at any
+ * offset and length, each optionally with a fault: the n-th base read
+ * fails, the n-th overlay read or write fails, or hole punching is
+ * unsupported; and flushes, crashes and clean reopens of a kept
+ * overlay.  The base is an in-memory pattern with holes (see
+ * chunk_of); the overlay is a real file.
  *
  * The model holds, for each byte, its value and, after a failed
  * request, the one other value it may have (a failed write leaves each
  * byte old or new, never anything else: no block is marked allocated
- * without its data).  Every read, and every extent the layer reports as
- * zero, is checked against it; a mismatch aborts, which libFuzzer
+ * without its data), or that it may be anything.  A crash (the kept
+ * file copied as kill -9 leaves it: its data written, its states as
+ * last flushed, and opened again) lets each byte read as it did at the
+ * last flush or as it does now, or as zeros where a discard punched
+ * it.  Every read, and every extent the layer reports as zero, is
+ * checked against the model; a mismatch aborts, which libFuzzer
  * reports with the input that caused it.
  *
  * Build: clang -fsanitize=fuzzer,address,undefined with
- * -Wl,--wrap=pread_full,--wrap=pwrite_full,--wrap=fallocate (see
- * Makefile.am).  Faults come through the wrapped calls, so the real
- * overlay code runs.
+ * -Wl,--wrap=pread_full,--wrap=pwrite_full,--wrap=fallocate and
+ * --wrap=fsync,--wrap=fdatasync (see Makefile.am).  Faults come through
+ * the wrapped calls, so the real overlay code runs; syncs do nothing,
+ * since a crash here is a kill -9, which the page cache survives.
  */
 
 #include <config.h>
@@ -98,6 +105,18 @@ __wrap_pwrite_full (int fd, const void *buf, size_t count, off_t offset)
     return -1;
   }
   return __real_pwrite_full (fd, buf, count, offset);
+}
+
+int
+__wrap_fsync (int fd)
+{
+  return 0;
+}
+
+int
+__wrap_fdatasync (int fd)
+{
+  return 0;
 }
 
 int
@@ -182,6 +201,13 @@ static const struct blk_base base = { .pread = base_pread,
 enum certainty { EXACT, TWO, ANY };
 static uint8_t value[MAX_DISK], other[MAX_DISK], certainty[MAX_DISK];
 
+/* A kept overlay's model as of its last flush, and the bytes a discard
+ * has punched since.
+ */
+static uint8_t durable_value[MAX_DISK], durable_other[MAX_DISK];
+static uint8_t durable_certainty[MAX_DISK];
+static bool discarded[MAX_DISK];
+
 /* Byte x was set to v by a request that succeeded (ok) or failed. */
 static void
 model_set (uint64_t x, uint8_t v, bool ok)
@@ -196,6 +222,38 @@ model_set (uint64_t x, uint8_t v, bool ok)
   }
   else if (certainty[x] == TWO && value[x] != v && other[x] != v)
     certainty[x] = ANY;
+}
+
+/* A flush made the model durable. */
+static void
+model_flushed (void)
+{
+  memcpy (durable_value, value, disk_size);
+  memcpy (durable_other, other, disk_size);
+  memcpy (durable_certainty, certainty, disk_size);
+  memset (discarded, 0, disk_size);
+}
+
+/* A crash: each byte reads as at the last flush, or as now (the data
+ * of its block, in the slot the flushed states name), or as zeros
+ * where a discard punched that slot.
+ */
+static void
+model_crashed (void)
+{
+  uint64_t x;
+
+  for (x = 0; x < disk_size; ++x) {
+    if (certainty[x] == ANY || durable_certainty[x] == ANY) {
+      certainty[x] = ANY;
+      continue;
+    }
+    model_set (x, durable_value[x], false);
+    if (durable_certainty[x] == TWO)
+      model_set (x, durable_other[x], false);
+    if (discarded[x])
+      model_set (x, 0, false);
+  }
 }
 
 static bool
@@ -290,12 +348,15 @@ take (struct input *in, unsigned bytes)
 
 enum fuzz_op {
   F_READ, F_READ_COW, F_WRITE, F_ZERO_TRIM, F_ZERO_NO_TRIM, F_TRIM, F_COPY_UP,
+  F_FLUSH, F_CRASH, F_REOPEN,
   NR_FUZZ_OPS
 };
 
-/* Whole blocks of [offset, end): what a trim zeroes. */
+/* Whole blocks of [offset, end): what a discard (a trim, a zero with
+ * trim) turns to zeros and punches.
+ */
 static void
-model_trim (uint64_t offset, uint64_t end)
+model_discard (uint64_t offset, uint64_t end)
 {
   uint64_t b = (offset + block_size - 1) / block_size * block_size;
 
@@ -304,14 +365,98 @@ model_trim (uint64_t offset, uint64_t end)
     uint64_t x;
     if (stop > end)
       break;
-    for (x = b; x < stop; ++x)
+    for (x = b; x < stop; ++x) {
       model_set (x, 0, true);
+      discarded[x] = true;
+    }
   }
 }
 
+/*----------------------------------------------------------------------
+ * The overlay: throw-away, or kept in a file that a crash leaves as
+ * kill -9 would, and that is then opened again.
+ */
+
+struct overlay {
+  struct blk *blk;
+  struct space space;
+  struct temp_files *files;     /* throw-away; NULL if kept */
+  char path[64];                /* kept */
+  unsigned stripes;
+};
+
+/* Makes (throw-away) or opens (kept) the overlay and sizes it. */
 static void
-run_op (struct blk *blk, unsigned i, struct input *in, uint8_t *buf)
+overlay_open (struct overlay *o)
 {
+  space_init (&o->space, SPACECAP_NO_LIMIT);
+  if (o->files)
+    o->blk = blk_new (block_size, o->stripes, o->files, &o->space);
+  else
+    o->blk = blk_new_kept (block_size, o->stripes, o->path, "", &o->space);
+  if (o->blk == NULL || blk_set_size (o->blk, disk_size) == -1)
+    abort ();
+}
+
+/* Copies the file at from to to, its holes left holes. */
+static void
+copy_file (const char *from, const char *to)
+{
+  static char buf[65536];
+  int in = open (from, O_RDONLY), out;
+  off_t length, data = 0, hole;
+
+  out = open (to, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (in == -1 || out == -1)
+    abort ();
+  length = lseek (in, 0, SEEK_END);
+  while (data < length && (data = lseek (in, data, SEEK_DATA)) != -1) {
+    hole = lseek (in, data, SEEK_HOLE);
+    while (data < hole) {
+      size_t n = hole - data < (off_t) sizeof buf ? hole - data : sizeof buf;
+      if (__real_pread_full (in, buf, n, data) == -1 ||
+          __real_pwrite_full (out, buf, n, data) == -1)
+        abort ();
+      data += n;
+    }
+  }
+  if (ftruncate (out, length) == -1)
+    abort ();
+  close (in);
+  close (out);
+}
+
+/* A kept overlay stopped by kill -9 and opened again: the file as it
+ * is now, with its states as last flushed.
+ */
+static void
+overlay_crash (struct overlay *o)
+{
+  char copy[80];
+
+  snprintf (copy, sizeof copy, "%s.crashed", o->path);
+  copy_file (o->path, copy);
+  blk_free (o->blk);
+  if (rename (copy, o->path) == -1)
+    abort ();
+  model_crashed ();
+  overlay_open (o);
+}
+
+/* A kept overlay closed cleanly and opened again. */
+static void
+overlay_reopen (struct overlay *o)
+{
+  if (blk_free (o->blk) == -1)
+    abort ();
+  model_flushed ();
+  overlay_open (o);
+}
+
+static void
+run_op (struct overlay *o, unsigned i, struct input *in, uint8_t *buf)
+{
+  struct blk *blk = o->blk;
   enum fuzz_op op = take (in, 1) % NR_FUZZ_OPS;
   uint64_t offset = take (in, 3) % disk_size;
   uint32_t count = 1 + take (in, 3) % (disk_size - offset);
@@ -344,14 +489,33 @@ run_op (struct blk *blk, unsigned i, struct input *in, uint8_t *buf)
     r = blk_zero (blk, &base, count, offset, op == F_ZERO_TRIM, &err);
     for (x = 0; x < count; ++x)
       model_set (offset + x, 0, r == 0);
+    if (r == 0 && op == F_ZERO_TRIM)
+      model_discard (offset, offset + count);
     break;
   case F_TRIM:
     r = blk_trim (blk, count, offset, &err);
     if (r == 0)
-      model_trim (offset, offset + count);
+      model_discard (offset, offset + count);
     break;
   case F_COPY_UP:
     r = blk_copy_up (blk, &base, count, offset, &err);
+    break;
+  case F_FLUSH:
+    /* Faults off: a flush that fails leaves what is durable between
+     * the last flush and now, which the model does not follow.
+     */
+    fail_overlay_write_at = 0;
+    punch_unsupported = false;
+    r = blk_flush (blk, &err);
+    if (r == 0)
+      model_flushed ();
+    break;
+  case F_CRASH:
+  case F_REOPEN:
+    fail_overlay_write_at = fail_overlay_read_at = 0;
+    punch_unsupported = false;
+    if (o->files == NULL)
+      (op == F_CRASH ? overlay_crash : overlay_reopen) (o);
     break;
   case NR_FUZZ_OPS:
     abort ();
@@ -367,46 +531,52 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
   static uint8_t buf[MAX_DISK];
   struct input in = { .p = data, .n = size };
-  struct temp_files *files;
+  const char *tmpdir = getenv ("TMPDIR") ? getenv ("TMPDIR") : "/tmp";
+  struct overlay o = { .files = NULL };
   const int *skipped_fds;
-  uint64_t skipped;
-  struct space space;
-  struct blk *blk;
-  uint64_t x, geometry;
-  unsigned i, stripes;
+  uint64_t skipped, x, geometry;
+  unsigned i;
 
   geometry = take (&in, 1);
   block_size = UINT64_C (4096) << (geometry % 5);          /* 4K .. 64K */
-  stripes = 1 + geometry / 5 % 3;                           /* 1 .. 3 */
+  o.stripes = 1 + geometry / 5 % 3;                         /* 1 .. 3 */
   disk_size = 1 + take (&in, 3) % MAX_DISK;
   for (x = 0; x < disk_size; ++x) {
     value[x] = base_byte (x);
     certainty[x] = EXACT;
   }
+  model_flushed ();
 
-  files = temp_files_new (getenv ("TMPDIR") ? getenv ("TMPDIR") : "/tmp",
-                          stripes);
-  if (files == NULL)
-    abort ();
-  /* With the top bit, another overlay's region comes first, so that
-   * this one's starts past the files' first byte.
+  /* 0x40: a kept overlay, in a new file.  Else 0x80: another
+   * throw-away overlay's region comes first, so that this one's starts
+   * past the files' first byte.
    */
-  if (geometry & 0x80 &&
-      temp_files_region (files, disk_size, &skipped_fds, &skipped) == -1)
-    abort ();
-  space_init (&space, SPACECAP_NO_LIMIT);
-  blk = blk_new (block_size, files, &space);
-  if (blk == NULL || blk_set_size (blk, disk_size) == -1)
-    abort ();
+  if (geometry & 0x40) {
+    snprintf (o.path, sizeof o.path, "%s/fuzz-blk-%d.cow", tmpdir,
+              (int) getpid ());
+    unlink (o.path);
+  }
+  else {
+    o.files = temp_files_new (tmpdir, o.stripes);
+    if (o.files == NULL)
+      abort ();
+    if (geometry & 0x80 &&
+        temp_files_region (o.files, disk_size, &skipped_fds, &skipped) == -1)
+      abort ();
+  }
+  overlay_open (&o);
   for (i = 0; i < MAX_OPS && in.n > 0; ++i) {
-    run_op (blk, i, &in, buf);
-    check_states (blk);
+    run_op (&o, i, &in, buf);
+    check_states (o.blk);
   }
   /* Faults off: the whole disk must read as the model says. */
-  if (blk_read (blk, &base, buf, disk_size, 0, false, &(int) { 0 }) == -1)
+  if (blk_read (o.blk, &base, buf, disk_size, 0, false, &(int) { 0 }) == -1)
     abort ();
   check_read (buf, 0, disk_size);
-  blk_free (blk);
-  temp_files_free (files);
+  blk_free (o.blk);
+  if (o.files)
+    temp_files_free (o.files);
+  else
+    unlink (o.path);
   return 0;
 }

@@ -54,11 +54,16 @@ def start(logged=False):
     p = subprocess.Popen([nbdkit, '-f', '-U', sock, '--filter=cow', 'file',
                           base, 'cow-file=' + overlay],
                          stderr=open(overlay + '.err', 'a'), env=env)
-    for _ in range(200):
+    # 30 seconds, as tests/functions.sh gives: under a sanitizer runtime
+    # beside other tests, starting takes seconds.
+    for _ in range(600):
         if os.path.exists(sock):
             return p
+        if p.poll() is not None:
+            break
         time.sleep(0.05)
-    sys.exit('nbdkit did not start')
+    with open(overlay + '.err') as f:
+        sys.exit('nbdkit did not start:\n' + f.read()[-2000:])
 
 
 def fail(msg):

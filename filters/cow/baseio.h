@@ -17,7 +17,7 @@
 
 #include <nbdkit-filter.h>
 
-#include "base.h"
+#include "blktypes.h"
 #include "blocklimits.h"
 
 /* What a connection must respect of the plugin: its limits and size. */
@@ -37,7 +37,7 @@ struct base_io {
   const struct base_shape *shape;
 };
 
-/* The base for the block layer (base.h): reads and describe of io,
+/* The base for the block layer (blktypes.h): reads and describe of io,
  * which must outlive the struct blk_base.
  */
 extern struct blk_base baseio_blk_base (struct base_io *io);

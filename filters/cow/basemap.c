@@ -5,8 +5,6 @@
 #include <config.h>
 
 #include "basemap.h"
-#include "timedlock.h"
-#include "wholeblocks.h"
 
 enum base_known {
   BASE_UNKNOWN = 0,             /* not asked yet, or no answer */
@@ -14,27 +12,14 @@ enum base_known {
   BASE_DATA = 2,                /* it may hold data: read it */
 };
 
-/* A describe call in progress: where its runs go, and the waits for
- * base_map_lock that marking them cost.
- */
-struct learning {
-  struct basemap *map;
-  uint64_t *waited;
-};
-
 void
-basemap_init (struct basemap *map, unsigned block_shift)
+basemap_init (struct basemap *map, const struct blockgeom *geom,
+              struct lockwaits *waits)
 {
-  map->block_shift = block_shift;
-  map->size = 0;
+  map->geom = geom;
   pthread_mutex_init (&map->base_map_lock, NULL);
   map->known = (struct statemap) STATEMAP_INIT;
-}
-
-void
-basemap_set_size (struct basemap *map, uint64_t size)
-{
-  map->size = size;
+  map->waits = waits;
 }
 
 void
@@ -45,33 +30,33 @@ basemap_free (struct basemap *map)
 }
 
 static void
-lock_map (struct basemap *map, uint64_t *waited)
+lock_map (struct basemap *map)
 {
-  *waited += timed_lock (&map->base_map_lock);
+  lockwaits_lock (map->waits, BLK_LOCK_BASE_MAP, &map->base_map_lock);
 }
 
 static enum base_known
-get_known (struct basemap *map, uint64_t b, uint64_t *waited)
+get_known (struct basemap *map, uint64_t b)
 {
   enum base_known known;
 
-  lock_map (map, waited);
+  lock_map (map);
   known = statemap_get (&map->known, b);
-  pthread_mutex_unlock (&map->base_map_lock);
+  held_unlock (&map->base_map_lock);
   return known;
 }
 
 /* Marks blocks [first, end) as known, if the map has room for them. */
 static void
 mark (struct basemap *map, uint64_t first, uint64_t end,
-      enum base_known known, uint64_t *waited)
+      enum base_known known)
 {
   if (first >= end)
     return;
-  lock_map (map, waited);
+  lock_map (map);
   if (statemap_reserve (&map->known, first, end - first) == 0)
     statemap_set (&map->known, first, end - first, known);
-  pthread_mutex_unlock (&map->base_map_lock);
+  held_unlock (&map->base_map_lock);
 }
 
 /* The blk_found_run of describe: a block is zero only if the run
@@ -81,30 +66,30 @@ mark (struct basemap *map, uint64_t first, uint64_t end,
 static void
 found_run (void *opaque, uint64_t offset, uint64_t length, bool zero)
 {
-  const struct learning *l = opaque;
-  struct basemap *map = l->map;
-  uint64_t end = offset + length < map->size ? offset + length : map->size;
+  struct basemap *map = opaque;
+  const struct blockgeom *g = map->geom;
+  uint64_t end = offset + length < g->size ? offset + length : g->size;
   uint64_t first, stop;
 
   if (offset >= end)
     return;
   if (zero) {
-    whole_blocks (map->block_shift, map->size, offset, end, &first, &stop);
-    mark (map, first, stop, BASE_ZERO, l->waited);
+    blockgeom_whole (g, offset, end, &first, &stop);
+    mark (map, first, stop, BASE_ZERO);
   }
   else
-    mark (map, offset >> map->block_shift,
-          ((end - 1) >> map->block_shift) + 1, BASE_DATA, l->waited);
+    mark (map, blockgeom_block (g, offset), blockgeom_block (g, end - 1) + 1,
+          BASE_DATA);
 }
 
 bool
 basemap_reads_zeros (struct basemap *map, const struct blk_base *base,
-                     uint64_t b, uint64_t *waited)
+                     uint64_t b)
 {
-  uint64_t start = b << map->block_shift, count = map->size - start;
-  uint64_t window = UINT64_C (1) << map->block_shift;
-  struct learning l = { .map = map, .waited = waited };
-  enum base_known known = get_known (map, b, waited);
+  const struct blockgeom *g = map->geom;
+  uint64_t start = blockgeom_start (g, b), count = g->size - start;
+  uint64_t window = blockgeom_block_size (g);
+  enum base_known known = get_known (map, b);
 
   if (known != BASE_UNKNOWN || base->describe == NULL)
     return known == BASE_ZERO;
@@ -112,7 +97,7 @@ basemap_reads_zeros (struct basemap *map, const struct blk_base *base,
     window = BASEMAP_WINDOW;
   if (count > window)
     count = window;
-  if (base->describe (base->opaque, count, start, found_run, &l) == -1)
+  if (base->describe (base->opaque, count, start, found_run, map) == -1)
     return false;
-  return get_known (map, b, waited) == BASE_ZERO;
+  return get_known (map, b) == BASE_ZERO;
 }

@@ -5,12 +5,9 @@
  * The first question about a block asks the base about a window of
  * BASEMAP_WINDOW bytes from it, and the answer is kept, since the base
  * never changes under the filter.  The map is a cache: a block it has
- * no memory for stays unknown, and its question is asked again.
- *
- * base_map_lock protects the map.  It is
- * held only for one lookup or one update, never over describe, and
- * nothing is taken inside it.  Two threads asking about one window at
- * once both ask the base and learn the same answer.
+ * no memory for stays unknown, and its question is asked again.  Two
+ * threads asking about one window at once both ask the base and learn
+ * the same answer.
  */
 
 #ifndef COW_BASEMAP_H
@@ -20,7 +17,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "base.h"
+#include "blktypes.h"
+#include "blockgeom.h"
+#include "lockwaits.h"
 #include "statemap.h"
 
 /* One describe call covers this much of the base: with 64K blocks, the
@@ -31,29 +30,28 @@
 #define BASEMAP_WINDOW (64 * 1024 * 1024)
 
 struct basemap {
-  unsigned block_shift;
-  uint64_t size;                /* of the base, from basemap_set_size */
+  const struct blockgeom *geom; /* the block map's: the disk's blocks */
+  /* Protects known; never held over describe, nothing taken inside.
+   * Its waits count in waits, the layer's, as BLK_LOCK_BASE_MAP.
+   */
   pthread_mutex_t base_map_lock;
   struct statemap known;        /* what is known of each block */
+  struct lockwaits *waits;
 };
 
-/* An empty map of blocks of 2^block_shift bytes. */
-extern void basemap_init (struct basemap *map, unsigned block_shift);
-
-/* The base's size in bytes; its last block may be short.  Call once,
- * before any basemap_reads_zeros.
+/* An empty map of the blocks of geom, whose size must be set before
+ * any basemap_reads_zeros.
  */
-extern void basemap_set_size (struct basemap *map, uint64_t size);
-
+extern void basemap_init (struct basemap *map, const struct blockgeom *geom,
+                          struct lockwaits *waits);
 extern void basemap_free (struct basemap *map);
 
 /* True if block b (below the size) of the base is known to read as
  * zeros, asking base->describe about the window from b on if nobody
  * has yet.  A base without describe, or one that cannot tell, reads as
- * data.  Adds the nanoseconds spent waiting for base_map_lock to *waited.
+ * data.
  */
 extern bool basemap_reads_zeros (struct basemap *map,
-                                 const struct blk_base *base, uint64_t b,
-                                 uint64_t *waited);
+                                 const struct blk_base *base, uint64_t b);
 
 #endif /* COW_BASEMAP_H */

@@ -28,10 +28,9 @@
 
 #include "blk.h"
 #include "blkpriv.h"
+#include "checks.h"
 #include "iszero.h"
 #include "scratch.h"
-#include "timedlock.h"
-#include "wholeblocks.h"
 
 /* Copy-ups read the base in chunks of this many bytes (or one block,
  * if larger), so that one request costs few base calls.
@@ -39,17 +38,57 @@
 #define COPY_UP_CHUNK (4 * 1024 * 1024)
 
 /*----------------------------------------------------------------------
- * The rmw locks and the base, their waits and reads counted.
+ * The layer's locks, their waits counted (lockwaits.h); the base, its
+ * reads counted; and the states, in the map and the store.
  */
 
 static void
 lock_rmw (struct blk *blk, struct rangelock_range *held,
           uint64_t first, uint64_t n)
 {
-  uint64_t waited = rangelock_lock (&blk->rmw_locks, held, first, n);
+  lockwaits_add (&blk->waits, BLK_LOCK_RMW,
+                 rangelock_lock (&blk->rmw_locks, held, first, n));
+}
 
-  if (waited)
-    count_wait (blk, BLK_LOCK_RMW, waited);
+/* Whether the thread holds the rmw locks of blocks [first, first+n),
+ * in checked builds.
+ */
+static bool
+rmw_held (struct blk *blk, uint64_t first, uint64_t n)
+{
+  return rangelock_held (&blk->rmw_locks, first, n);
+}
+
+/* The write locks of the stripes of [offset, offset+count). */
+static void
+lock_stripes (struct blk *blk, uint64_t count, uint64_t offset)
+{
+  lockwaits_add (&blk->waits, BLK_LOCK_WRITE,
+                 stripes_lock (&blk->stripes, offset, count));
+}
+
+static void
+unlock_stripes (struct blk *blk, uint64_t count, uint64_t offset)
+{
+  stripes_unlock (&blk->stripes, offset, count);
+}
+
+/* Writes buf, or zeros if buf is NULL, into the overlay under the
+ * write locks of the range.  A kill -9 leaves each 4K page of it old
+ * or new: write(2) copies page by page and gives way to a fatal signal
+ * only between pages, which a kept overlay relies on
+ * (docs/overlay-format.md).
+ */
+static int
+overlay_write (struct blk *blk, const void *buf, uint64_t count,
+               uint64_t offset, int *err)
+{
+  int r;
+
+  lock_stripes (blk, count, offset);
+  r = store_write (blk->store, buf, count, offset, err);
+  unlock_stripes (blk, count, offset);
+  return r;
 }
 
 /* Every read of the base goes through here, to be counted. */
@@ -62,84 +101,44 @@ base_read (struct blk *blk, const struct blk_base *base, void *buf,
   return base->pread (base->opaque, buf, len, offset, err);
 }
 
-/*----------------------------------------------------------------------
- * Overlay I/O (store.h), with the waits for the write locks counted.
+/* Makes room for a change of the states of blocks [first, first+n), in
+ * the map and the store, before its I/O, so that set_states cannot
+ * fail after the data is written.  Returns 0, or -1 with *err set after
+ * nbdkit_error.
  */
+static int
+reserve_states (struct blk *blk, uint64_t first, uint64_t n, int *err)
+{
+  if (blkmap_reserve (&blk->map, first, n) == 0 &&
+      store_reserve_states (blk->store, first, n) == 0)
+    return 0;
+  *err = errno;
+  nbdkit_error ("cow: cannot grow the block state map: %m");
+  return -1;
+}
 
+/* Sets blocks [first, first+n) to state, in the map and then in the
+ * store.  Requires their rmw locks and reserve_states.
+ */
 static void
-lock_file (struct blk *blk, uint64_t count, uint64_t offset)
+set_states (struct blk *blk, uint64_t first, uint64_t n, enum blk_state state)
 {
-  uint64_t waited = stripes_lock (&blk->store->stripes, offset, count);
-
-  if (waited)
-    count_wait (blk, BLK_LOCK_WRITE, waited);
-}
-
-static void
-unlock_file (struct blk *blk, uint64_t count, uint64_t offset)
-{
-  stripes_unlock (&blk->store->stripes, offset, count);
-}
-
-/* Reads bytes of allocated blocks.  No lock: a block leaves the
- * allocated state only by a zero or trim of it, which a read that
- * overlaps it in time may see or not.
- */
-static int
-overlay_read (struct blk *blk, void *buf, uint64_t count, uint64_t offset,
-              int *err)
-{
-  return store_read (blk->store, buf, count, offset, err);
-}
-
-/* Deallocates a range, which then reads as zeros.  Returns 0, or -1
- * with errno set if the filesystem cannot punch holes.  Takes the
- * write locks.
- */
-static int
-overlay_punch (struct blk *blk, uint64_t count, uint64_t offset)
-{
-  uint64_t waited = 0;
-  int r = store_punch (blk->store, count, offset, &waited);
-
-  if (waited)
-    count_wait (blk, BLK_LOCK_WRITE, waited);
-  return r;
-}
-
-/* Writes buf, or zeros if buf is NULL, allocating space as it goes.
- * A kill -9 leaves each 4K page of it old or new: write(2) copies page
- * by page and gives way to a fatal signal only between pages, which a
- * kept overlay relies on (docs/overlay-format.md).  Requires the write
- * locks of the range.
- */
-static int
-overlay_write_locked (struct blk *blk, const void *buf, uint64_t count,
-                      uint64_t offset, int *err)
-{
-  return store_write_locked (blk->store, buf, count, offset, err);
-}
-
-static int
-overlay_write (struct blk *blk, const void *buf, uint64_t count,
-               uint64_t offset, int *err)
-{
-  int r;
-
-  lock_file (blk, count, offset);
-  r = overlay_write_locked (blk, buf, count, offset, err);
-  unlock_file (blk, count, offset);
-  return r;
+  CHECK (rmw_held (blk, first, n));
+  blkmap_set (&blk->map, first, n, state);
+  store_set_states (blk->store, first, n, state);
 }
 
 uint64_t
 blk_state_run (struct blk *blk, uint64_t offset, uint64_t end,
                enum blk_state *state)
 {
-  struct blkmap *map = &blk->map;
-  uint64_t b = blkmap_of (map, offset), stop = blkmap_of (map, end - 1) + 1;
-  uint64_t run_end = blkmap_start (map, blkmap_run (map, b, stop, state));
+  const struct blockgeom *g = &blk->map.geom;
+  uint64_t b = blockgeom_block (g, offset);
+  uint64_t stop = blockgeom_block (g, end - 1) + 1;
+  uint64_t run_end;
 
+  CHECK (offset < end && end <= g->size);
+  run_end = blockgeom_start (g, blkmap_run (&blk->map, b, stop, state));
   return run_end < end ? run_end : end;
 }
 
@@ -157,22 +156,24 @@ static int
 store_copy_up (struct blk *blk, const char *buf, uint64_t first, uint64_t n,
                int *err)
 {
-  uint64_t i = 0, j;
-  bool zero, next = is_zero (buf, blk->map.block_size);
+  const struct blockgeom *g = &blk->map.geom;
+  uint64_t size = blockgeom_block_size (g), i = 0, j;
+  bool zero, next = is_zero (buf, size);
 
+  CHECK (rmw_held (blk, first, n));
   while (i < n) {
     zero = next;
     for (j = i + 1; j < n; ++j) {
-      next = is_zero (buf + (j << blk->map.block_shift), blk->map.block_size);
+      next = is_zero (buf + blockgeom_start (g, j), size);
       if (next != zero)
         break;
     }
     if (!zero &&
-        overlay_write (blk, buf + (i << blk->map.block_shift),
-                       (j - i) << blk->map.block_shift,
-                       blkmap_start (&blk->map, first + i), err) == -1)
+        overlay_write (blk, buf + blockgeom_start (g, i),
+                       blockgeom_start (g, j - i),
+                       blockgeom_start (g, first + i), err) == -1)
       return -1;
-    blkmap_set (&blk->map, first + i, j - i, zero ? BLK_ZERO : BLK_ALLOCATED);
+    set_states (blk, first + i, j - i, zero ? BLK_ZERO : BLK_ALLOCATED);
     i = j;
   }
   return 0;
@@ -186,15 +187,18 @@ static int
 copy_up_run (struct blk *blk, const struct blk_base *base,
              uint64_t first, uint64_t n, enum counter kind, int *err)
 {
-  uint64_t chunk = COPY_UP_CHUNK >> blk->map.block_shift;
+  const struct blockgeom *g = &blk->map.geom;
+  uint64_t chunk = COPY_UP_CHUNK >> g->shift;
   char *buf;
   int r = 0;
 
+  CHECK (rmw_held (blk, first, n));
+  CHECK (blkmap_all_in (&blk->map, first, n, BLK_NOT_ALLOCATED));
   if (chunk == 0)
     chunk = 1;
   if (chunk > n)
     chunk = n;
-  buf = scratch_get (chunk << blk->map.block_shift);
+  buf = scratch_get (blockgeom_start (g, chunk));
   if (buf == NULL) {
     *err = errno;
     nbdkit_error ("cow: malloc: %m");
@@ -202,8 +206,8 @@ copy_up_run (struct blk *blk, const struct blk_base *base,
   }
   while (n > 0 && r == 0) {
     uint64_t c = n < chunk ? n : chunk;
-    uint64_t start = blkmap_start (&blk->map, first);
-    uint64_t len = blkmap_end (&blk->map, first + c - 1) - start;
+    uint64_t start = blockgeom_start (g, first);
+    uint64_t len = blockgeom_end (g, first + c - 1) - start;
     uint64_t space = blkmap_space (&blk->map, first, c);
 
     r = space_take (blk->space, NULL, space, err);
@@ -211,7 +215,7 @@ copy_up_run (struct blk *blk, const struct blk_base *base,
       break;
     r = base_read (blk, base, buf, len, start, err);
     if (r == 0)
-      r = blkmap_reserve (&blk->map, first, c, err);
+      r = reserve_states (blk, first, c, err);
     if (r == 0)
       r = store_copy_up (blk, buf, first, c, err);
     if (r == 0)
@@ -239,8 +243,8 @@ copy_up (struct blk *blk, const struct blk_base *base,
 
   if (count == 0)
     return 0;
-  first = blkmap_of (&blk->map, offset);
-  stop = blkmap_of (&blk->map, offset + count - 1) + 1;
+  first = blockgeom_block (&blk->map.geom, offset);
+  stop = blockgeom_block (&blk->map.geom, offset + count - 1) + 1;
 
   /* Nothing to copy, the usual case once data is in: take no lock. */
   for (b = first; b < stop; ) {
@@ -301,7 +305,7 @@ blk_read (struct blk *blk, const struct blk_base *base,
     run_end = blk_state_run (blk, offset, end, &state);
     n = run_end - offset;
     if (state == BLK_ALLOCATED)
-      r = overlay_read (blk, p, n, offset, err);
+      r = store_read (blk->store, p, n, offset, err);
     else if (state == BLK_ZERO)
       memset (p, 0, n);
     else if (state == BLK_NOT_ALLOCATED)
@@ -316,7 +320,8 @@ blk_read (struct blk *blk, const struct blk_base *base,
 }
 
 /*----------------------------------------------------------------------
- * Writes.
+ * Writes: the blocks of a write, the read-modify-write of a partial
+ * block, the rmw path and the fast path.
  */
 
 /* The part [from, to) of block b that the range [offset, end) covers. */
@@ -324,42 +329,26 @@ static void
 block_part (const struct blk *blk, uint64_t b, uint64_t offset, uint64_t end,
             uint64_t *from, uint64_t *to)
 {
-  uint64_t start = blkmap_start (&blk->map, b);
-  uint64_t stop = blkmap_end (&blk->map, b);
+  uint64_t start = blockgeom_start (&blk->map.geom, b);
+  uint64_t stop = blockgeom_end (&blk->map.geom, b);
 
   *from = offset > start ? offset : start;
   *to = end < stop ? end : stop;
 }
 
-/*----------------------------------------------------------------------
- * What the base holds, as far as its extents tell (basemap.h), with the
- * waits for base_map_lock counted.
- */
-
-/* True if block b of the base is known to read as zeros.  Requires the
- * rmw lock of b and no other lock: it may ask the base.
- */
-static bool
-base_reads_zeros (struct blk *blk, const struct blk_base *base, uint64_t b)
-{
-  uint64_t waited = 0;
-  bool zeros = basemap_reads_zeros (&blk->base_map, base, b, &waited);
-
-  if (waited)
-    count_wait (blk, BLK_LOCK_BASE_MAP, waited);
-  return zeros;
-}
-
 /* Whether block b, in the given state, reads as zeros without being in
- * the overlay: zeroed before, or over a part of the base known to read
- * as zeros.  Requires the rmw lock of b and no other lock.
+ * the overlay: zeroed before, or over a part of the base its extents
+ * say reads as zeros (basemap.h).  Requires the rmw lock of b and no
+ * other lock: it may ask the base.
  */
 static bool
 reads_zeros_outside (struct blk *blk, const struct blk_base *base,
                      enum blk_state state, uint64_t b)
 {
+  CHECK (rmw_held (blk, b, 1));
   return state == BLK_ZERO ||
-         (state == BLK_NOT_ALLOCATED && base_reads_zeros (blk, base, b));
+         (state == BLK_NOT_ALLOCATED &&
+          basemap_reads_zeros (&blk->base_map, base, b));
 }
 
 /* Builds in data the new content of partial block b: its current
@@ -378,10 +367,11 @@ rmw_fill (struct blk *blk, const struct blk_base *base, enum blk_state state,
           uint64_t b, const char *buf, uint64_t offset, uint64_t end,
           char *data, bool *zero_rest, int *err)
 {
-  uint64_t start = blkmap_start (&blk->map, b);
-  uint64_t len = blkmap_end (&blk->map, b) - start;
+  uint64_t start = blockgeom_start (&blk->map.geom, b);
+  uint64_t len = blockgeom_end (&blk->map.geom, b) - start;
   uint64_t from, to;
 
+  CHECK (state != BLK_ALLOCATED);
   block_part (blk, b, offset, end, &from, &to);
   if (!reads_zeros_outside (blk, base, state, b)) {
     if (base_read (blk, base, data, len, start, err) == -1)
@@ -401,15 +391,15 @@ rmw_fill (struct blk *blk, const struct blk_base *base, enum blk_state state,
 static bool
 is_partial (const struct blk *blk, uint64_t b, uint64_t offset, uint64_t end)
 {
-  return offset > blkmap_start (&blk->map, b) ||
-         end < blkmap_end (&blk->map, b);
+  return offset > blockgeom_start (&blk->map.geom, b) ||
+         end < blockgeom_end (&blk->map.geom, b);
 }
 
 /* Writes partial block b, whose new content rmw_fill built in data
  * (with zero_rest, only the bytes of [offset, end)), into the
  * overlay.  If the rest of the block is zeros, the block is zeroed in
- * the overlay (overlay_write_locked of zeros:
- * FALLOC_FL_ZERO_RANGE, which allocates the space without writing it,
+ * the overlay (a store_write of zeros: FALLOC_FL_ZERO_RANGE, which
+ * allocates the space without writing it,
  * where the filesystem has it) and only the bytes of [offset, end) are
  * written, if they are not zeros too: copying 64K of zeros for every
  * 4K write into a fresh block was the largest cost of small random
@@ -420,20 +410,20 @@ static int
 write_block (struct blk *blk, uint64_t b, const char *data, bool zero_rest,
              uint64_t offset, uint64_t end, int *err)
 {
-  uint64_t start = blkmap_start (&blk->map, b);
-  uint64_t len = blkmap_end (&blk->map, b) - start;
+  uint64_t start = blockgeom_start (&blk->map.geom, b);
+  uint64_t len = blockgeom_end (&blk->map.geom, b) - start;
   uint64_t from, to;
   int r;
 
+  CHECK (rmw_held (blk, b, 1));
   if (!zero_rest)
     return overlay_write (blk, data, len, start, err);
   block_part (blk, b, offset, end, &from, &to);
-  lock_file (blk, len, start);
-  r = overlay_write_locked (blk, NULL, len, start, err);
+  lock_stripes (blk, len, start);
+  r = store_write (blk->store, NULL, len, start, err);
   if (r == 0 && !is_zero (data + (from - start), to - from))
-    r = overlay_write_locked (blk, data + (from - start), to - from, from,
-                              err);
-  unlock_file (blk, len, start);
+    r = store_write (blk->store, data + (from - start), to - from, from, err);
+  unlock_stripes (blk, len, start);
   return r;
 }
 
@@ -459,10 +449,11 @@ write_locked (struct blk *blk, const struct blk_base *base, const char *buf,
   enum blk_state state;
   int r = -1;
 
+  CHECK (rmw_held (blk, first, last - first + 1));
   if (space_take (blk->space, hold, space, err) == -1)
     return -1;
   /* Room for a partial block at each end, from the thread's cache. */
-  data = scratch_get (2 * blk->map.block_size);
+  data = scratch_get (2 * blockgeom_block_size (&blk->map.geom));
   if (data == NULL) {
     *err = errno;
     nbdkit_error ("cow: malloc: %m");
@@ -475,17 +466,17 @@ write_locked (struct blk *blk, const struct blk_base *base, const char *buf,
     if (rmw_fill (blk, base, state, first, buf, offset, end, head,
                   &head_zero_rest, err) == -1)
       goto out;
-    from = blkmap_end (&blk->map, first);
+    from = blockgeom_end (&blk->map.geom, first);
   }
   if (last != first && is_partial (blk, last, offset, end) &&
       (state = blkmap_get (&blk->map, last)) != BLK_ALLOCATED) {
-    tail = data + blk->map.block_size;
+    tail = data + blockgeom_block_size (&blk->map.geom);
     if (rmw_fill (blk, base, state, last, buf, offset, end, tail,
                   &tail_zero_rest, err) == -1)
       goto out;
-    to = blkmap_start (&blk->map, last);
+    to = blockgeom_start (&blk->map.geom, last);
   }
-  if (blkmap_reserve (&blk->map, first, last - first + 1, err) == -1)
+  if (reserve_states (blk, first, last - first + 1, err) == -1)
     goto out;
 
   if (head &&
@@ -499,7 +490,7 @@ write_locked (struct blk *blk, const struct blk_base *base, const char *buf,
       write_block (blk, last, tail, tail_zero_rest, offset, end, err) == -1)
     goto out;
 
-  blkmap_set (&blk->map, first, last - first + 1, BLK_ALLOCATED);
+  set_states (blk, first, last - first + 1, BLK_ALLOCATED);
   r = 0;
  out:
   if (r == -1)
@@ -512,11 +503,11 @@ write_locked (struct blk *blk, const struct blk_base *base, const char *buf,
  * allocated, no copy-up can be running on any of them (see the top of
  * this file), so the bytes go straight to the overlay, with no rmw
  * lock, and *done is set.  The state lookup and the write hold the
- * write locks of the range together, and every punch takes the lock of
- * each file it punches (overlay_punch): a block
- * that a zero or trim racing this write discards is either punched
- * after the write or seen in its new state here, never written after
- * its punch, where the bytes would hold space no state accounts for.
+ * write locks of the range together, as every punch does (discard):
+ * a block that a zero or trim racing this write discards is either
+ * punched after the write or seen in its new state here, never written
+ * after its punch, where the bytes would hold space no state accounts
+ * for.
  */
 static int
 write_allocated (struct blk *blk, const void *buf, uint64_t count,
@@ -525,11 +516,11 @@ write_allocated (struct blk *blk, const void *buf, uint64_t count,
 {
   int r = 0;
 
-  lock_file (blk, count, offset);
+  lock_stripes (blk, count, offset);
   *done = blkmap_all_in (&blk->map, first, last - first + 1, BLK_ALLOCATED);
   if (*done)
-    r = overlay_write_locked (blk, buf, count, offset, err);
-  unlock_file (blk, count, offset);
+    r = store_write (blk->store, buf, count, offset, err);
+  unlock_stripes (blk, count, offset);
   return r;
 }
 
@@ -583,8 +574,9 @@ write_rmw (struct blk *blk, const struct blk_base *base, const char *buf,
   if (!*deferred)
     r = write_locked (blk, base, buf, offset, end, first, last, NULL, err);
   else if (state != BLK_ALLOCATED)
-    r = write_locked (blk, base, NULL, blkmap_start (&blk->map, first),
-                      blkmap_end (&blk->map, first), first, first, NULL, err);
+    r = write_locked (blk, base, NULL, blockgeom_start (&blk->map.geom, first),
+                      blockgeom_end (&blk->map.geom, first), first, first,
+                      NULL, err);
   rangelock_unlock (&blk->rmw_locks, &held);
   return r;
 }
@@ -603,8 +595,8 @@ blk_write (struct blk *blk, const struct blk_base *base,
 
   if (count == 0)
     return 0;
-  first = blkmap_of (&blk->map, offset);
-  last = blkmap_of (&blk->map, end - 1);
+  first = blockgeom_block (&blk->map.geom, offset);
+  last = blockgeom_block (&blk->map.geom, end - 1);
 
   for (;;) {
     r = write_allocated (blk, buf, count, offset, first, last, &done, err);
@@ -623,23 +615,27 @@ blk_write (struct blk *blk, const struct blk_base *base,
  */
 
 /* Marks blocks [first, first+n) BLK_ZERO, gives their space back and
- * punches them out of the overlay.  The state change comes first: from
- * then on reads return zeros whatever the overlay holds, so a
- * filesystem that cannot punch holes costs space, never correctness.
- * Requires their rmw locks.
+ * punches them out of the overlay, under the write locks of the range.
+ * The state change comes first: from then on reads return zeros
+ * whatever the overlay holds, so a filesystem that cannot punch holes
+ * costs space, never correctness.  Requires their rmw locks.
  */
 static int
 discard_locked (struct blk *blk, uint64_t first, uint64_t n, int *err)
 {
-  uint64_t start = blkmap_start (&blk->map, first);
-  uint64_t len = blkmap_end (&blk->map, first + n - 1) - start, freed;
+  uint64_t start = blockgeom_start (&blk->map.geom, first);
+  uint64_t len = blockgeom_end (&blk->map.geom, first + n - 1) - start, freed;
+  int r;
 
-  if (blkmap_reserve (&blk->map, first, n, err) == -1)
+  if (reserve_states (blk, first, n, err) == -1)
     return -1;
   freed = blkmap_space_in (&blk->map, first, n, BLK_ALLOCATED);
-  blkmap_set (&blk->map, first, n, BLK_ZERO);
+  set_states (blk, first, n, BLK_ZERO);
   space_give (blk->space, freed);
-  if (overlay_punch (blk, len, start) == -1)
+  lock_stripes (blk, len, start);
+  r = store_punch (blk->store, len, start);
+  unlock_stripes (blk, len, start);
+  if (r == -1)
     nbdkit_debug ("cow: cannot punch a hole in the overlay: %m");
   return 0;
 }
@@ -656,13 +652,14 @@ static int
 zero_ends_locked (struct blk *blk, const struct blk_base *base,
                   uint64_t offset, uint64_t end, int *err)
 {
-  uint64_t ends[2] = { blkmap_of (&blk->map, offset),
-                       blkmap_of (&blk->map, end - 1) };
+  uint64_t ends[2] = { blockgeom_block (&blk->map.geom, offset),
+                       blockgeom_block (&blk->map.geom, end - 1) };
   size_t n = ends[0] == ends[1] ? 1 : 2, i;
   bool to_write[2] = { false, false };
   uint64_t hold = 0, from, to;
   int r = 0;
 
+  CHECK (rmw_held (blk, ends[0], ends[n - 1] - ends[0] + 1));
   for (i = 0; i < n; i++) {
     to_write[i] = is_partial (blk, ends[i], offset, end) &&
                   !reads_zeros_outside (blk, base,
@@ -698,13 +695,12 @@ discard_range (struct blk *blk, const struct blk_base *base,
 
   if (count == 0)
     return 0;
-  whole_blocks (blk->map.block_shift, blk->map.size, offset, end,
-                &first, &stop);
+  blockgeom_whole (&blk->map.geom, offset, end, &first, &stop);
   if (first >= stop && !zero_ends)
     return 0;
 
-  lock_from = zero_ends ? blkmap_of (&blk->map, offset) : first;
-  lock_to = zero_ends ? blkmap_of (&blk->map, end - 1) + 1 : stop;
+  lock_from = zero_ends ? blockgeom_block (&blk->map.geom, offset) : first;
+  lock_to = zero_ends ? blockgeom_block (&blk->map.geom, end - 1) + 1 : stop;
   lock_rmw (blk, &held, lock_from, lock_to - lock_from);
   if (zero_ends)
     r = zero_ends_locked (blk, base, offset, end, err);

@@ -1,9 +1,10 @@
 /* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
 
 /* The block layer: an overlay's blocks, their states and the locks of
- * the requests that change them (blk.c, with blklife.c and blkmap.c).
- * docs/design.md describes the state machine and the lock rules; this
- * header only says what each call does.
+ * the requests that change them (blk.c, with blklife.c, blkmap.c and
+ * basemap.c), over a store (store.h).  docs/design.md describes the
+ * state machine and the lock rules; this header only says what each
+ * call does.
  *
  * Every call here may run in parallel with any other on the same
  * struct blk, except blk_new and blk_free.
@@ -15,9 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "base.h"
-#include "blklock.h"
-#include "blkstate.h"
+#include "blktypes.h"
 
 struct blk;
 struct space;
@@ -27,23 +26,23 @@ struct temp_files;
 #define BLK_MAX_STRIPES 64
 
 /* Both make an overlay of blocks of block_size bytes (a power of two),
- * whose disk space counts against space (space.h), which every overlay
- * of the server shares (cow-max-size).  Each returns NULL after
- * nbdkit_error.
+ * its disk cut into stripes stripes (stripes.h), whose disk space
+ * counts against space (space.h), which every overlay of the server
+ * shares (cow-max-size).  Each returns NULL after nbdkit_error.
  *
- * blk_new: a throw-away overlay in a region of files (tempfiles.h).
+ * blk_new: a throw-away overlay in a region of files (tempfiles.h),
+ * one per stripe.
  */
-extern struct blk *blk_new (uint32_t block_size, struct temp_files *files,
-                            struct space *space);
+extern struct blk *blk_new (uint32_t block_size, unsigned stripes,
+                            struct temp_files *files, struct space *space);
 
 /* blk_new_kept: the kept overlay at path for export name, creating path
- * if it is missing, and locked against other processes; its one file is
- * striped over stripes write locks.  An existing file must be a sound
- * overlay for this block size and name (its base size is checked by
- * blk_set_size).
+ * if it is missing, and locked against other processes.  An existing
+ * file must be a sound overlay for this block size and name (its base
+ * size is checked by blk_set_size).
  */
-extern struct blk *blk_new_kept (uint32_t block_size, const char *path,
-                                 const char *name, unsigned stripes,
+extern struct blk *blk_new_kept (uint32_t block_size, unsigned stripes,
+                                 const char *path, const char *name,
                                  struct space *space);
 
 /* Frees the overlay; a kept one is flushed first.  Returns 0, or -1
@@ -56,8 +55,8 @@ extern int blk_free (struct blk *blk);
  */
 extern int blk_flush (struct blk *blk, int *err);
 
-/* Tells the layer the size of the base.  The first call fixes it (and
- * creates or loads a kept overlay, failing if it was made for another
+/* Tells the layer the size of the base.  The first call fixes it and
+ * starts the store (a kept file's header made, or checked against the
  * size); a later call with another size fails, because the overlay
  * cannot follow a base that changes under it.  Returns 0 or -1.
  */
@@ -99,8 +98,8 @@ extern int blk_copy_up (struct blk *blk, const struct blk_base *base,
 extern uint64_t blk_state_run (struct blk *blk, uint64_t offset,
                                uint64_t end, enum blk_state *state);
 
-/* Statistics (cow-stats=FILE).  The name of a lock (blklock.h) in
- * docs/design.md and in the statistics:
+/* Statistics (cow-stats=FILE).  The name of a lock in docs/design.md
+ * and in the statistics:
  */
 extern const char *blk_lock_name (enum blk_lock lock);
 

@@ -1,7 +1,7 @@
 /* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
 
 /* The life of an overlay in the block layer (blk.h): made with its
- * store, sized by the first connection, flushed, freed; and its
+ * store, started by the first connection, flushed, freed; and its
  * statistics.  The requests are in blk.c.
  */
 
@@ -17,11 +17,12 @@
 #include "blk.h"
 #include "blkpriv.h"
 #include "storeio.h"
-#include "timedlock.h"
 
-/* A struct blk with no store and no size yet. */
+/* A struct blk with no store and no size yet, its disk cut into
+ * stripes stripes.
+ */
 static struct blk *
-blk_alloc (uint32_t block_size, struct space *space)
+blk_alloc (uint32_t block_size, unsigned stripes, struct space *space)
 {
   struct blk *blk = calloc (1, sizeof *blk);
 
@@ -30,14 +31,19 @@ blk_alloc (uint32_t block_size, struct space *space)
     free (blk);
     return NULL;
   }
-  if (blkmap_init (&blk->map, block_size) == -1) {
+  blkmap_init (&blk->map, block_size, &blk->waits);
+  if (lockwaits_init (&blk->waits, BLK_LOCKS) == -1 ||
+      stripes_init (&blk->stripes, stripes, blk->map.geom.shift) == -1) {
     nbdkit_error ("cow: calloc: %m");
+    blkmap_free (&blk->map);
+    lockwaits_free (&blk->waits);
     shardctr_free (&blk->counters);
     free (blk);
     return NULL;
   }
-  basemap_init (&blk->base_map, blk->map.block_shift);
+  basemap_init (&blk->base_map, &blk->map.geom, &blk->waits);
   rangelock_init (&blk->rmw_locks);
+  pthread_mutex_init (&blk->start_lock, NULL);
   pthread_mutex_init (&blk->flush_lock, NULL);
   blk->space = space;
   return blk;
@@ -52,30 +58,53 @@ with_store (struct blk *blk, struct store *store)
     return NULL;
   }
   blk->store = store;
-  blk->map.store = store;
   return blk;
 }
 
 struct blk *
-blk_new (uint32_t block_size, struct temp_files *files, struct space *space)
+blk_new (uint32_t block_size, unsigned stripes, struct temp_files *files,
+         struct space *space)
 {
-  struct blk *blk = blk_alloc (block_size, space);
+  struct blk *blk = blk_alloc (block_size, stripes, space);
 
   if (blk == NULL)
     return NULL;
-  return with_store (blk, store_temp_new (files, blk->map.block_shift));
+  return with_store (blk, store_temp_new (files, &blk->stripes));
+}
+
+/* A run of states a kept store loaded, into the map, before the
+ * overlay serves.
+ */
+static int
+load_run (void *opaque, uint64_t first, uint64_t n, enum blk_state state)
+{
+  struct blkmap *map = opaque;
+
+  if (blkmap_reserve (map, first, n) == -1)
+    return -1;
+  blkmap_set (map, first, n, state);
+  return 0;
 }
 
 struct blk *
-blk_new_kept (uint32_t block_size, const char *path, const char *name,
-              unsigned stripes, struct space *space)
+blk_new_kept (uint32_t block_size, unsigned stripes, const char *path,
+              const char *name, struct space *space)
 {
-  struct blk *blk = blk_alloc (block_size, space);
+  struct blk *blk = blk_alloc (block_size, stripes, space);
 
   if (blk == NULL)
     return NULL;
-  return with_store (blk, store_kept_open (path, name, block_size, stripes,
-                                           &blk->map.store_states));
+  blk = with_store (blk, store_kept_open (path, name, block_size,
+                                          &blk->stripes));
+  if (blk == NULL)
+    return NULL;
+  if (store_loaded_states (blk->store, load_run, &blk->map) == -1) {
+    nbdkit_error ("cow-file=%s: cannot hold the block states in memory: %m",
+                  path);
+    blk_free (blk);
+    return NULL;
+  }
+  return blk;
 }
 
 int
@@ -90,7 +119,10 @@ blk_free (struct blk *blk)
   blkmap_free (&blk->map);
   basemap_free (&blk->base_map);
   pthread_mutex_destroy (&blk->flush_lock);
+  pthread_mutex_destroy (&blk->start_lock);
   rangelock_destroy (&blk->rmw_locks);
+  stripes_free (&blk->stripes);
+  lockwaits_free (&blk->waits);
   shardctr_free (&blk->counters);
   free (blk);
   return r;
@@ -98,43 +130,46 @@ blk_free (struct blk *blk)
 
 /* Starts the store for a base of size bytes, and charges what it holds
  * (a kept file's header, states and blocks) against cow-max-size.
- * Requires state_lock.
+ * Requires start_lock.
  */
 static int
 start_store (struct blk *blk, uint64_t size)
 {
+  uint64_t overhead;
+
+  CHECK (held_by_me (&blk->start_lock));
   if (size == 0)
     return 0;
-  if (store_start (blk->store, size) == -1)
+  if (store_start (blk->store, size, &overhead) == -1)
     return -1;
-  space_charge (blk->space, blk->store->overhead +
-                blkmap_space_in_locked (&blk->map, 0,
-                                        blkmap_of (&blk->map, size - 1) + 1,
-                                        BLK_ALLOCATED));
+  space_charge (blk->space, overhead +
+                blkmap_space_in (&blk->map, 0,
+                                 blockgeom_blocks (&blk->map.geom),
+                                 BLK_ALLOCATED));
   return 0;
 }
 
-/* The first call does the overlay's setup I/O under state_lock: no
- * request can reach the layer before it returns.
+/* The first call sets the size and starts the store holding
+ * start_lock: no request can reach the layer before it returns.
  */
 int
 blk_set_size (struct blk *blk, uint64_t size)
 {
   int r = 0;
 
-  blkmap_lock (&blk->map);
-  if (!blk->map.size_known) {
-    blk->map.size = size;
-    basemap_set_size (&blk->base_map, size);
+  held_lock (&blk->start_lock);
+  if (!blk->sized) {
+    blk->map.geom.size = size;
     r = start_store (blk, size);
-    blk->map.size_known = r == 0;
+    blk->sized = r == 0;
   }
-  else if (blk->map.size != size) {
+  else if (blk->map.geom.size != size) {
     nbdkit_error ("cow: the base changed size from %" PRIu64 " to %" PRIu64
-                  " bytes; the overlay cannot follow it", blk->map.size, size);
+                  " bytes; the overlay cannot follow it", blk->map.geom.size,
+                  size);
     r = -1;
   }
-  blkmap_unlock (&blk->map);
+  held_unlock (&blk->start_lock);
   return r;
 }
 
@@ -143,25 +178,22 @@ blk_is_sized (struct blk *blk)
 {
   bool sized;
 
-  blkmap_lock (&blk->map);
-  sized = blk->map.size_known;
-  blkmap_unlock (&blk->map);
+  held_lock (&blk->start_lock);
+  sized = blk->sized;
+  held_unlock (&blk->start_lock);
   return sized;
 }
 
 int
 blk_flush (struct blk *blk, int *err)
 {
-  uint64_t waited;
   int r;
 
   if (!store_flushes (blk->store))
     return 0;
-  waited = timed_lock (&blk->flush_lock);
-  if (waited)
-    count_wait (blk, BLK_LOCK_FLUSH, waited);
+  lockwaits_lock (&blk->waits, BLK_LOCK_FLUSH, &blk->flush_lock);
   r = store_flush (blk->store, err);
-  pthread_mutex_unlock (&blk->flush_lock);
+  held_unlock (&blk->flush_lock);
   return r;
 }
 
@@ -186,9 +218,10 @@ blk_get_stats (struct blk *blk, struct blk_stats *stats)
   unsigned i;
 
   memset (stats, 0, sizeof *stats);
-  stats->block_size = blk->map.block_size;
+  stats->block_size = blockgeom_block_size (&blk->map.geom);
   stats->files = store_files (blk->store);
-  blkmap_count (&blk->map, stats->blocks);
+  if (blk_is_sized (blk))
+    blkmap_count (&blk->map, blockgeom_blocks (&blk->map.geom), stats->blocks);
   stats->overlay_bytes = store_bytes (blk->store);
   stats->copy_ups_read = shardctr_sum (&blk->counters, COPY_UPS_READ);
   stats->copy_ups_cache = shardctr_sum (&blk->counters, COPY_UPS_CACHE);
@@ -199,10 +232,7 @@ blk_get_stats (struct blk *blk, struct blk_stats *stats)
   stats->space_used = space_used (blk->space);
   stats->space_refusals = space_refusals (blk->space);
   stats->filesystem_refusals = storeio_room_refusals ();
-  for (i = 0; i < BLK_LOCKS; ++i) {
-    stats->lock_waits[i] = shardctr_sum (&blk->counters, LOCK_WAITS + i);
-    stats->lock_wait_ns[i] = shardctr_sum (&blk->counters, LOCK_WAIT_NS + i);
-  }
-  blkmap_waits (&blk->map, &stats->lock_waits[BLK_LOCK_STATE],
-                &stats->lock_wait_ns[BLK_LOCK_STATE]);
+  for (i = 0; i < BLK_LOCKS; ++i)
+    lockwaits_sum (&blk->waits, i, &stats->lock_waits[i],
+                   &stats->lock_wait_ns[i]);
 }

@@ -1,11 +1,10 @@
 /* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
 
-/* The block map: the disk's geometry in blocks, the state of every
- * block (enum blk_state) under state_lock, and what the blocks in a
+/* The block map: the disk's geometry in blocks and the state of every
+ * block (enum blk_state), under state_lock, and what the blocks in a
  * state are charged against cow-max-size.  The block layer (blk.c)
- * decides when a block changes state; this unit only keeps the states,
- * tells the store of each change (store.h) and counts the waits for
- * its lock.  state_lock is never held over I/O but a store's start.
+ * decides when a block changes state and tells its store; this unit
+ * only keeps the states.
  */
 
 #ifndef COW_BLKMAP_H
@@ -15,81 +14,43 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "blkstate.h"
-#include "shardctr.h"
+#include "blktypes.h"
+#include "blockgeom.h"
+#include "checks.h"
+#include "lockwaits.h"
 #include "space.h"
 #include "statemap.h"
-#include "store.h"
-#include "timedlock.h"
 
 struct blkmap {
-  /* Fixed by blkmap_init. */
-  unsigned block_shift;
-  uint64_t block_size;
-
-  /* Fixed, under state_lock, by the first blk_set_size, which the
-   * connection's .prepare calls before any request can reach the
-   * layer; so requests read size without the lock.
+  /* The block size fixed by blkmap_init; the disk's size fixed by the
+   * layer's start (blklife.c) before any request can reach the map,
+   * and read without a lock afterwards.
    */
-  uint64_t size;
-  bool size_known;
+  struct blockgeom geom;
 
-  /* Told of every reservation and change of states; set once, before
-   * the size.
+  /* Protects states, and nothing else.  Held only for one lookup or
+   * one update, never over I/O, and nothing is taken inside it.  Its
+   * waits count in waits, the layer's, as BLK_LOCK_STATE.
    */
-  struct store *store;
-
-  pthread_mutex_t state_lock;   /* protects states; never held over I/O */
+  pthread_mutex_t state_lock;
   struct statemap states;       /* enum blk_state of each block */
-  /* The two, as a kept store reads them. */
-  struct store_states store_states;
-
-  struct shardctr waits;        /* waits for state_lock: count, ns */
+  struct lockwaits *waits;
 };
 
-/* Returns 0, or -1 with errno set. */
-extern int blkmap_init (struct blkmap *map, uint32_t block_size);
+extern void blkmap_init (struct blkmap *map, uint32_t block_size,
+                         struct lockwaits *waits);
 extern void blkmap_free (struct blkmap *map);
 
-/* Geometry: the first byte of block b, the end of block b (the last
- * block of a disk whose size is not a multiple of the block size is
- * short), and the block of a byte.
- */
-static inline uint64_t
-blkmap_start (const struct blkmap *map, uint64_t b)
-{
-  return b << map->block_shift;
-}
-
-static inline uint64_t
-blkmap_end (const struct blkmap *map, uint64_t b)
-{
-  uint64_t end = (b + 1) << map->block_shift;
-  return end < map->size ? end : map->size;
-}
-
-static inline uint64_t
-blkmap_of (const struct blkmap *map, uint64_t offset)
-{
-  return offset >> map->block_shift;
-}
-
-/* Takes state_lock, counting the wait if there was one. */
 static inline void
 blkmap_lock (struct blkmap *map)
 {
-  uint64_t waited = timed_lock (&map->state_lock);
-
-  if (waited) {
-    shardctr_add (&map->waits, 0, 1);
-    shardctr_add (&map->waits, 1, waited);
-  }
+  lockwaits_lock (map->waits, BLK_LOCK_STATE, &map->state_lock);
 }
 
 static inline void
 blkmap_unlock (struct blkmap *map)
 {
-  pthread_mutex_unlock (&map->state_lock);
+  held_unlock (&map->state_lock);
 }
 
 /* The lookups, each taking and dropping state_lock. */
@@ -129,31 +90,23 @@ blkmap_all_in (struct blkmap *map, uint64_t first, uint64_t n,
   return blkmap_run (map, first, first + n, &s) == first + n && s == state;
 }
 
-/* Logs that the map could not grow; sets *err. */
-extern void blkmap_reserve_failed (int *err);
-
-/* Makes room in the map, and in the store's copy of it, before the I/O
- * of a state change, so that the final blkmap_set cannot fail after
- * the data has been written.  Returns 0, or -1 with *err set after
- * nbdkit_error.
+/* Makes room in the map for a change of the states of blocks [first,
+ * first+n), before its I/O, so that the final blkmap_set cannot fail
+ * after the data has been written.  Returns 0, or -1 with errno set.
  */
 static inline int
-blkmap_reserve (struct blkmap *map, uint64_t first, uint64_t n, int *err)
+blkmap_reserve (struct blkmap *map, uint64_t first, uint64_t n)
 {
   int r;
 
   blkmap_lock (map);
   r = statemap_reserve (&map->states, first, n);
-  if (r == 0)
-    r = store_reserve_states (map->store, first, n);
   blkmap_unlock (map);
-  if (r == -1)
-    blkmap_reserve_failed (err);
   return r;
 }
 
-/* Sets blocks [first, first+n) to state.  Requires the blocks' rmw
- * locks and blkmap_reserve.
+/* Sets blocks [first, first+n) to state.  Requires blkmap_reserve of
+ * them.
  */
 static inline void
 blkmap_set (struct blkmap *map, uint64_t first, uint64_t n,
@@ -161,7 +114,6 @@ blkmap_set (struct blkmap *map, uint64_t first, uint64_t n,
 {
   blkmap_lock (map);
   statemap_set (&map->states, first, n, state);
-  store_states_changed (map->store, first, n);
   blkmap_unlock (map);
 }
 
@@ -171,8 +123,8 @@ blkmap_set (struct blkmap *map, uint64_t first, uint64_t n,
 static inline uint64_t
 blkmap_space (const struct blkmap *map, uint64_t first, uint64_t n)
 {
-  return space_of (blkmap_end (map, first + n - 1) - blkmap_start (map, first),
-                   n);
+  return space_of (blockgeom_end (&map->geom, first + n - 1)
+                   - blockgeom_start (&map->geom, first), n);
 }
 
 /* The charge of the blocks of [first, first+n) in state want.
@@ -185,6 +137,7 @@ blkmap_space_in_locked (struct blkmap *map, uint64_t first, uint64_t n,
 {
   uint64_t b = first, stop = first + n, space = 0;
 
+  CHECK (held_by_me (&map->state_lock));
   while (b < stop) {
     unsigned state;
     uint64_t end = statemap_run (&map->states, b, stop, &state);
@@ -217,14 +170,11 @@ blkmap_space_to_allocate (struct blkmap *map, uint64_t first, uint64_t n)
          - blkmap_space_in (map, first, n, BLK_ALLOCATED);
 }
 
-/* Counts the blocks in each state, holding state_lock in short
- * stretches, so that a walk of a large, fragmented map keeps no
- * request waiting long; all zero while the size is unknown.
+/* Counts the states of the first blocks blocks, holding state_lock in
+ * short stretches, so that a walk of a large, fragmented map keeps no
+ * request waiting long.
  */
-extern void blkmap_count (struct blkmap *map, uint64_t blocks[3]);
-
-/* The waits for state_lock: how many, and their nanoseconds. */
-extern void blkmap_waits (const struct blkmap *map, uint64_t *waits,
-                          uint64_t *ns);
+extern void blkmap_count (struct blkmap *map, uint64_t blocks,
+                          uint64_t counts[3]);
 
 #endif /* COW_BLKMAP_H */

@@ -2,41 +2,60 @@
 
 /* The block layer's own state, shared by its two files and nothing
  * else: blk.c, the requests and the state machine they follow, and
- * blklife.c, an overlay made, sized, flushed and freed, and its
- * statistics.  docs/design.md says what each lock protects.
+ * blklife.c, an overlay made, started, flushed and freed, and its
+ * statistics.  Each lock says here what it protects; docs/design.md
+ * has the lock order.
  */
 
 #ifndef COW_BLKPRIV_H
 #define COW_BLKPRIV_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "basemap.h"
-#include "blklock.h"
 #include "blkmap.h"
+#include "blktypes.h"
+#include "lockwaits.h"
 #include "rangelock.h"
 #include "shardctr.h"
 #include "space.h"
 #include "store.h"
+#include "stripes.h"
 
 struct blk {
-  /* The data of allocated blocks (store.h), and the write locks of its
-   * stripes, held over every system call that writes it.  The kernel
+  /* The data of allocated blocks (store.h). */
+  struct store *store;
+
+  /* The write locks of the stripes of the disk, one per stripe: held
+   * over every write and punch of the store, and by a fast-path write
+   * over its state lookup too (write_allocated).  The kernel
    * serializes the writes of one file anyway (the inode lock), but its
    * waiters spin, which on few cores starved the threads doing useful
-   * work; a mutex waits asleep.  A fast-path write also holds the locks
-   * of its range over its state lookup (write_allocated).
+   * work; a mutex waits asleep.  Taken a range's together, in
+   * ascending stripe order (stripes_lock).
    */
-  struct store *store;
+  struct stripes stripes;
 
   /* The geometry and the state of every block, under state_lock. */
   struct blkmap map;
 
-  /* What the base's extents told, under its own lock (basemap.h). */
+  /* What the base's extents told, under base_map_lock (basemap.h). */
   struct basemap base_map;
 
-  struct rangelock rmw_locks;   /* state changes and their I/O, by block */
+  /* The rmw locks, on ranges of blocks: a block's state changes only
+   * with its rmw lock held, which covers the I/O that justifies the
+   * change.
+   */
+  struct rangelock rmw_locks;
+
+  /* Protects sized: serializes the first blk_set_size, which fixes the
+   * size and starts the store (I/O: a kept file's header, a region of
+   * the temporary files); later calls and the statistics only look.
+   */
+  pthread_mutex_t start_lock;
+  bool sized;
 
   /* Lets one flush of a kept store run at a time. */
   pthread_mutex_t flush_lock;
@@ -44,16 +63,12 @@ struct blk {
   /* The disk space counted against cow-max-size, the server's. */
   struct space *space;
 
-  /* Statistics: enum counter, added to without any lock. */
+  /* Statistics, added to without any lock: enum counter, and the
+   * waits for every lock above by enum blk_lock.
+   */
   struct shardctr counters;
+  struct lockwaits waits;
 };
-
-/*----------------------------------------------------------------------
- * Counters and timed locks, for the statistics.  Counting must add no
- * contention to the request path: the counters are sharded by thread
- * (common/shardctr.h), and each lock is tried first, so only a thread
- * that has to wait anyway reads the clock.
- */
 
 enum counter {
   COPY_UPS_READ,                /* blocks, see struct blk_stats */
@@ -61,22 +76,13 @@ enum counter {
   COPY_UPS_RMW,
   BASE_READS,
   BASE_READ_BYTES,
-  LOCK_WAITS,                   /* one per enum blk_lock from here */
-  LOCK_WAIT_NS = LOCK_WAITS + BLK_LOCKS,
-  COUNTERS = LOCK_WAIT_NS + BLK_LOCKS
+  COUNTERS
 };
 
 static inline void
 stat_add (struct blk *blk, enum counter counter, uint64_t n)
 {
   shardctr_add (&blk->counters, counter, n);
-}
-
-static inline void
-count_wait (struct blk *blk, enum blk_lock lock, uint64_t ns)
-{
-  stat_add (blk, LOCK_WAITS + lock, 1);
-  stat_add (blk, LOCK_WAIT_NS + lock, ns);
 }
 
 #endif /* COW_BLKPRIV_H */

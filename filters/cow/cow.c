@@ -2,93 +2,29 @@
 
 /* nbdkit-cow-filter: a writable copy-on-write view of any plugin.
  *
- * This file holds the parameters, the table of overlays (one per
- * export, at most cow-max-exports) and the NBD callbacks; the overlay
- * itself, the block states and the locking of requests live in the
- * block layer (blk.h).  The plugin is opened
+ * This file holds nbdkit's callbacks: the filter's life cycle and the
+ * NBD requests of a connection, each handed to the unit that does it:
+ * the parameters (params.h), the overlays of the exports (exports.h),
+ * the requests sent to the plugin (baseio.h), the block layer of an
+ * overlay (blk.h) and the statistics (stats.h).  The plugin is opened
  * read-only and never sees a write, zero or trim.
  */
 
 #include <config.h>
 
 #include <errno.h>
-#include <inttypes.h>
-#include <limits.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
 #include <nbdkit-filter.h>
 
 #include "baseio.h"
 #include "blk.h"
+#include "exports.h"
 #include "launch.h"
-#include "ispowerof2.h"
-#include "shardctr.h"
-#include "space.h"
+#include "params.h"
 #include "stats.h"
-#include "tempfiles.h"
-
-#define MIN_BLOCK_SIZE 4096
-#define MAX_BLOCK_SIZE (INT64_C (1) << 31)     /* as nbdkit's own filter */
-#define DEFAULT_STRIPES 8   /* docs/performance.md */
-#define DEFAULT_MAX_EXPORTS 128
-#define MAX_MAX_EXPORTS 1000000
-
-static uint32_t block_size = 65536;         /* cow-block-size */
-static bool cow_on_cache;                   /* cow-on-cache */
-static char *cow_file;                      /* cow-file, absolute, or NULL */
-static char *stats_path;                    /* cow-stats, absolute, or NULL */
-static uint64_t max_size = UINT64_MAX;      /* cow-max-size, or none */
-static const char *max_size_arg;            /* as given, for messages */
-static unsigned stripes = DEFAULT_STRIPES;  /* cow-stripes */
-static unsigned max_exports = DEFAULT_MAX_EXPORTS;   /* cow-max-exports */
-
-/* cow-on-read: off, on, or on while cow_on_read_path exists. */
-static enum { COW_ON_READ_OFF, COW_ON_READ_ON, COW_ON_READ_PATH } cow_on_read;
-static const char *cow_on_read_path;
-
-/* The disk space of every overlay, counted against cow-max-size. */
-static struct space space;
-
-/* The files of the throw-away overlays, made by .get_ready; NULL with
- * cow-file.
- */
-static struct temp_files *temp_files;
-
-/* One overlay per export, created when a client first opens the export
- * and kept until nbdkit exits, so data never crosses exports and a
- * client reconnecting to an export sees its earlier writes.  Export
- * names reach .open canonical: nbdkit has already replaced "" by the
- * plugin's .default_export, which cow_default_export learns, so that
- * the default export's overlay is the one named "" by whatever name it
- * comes.  At most cow-max-exports of them, one of which is kept for
- * the default export: past that, a name not seen before is refused
- * (new_name_refused).
- */
-struct overlay {
-  char *exportname;
-  struct blk *blk;
-  struct shardctr requests;     /* count and bytes of each cow_request */
-  struct overlay *next;         /* never changes once in the list */
-};
-
-/* Protects the list (not the overlays: each connection's handle points
- * to its overlay, which outlives every connection).  Taken only in
- * .open and by the statistics to read the head, never during requests.
- */
-static pthread_mutex_t overlays_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct overlay *overlays;
-static unsigned named_overlays;     /* those of names other than "" */
-static uint64_t refused_names;      /* opens of new names refused */
-/* The name nbdkit hands .open for the default export, from the first
- * client that asked for it; NULL before.
- */
-static char *default_name;
 
 /* The handle of a connection: its export's overlay, and what it must
  * respect of the plugin, learned by .prepare.
@@ -98,373 +34,39 @@ struct conn {
   struct base_shape base;
 };
 
-/* The size in key=value, or -1 after an error naming both. */
-static int64_t
-parse_size_param (const char *key, const char *value)
-{
-  int64_t r = nbdkit_parse_size (value);
-
-  if (r == -1)
-    nbdkit_error ("%s=%s: not a size", key, value);
-  return r;
-}
-
-static int
-parse_block_size (const char *value)
-{
-  int64_t r = parse_size_param ("cow-block-size", value);
-
-  if (r == -1)
-    return -1;
-  if (r < MIN_BLOCK_SIZE || r > MAX_BLOCK_SIZE || !is_power_of_2 (r)) {
-    nbdkit_error ("cow-block-size=%s: must be a power of two from 4K to 2G",
-                  value);
-    return -1;
-  }
-  block_size = r;
-  return 0;
-}
-
-static int
-parse_max_size (const char *value)
-{
-  int64_t r = parse_size_param ("cow-max-size", value);
-
-  if (r == -1)
-    return -1;
-  max_size = r;
-  max_size_arg = value;         /* argv outlives the server */
-  return 0;
-}
-
-/* Sets *to to the whole number from min to max in key=value, or
- * returns -1 after an error naming both: digits only, since
- * nbdkit_parse_unsigned's messages do not name the value.
+/*----------------------------------------------------------------------
+ * Configuration and life cycle.
  */
-static int
-parse_count (const char *key, const char *value, unsigned min, unsigned max,
-             unsigned *to)
-{
-  uint64_t r = 0;
-  const char *p;
-
-  for (p = value; *p >= '0' && *p <= '9' && r <= max; ++p)
-    r = r * 10 + (*p - '0');
-  if (p == value || *p != '\0' || r < min || r > max) {
-    nbdkit_error ("%s=%s: must be a number from %u to %u", key, value, min,
-                  max);
-    return -1;
-  }
-  *to = r;
-  return 0;
-}
-
-static int
-parse_cow_on_read (const char *value)
-{
-  int r;
-
-  if (value[0] == '/') {
-    cow_on_read = COW_ON_READ_PATH;
-    cow_on_read_path = value;   /* argv outlives the server */
-    return 0;
-  }
-  if (strchr (value, '/') != NULL) {
-    nbdkit_error ("cow-on-read=%s: a path must be absolute", value);
-    return -1;
-  }
-  r = nbdkit_parse_bool (value);
-  if (r == -1) {
-    nbdkit_error ("cow-on-read=%s: must be true, false or an absolute path",
-                  value);
-    return -1;
-  }
-  cow_on_read = r ? COW_ON_READ_ON : COW_ON_READ_OFF;
-  return 0;
-}
-
-static int
-parse_path (const char *key, const char *value, char **path)
-{
-  if (value[0] == '\0') {
-    nbdkit_error ("%s=%s: must name a file", key, value);
-    return -1;
-  }
-  free (*path);
-  /* nbdkit may change directory when it becomes a daemon. */
-  *path = nbdkit_absolute_path (value);
-  return *path ? 0 : -1;
-}
 
 static int
 cow_config (nbdkit_next_config *next, nbdkit_backend *nxdata,
             const char *key, const char *value)
 {
-  if (strcmp (key, "cow-block-size") == 0)
-    return parse_block_size (value);
-  if (strcmp (key, "cow-on-read") == 0)
-    return parse_cow_on_read (value);
-  if (strcmp (key, "cow-on-cache") == 0) {
-    int r = nbdkit_parse_bool (value);
-    if (r == -1) {
-      nbdkit_error ("cow-on-cache=%s: must be true or false", value);
-      return -1;
-    }
-    cow_on_cache = r;
-    return 0;
-  }
-  if (strcmp (key, "cow-file") == 0)
-    return parse_path (key, value, &cow_file);
-  if (strcmp (key, "cow-stats") == 0)
-    return parse_path (key, value, &stats_path);
-  if (strcmp (key, "cow-max-size") == 0)
-    return parse_max_size (value);
-  if (strcmp (key, "cow-stripes") == 0)
-    return parse_count (key, value, 1, BLK_MAX_STRIPES, &stripes);
-  if (strcmp (key, "cow-max-exports") == 0)
-    return parse_count (key, value, 1, MAX_MAX_EXPORTS, &max_exports);
-  return next (nxdata, key, value);
+  int r = params_parse (key, value);
+
+  return r == 1 ? next (nxdata, key, value) : r;
 }
 
-/* Checks what depends on several parameters. */
 static int
 cow_config_complete (nbdkit_next_config_complete *next, nbdkit_backend *nxdata)
 {
-  if (max_size < block_size) {
-    nbdkit_error ("cow-max-size=%s: less than one block "
-                  "(cow-block-size=%" PRIu32 ")", max_size_arg, block_size);
+  if (params_check () == -1)
     return -1;
-  }
   return next (nxdata);
 }
 
-#define cow_config_help \
-  "cow-block-size=<N>    Size of blocks in the overlay (default 64K).\n" \
-  "cow-file=<PATH>       Keep the overlay in PATH across restarts.\n" \
-  "cow-max-exports=<N>   Make at most N overlays (default 128).\n" \
-  "cow-max-size=<SIZE>   Limit the overlays' disk space to SIZE.\n" \
-  "cow-on-cache=<BOOL>   Copy cache (prefetch) requests to the overlay.\n" \
-  "cow-on-read=<BOOL>|/PATH  Copy reads to the overlay (while PATH exists).\n" \
-  "cow-stats=<FILE>      Write statistics to FILE every second and at exit.\n" \
-  "cow-stripes=<N>       Stripe the overlay over N write locks (default 8),\n" \
-  "                      and throw-away ones over N shared files."
-
-/* The kept overlay file of an export: PATH for the default export "",
- * PATH.NAME for the others, NAME with every byte but [A-Za-z0-9_-]
- * written %XX, so that no name a client sends can leave the directory
- * of PATH or make an invalid file name.  Names too long for a file
- * name become PATH.#HASH; the header holds the full name, so two names
- * with one hash cannot share a file (the second is refused).
- */
-static char *
-kept_path (const char *exportname)
-{
-  const char *base = strrchr (cow_file, '/') + 1;
-  size_t len = strlen (cow_file), i;
-  char *path, *p;
-
-  if (exportname[0] == '\0')
-    return strdup (cow_file);
-  path = malloc (len + 20 + 3 * strlen (exportname));   /* 20: ".#" hash */
-  if (path == NULL)
-    return NULL;
-  p = path + sprintf (path, "%s.", cow_file);
-  for (i = 0; exportname[i]; ++i) {
-    unsigned char c = exportname[i];
-    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-        (c >= '0' && c <= '9') || c == '_' || c == '-')
-      *p++ = c;
-    else
-      p += sprintf (p, "%%%02X", c);
-  }
-  *p = '\0';
-  if (strlen (base) + (p - (path + len)) > NAME_MAX) {
-    uint64_t hash = UINT64_C (14695981039346656037);   /* FNV-1a */
-    for (i = 0; exportname[i]; ++i)
-      hash = (hash ^ (unsigned char) exportname[i]) * UINT64_C (1099511628211);
-    sprintf (path + len, ".#%016" PRIx64, hash);
-  }
-  return path;
-}
-
-static struct blk *
-new_blk (const char *exportname)
-{
-  struct blk *blk;
-  char *path;
-
-  if (cow_file == NULL)
-    blk = blk_new (block_size, temp_files, &space);
-  else {
-    path = kept_path (exportname);
-    if (path == NULL) {
-      nbdkit_error ("cow: %m");
-      return NULL;
-    }
-    blk = blk_new_kept (block_size, path, exportname, stripes, &space);
-    free (path);
-  }
-  return blk;
-}
-
-/* Whether a name with no overlay yet is refused, the server having
- * made all the overlays cow-max-exports allows; the first refusal is
- * logged as an error, the others only counted, so that a client
- * sending names cannot fill the log.  The default export "" always has
- * room.  Expects overlays_lock held.
- */
-static bool
-new_name_refused (const char *exportname)
-{
-  if (exportname[0] == '\0' || named_overlays < max_exports - 1)
-    return false;
-  if (refused_names++ == 0)
-    nbdkit_error ("cow-max-exports=%u: a new export name is refused: the "
-                  "server has made all the overlays it may (the default "
-                  "export and names opened before are still served; "
-                  "logged once, cow-stats counts the refusals)",
-                  max_exports);
-  else
-    nbdkit_debug ("cow-max-exports=%u: a new export name is refused",
-                  max_exports);
-  return true;
-}
-
-static struct overlay *
-find_overlay (const char *name)
-{
-  struct overlay *o;
-
-  for (o = overlays; o; o = o->next)
-    if (strcmp (o->exportname, name) == 0)
-      return o;
-  return NULL;
-}
-
-/* The overlay of exportname, made if it is new and not refused: that
- * of the default export, named "", for the default export's name but
- * where an overlay has that very name (opened by it before any client
- * asked for the default export).  Expects overlays_lock held, or no
- * connections yet.
- */
-static struct overlay *
-get_overlay (const char *exportname)
-{
-  struct overlay *o = find_overlay (exportname);
-
-  if (o)
-    return o;
-  if (default_name && strcmp (exportname, default_name) == 0) {
-    exportname = "";
-    if ((o = find_overlay ("")) != NULL)
-      return o;
-  }
-  if (new_name_refused (exportname))
-    return NULL;
-
-  o = calloc (1, sizeof *o);
-  if (o == NULL || (o->exportname = strdup (exportname)) == NULL ||
-      shardctr_init (&o->requests, STATS_REQUEST_COUNTERS) == -1) {
-    nbdkit_error ("cow: %m");
-    if (o)
-      free (o->exportname);
-    free (o);
-    return NULL;
-  }
-  o->blk = new_blk (exportname);
-  if (o->blk == NULL) {
-    shardctr_free (&o->requests);
-    free (o->exportname);
-    free (o);
-    return NULL;
-  }
-  o->next = overlays;
-  overlays = o;
-  if (exportname[0] != '\0')
-    ++named_overlays;
-  return o;
-}
-
-/* Learns the name of the default export from the first client asking
- * for it; a client that opened that name before keeps its overlay,
- * which is then the default export's until nbdkit restarts (said once,
- * for cow-file puts its data beside the default export's file).
- * Expects overlays_lock held.
- */
-static void
-learn_default_name (const char *name)
-{
-  if (default_name != NULL)
-    return;
-  default_name = strdup (name);
-  if (default_name == NULL || name[0] == '\0' || !find_overlay (name))
-    return;
-  nbdkit_error ("cow: the default export is \"%s\", which a client opened "
-                "by that name before any asked for the default export: its "
-                "overlay of that name serves both until nbdkit restarts",
-                name);
-}
-
-/* The statistics of every overlay, oldest first (stats_gather).  The
- * list is read without overlays_lock past its head: entries are only
- * ever added at the head, complete, under the lock, and not freed
- * before .unload.
- */
-static int
-gather_stats (struct export_stats **exports, size_t *n,
-              uint64_t *refused)
-{
-  struct overlay *head, *o;
-  size_t i;
-
-  pthread_mutex_lock (&overlays_lock);
-  head = overlays;
-  *refused = refused_names;
-  pthread_mutex_unlock (&overlays_lock);
-
-  *n = 0;
-  for (o = head; o; o = o->next)
-    ++*n;
-  *exports = calloc (*n ? *n : 1, sizeof **exports);
-  if (*exports == NULL)
-    return -1;
-  for (o = head, i = *n; o; o = o->next) {
-    struct export_stats *e = &(*exports)[--i];
-
-    e->name = o->exportname;
-    blk_get_stats (o->blk, &e->blk);
-    stats_sum_requests (&o->requests, e);
-  }
-  return 0;
-}
-
-/*----------------------------------------------------------------------
- * Life cycle.
- */
-
-/* The space cap, and what every overlay needs from the start: the
- * files of the throw-away ones, or the kept overlay of the default
- * export (locked, and kept).  So a bad $TMPDIR or cow-file stops
- * nbdkit at start, with the parameter named.
+/* What every overlay needs from the start, so that a bad $TMPDIR,
+ * cow-file or cow-stats stops nbdkit before it forks, naming the
+ * parameter.
  */
 static int
 cow_get_ready (int thread_model)
 {
-  const char *tmpdir = getenv ("TMPDIR");
-
   launch_note_start ();
-  space_init (&space, max_size);
-  if (cow_file) {
-    if (get_overlay ("") == NULL)
-      return -1;
-  }
-  else {
-    temp_files = temp_files_new (tmpdir ? tmpdir : "/var/tmp", stripes);
-    if (temp_files == NULL)
-      return -1;
-  }
-  /* A cow-stats file that cannot be written stops nbdkit here too. */
-  return stats_path ? stats_init (stats_path, gather_stats) : 0;
+  if (exports_init () == -1)
+    return -1;
+  return params.stats_path ? stats_init (params.stats_path, exports_gather)
+                           : 0;
 }
 
 /* Threads must start after nbdkit forks into the background.  Nothing
@@ -476,14 +78,14 @@ cow_get_ready (int thread_model)
 static int
 cow_after_fork (nbdkit_backend *backend)
 {
-  return stats_path ? stats_start () : 0;
+  return params.stats_path ? stats_start () : 0;
 }
 
 /* All connections are closed: the final statistics. */
 static void
 cow_cleanup (nbdkit_backend *backend)
 {
-  if (stats_path)
+  if (params.stats_path)
     stats_finish ();
 }
 
@@ -494,19 +96,9 @@ cow_unload (void)
    * .after_fork): the thread must not outlive the overlays it reads.
    */
   stats_stop ();
-  while (overlays) {
-    struct overlay *o = overlays;
-    overlays = o->next;
-    if (blk_free (o->blk) == -1)
-      launch_fail ();
-    shardctr_free (&o->requests);
-    free (o->exportname);
-    free (o);
-  }
-  temp_files_free (temp_files);
-  free (default_name);
-  free (cow_file);
-  free (stats_path);
+  if (exports_free () == -1)
+    launch_fail ();
+  params_free ();
   launch_exit ();
 }
 
@@ -519,11 +111,8 @@ cow_default_export (nbdkit_next_default_export *next, nbdkit_backend *nxdata,
 {
   const char *name = next (nxdata, readonly);
 
-  if (name != NULL) {
-    pthread_mutex_lock (&overlays_lock);
-    learn_default_name (name);
-    pthread_mutex_unlock (&overlays_lock);
-  }
+  if (name != NULL)
+    exports_learn_default (name);
   return name;
 }
 
@@ -543,9 +132,7 @@ cow_open (nbdkit_next_open *next, nbdkit_context *context,
     nbdkit_error ("cow: calloc: %m");
     return NULL;
   }
-  pthread_mutex_lock (&overlays_lock);
-  c->overlay = get_overlay (exportname);
-  pthread_mutex_unlock (&overlays_lock);
+  c->overlay = exports_open (exportname);
   if (c->overlay == NULL) {
     free (c);
     return NULL;
@@ -576,9 +163,10 @@ cow_prepare (nbdkit_next *next, void *handle, int readonly)
     return -1;
   if (blk_set_size (blk, c->base.size) == 0)
     return 0;
-  if (cow_file && c->overlay->exportname[0] == '\0' && !blk_is_sized (blk)) {
+  if (params.cow_file && exports_is_default (c->overlay) &&
+      !blk_is_sized (blk)) {
     nbdkit_error ("cow-file=%s: nbdkit stops: the file cannot serve the "
-                  "default export", cow_file);
+                  "default export", params.cow_file);
     launch_fail ();
     nbdkit_shutdown ();
   }
@@ -594,7 +182,7 @@ cow_block_size (nbdkit_next *next, void *handle,
 {
   if (next->block_size (next, minimum, preferred, maximum) == -1)
     return -1;
-  block_limits_advertise (block_size, minimum, preferred, maximum);
+  block_limits_advertise (params.block_size, minimum, preferred, maximum);
   return 0;
 }
 
@@ -657,29 +245,15 @@ cow_can_flush (nbdkit_next *next, void *handle)
 static int
 cow_can_fua (nbdkit_next *next, void *handle)
 {
-  return cow_file ? NBDKIT_FUA_EMULATE : NBDKIT_FUA_NATIVE;
+  return params.cow_file ? NBDKIT_FUA_EMULATE : NBDKIT_FUA_NATIVE;
 }
 
 static int
 cow_can_cache (nbdkit_next *next, void *handle)
 {
-  if (cow_on_cache)
+  if (params.cow_on_cache)
     return NBDKIT_CACHE_NATIVE;
   return next->can_cache (next);
-}
-
-static bool
-cow_on_read_now (void)
-{
-  switch (cow_on_read) {
-  case COW_ON_READ_ON:
-    return true;
-  case COW_ON_READ_PATH:
-    /* Checked on every read so it can be switched while running. */
-    return access (cow_on_read_path, F_OK) == 0;
-  default:
-    return false;
-  }
 }
 
 static int
@@ -693,7 +267,8 @@ cow_pread (nbdkit_next *next, void *handle,
   const struct blk_base base = baseio_blk_base (&io);
 
   stats_count_request (&o->requests, REQ_READ, count);
-  return blk_read (o->blk, &base, buf, count, offset, cow_on_read_now (), err);
+  return blk_read (o->blk, &base, buf, count, offset, params_cow_on_read_now (),
+                   err);
 }
 
 static int
@@ -753,7 +328,7 @@ cow_cache (nbdkit_next *next, void *handle,
   const struct blk_base base = baseio_blk_base (&io);
 
   stats_count_request (&o->requests, REQ_CACHE, count);
-  if (cow_on_cache)
+  if (params.cow_on_cache)
     return blk_copy_up (o->blk, &base, count, offset, err);
   return baseio_cache (&io, count, offset, flags, err);
 }
@@ -796,7 +371,7 @@ static struct nbdkit_filter filter = {
   .name              = "cow",
   .longname          = "nbdkit copy-on-write (COW) filter",
   .config            = cow_config,
-  .config_help       = cow_config_help,
+  .config_help       = params_help,
   .config_complete   = cow_config_complete,
   .get_ready         = cow_get_ready,
   .after_fork        = cow_after_fork,

@@ -3,10 +3,12 @@
 /* The kept store (store.h, cow-file=PATH): one file in the kept format
  * (kept/kept.h, docs/overlay-format.md), opened, started, flushed and
  * closed in the order that format makes crash-safe, each failure
- * reported by nbdkit_error naming the file.  Its writes are cut into
- * stripes like a throw-away store's, each with its write lock, all
- * writing the one file: the locks, not the files, were what one
- * stripe cost.
+ * reported by nbdkit_error naming the file.  The store keeps its own
+ * copy of the block states, which its state pages are made of, and
+ * which pages changed since they were written; the block layer tells
+ * it of every change (set_states) and learns the states loaded from
+ * the file through loaded_states, as dm-snapshot's persistent store
+ * keeps its metadata and reports it through read_metadata.
  *
  * A packed file (format version 3) keeps block b in a slot, at
  * data_offset + slot * block size: a block written for the first time
@@ -16,13 +18,8 @@
  * block with no slot (one punched meanwhile) as zeros.  The file is
  * extended ahead of its slots, sparsely, GROW_BYTES at a time.  Files
  * of versions 1 and 2 keep block b at data_offset + b * block size.
- * Each layout has its own table of operations.
- *
- * slot_lock is held over every change of the slots (taking, retiring)
- * and the file's growth; a block's slot changes only under its
- * stripe's write lock as well, and lookups take no lock.  flush_lock,
- * in the block layer, lets one flush run at a time; it copies the
- * state pages dirtied since the last one under state_lock.
+ * Each layout has its own table of operations; kept_data_run (kept.h)
+ * is where the data of blocks lies in either.
  */
 
 #include <config.h>
@@ -37,9 +34,10 @@
 
 #include <nbdkit-filter.h>
 
+#include "checks.h"
+#include "diskbytes.h"
 #include "divround.h"
 #include "fullio.h"
-#include "ispowerof2.h"
 #include "kept.h"
 #include "punch.h"
 #include "store.h"
@@ -51,25 +49,37 @@
  */
 #define GROW_BYTES (64 * 1024 * 1024)
 
+_Static_assert ((int) BLK_NOT_ALLOCATED == (int) KEPT_NOT_ALLOCATED &&
+                (int) BLK_ALLOCATED == (int) KEPT_ALLOCATED &&
+                (int) BLK_ZERO == (int) KEPT_ZERO,
+                "the block layer's states are the kept format's");
+
 struct store_kept {
   struct store store;
+  /* The file; its header's geometry is the blocks' once it has one
+   * (kept_create or an existing file).
+   */
   struct kept_overlay kept;
-  /* The configuration, for the header of a new file. */
-  uint32_t block_size;
-  unsigned block_shift;
+  uint32_t block_size;          /* configured, for a new file's header */
   char *name;                   /* the export's */
-  struct store_states *states;  /* the block layer's */
   bool started;
-  uint64_t data_offset;         /* where slot 0 (or block 0) is */
-  /* Pages of the state area changed since they were last written, one
-   * entry per page, 1 if dirty.  Under state_lock.
+
+  /* Protects states and dirty_pages.  Held only for one change of
+   * states or one copy of state pages, over no I/O; slot lookups
+   * (lock-free) are the one thing done inside it.
    */
-  struct statemap dirty_pages;
-  /* Packed: slots the file's length spans, and the lock of slot
-   * changes and of the file's growth.
+  pthread_mutex_t page_lock;
+  struct statemap states;       /* enum kept_state of each block */
+  struct statemap dirty_pages;  /* per state page: 1 if changed since
+                                   written */
+
+  /* Protects the slots' changes (taking, retiring; kept.slots) and
+   * sized_slots, the slots the file's length spans.  Taken inside the
+   * block layer's write locks of the blocks whose slots change, and
+   * nothing is taken inside it.
    */
-  uint64_t sized_slots;
   pthread_mutex_t slot_lock;
+  uint64_t sized_slots;
 };
 
 static struct store_kept *
@@ -78,10 +88,10 @@ kept_of (struct store *st)
   return (struct store_kept *) st;
 }
 
-static int
-fd_of (struct store *st)
+static const struct blockgeom *
+geom_of (const struct store_kept *k)
 {
-  return kept_of (st)->kept.fd;
+  return &k->kept.header.layout.geom;
 }
 
 /* Reports the failure of a call of the kept library. */
@@ -92,8 +102,9 @@ report (const struct store_kept *k)
 }
 
 /*----------------------------------------------------------------------
- * Start: a new file's header, or an existing file's states loaded and
- * what a crash left punched.
+ * Start: a new file's header, or an existing file, its states loaded
+ * when it was opened, checked against the base and what a crash left
+ * punched.
  */
 
 static int
@@ -106,27 +117,8 @@ create (struct store_kept *k, uint64_t size)
   return 0;
 }
 
-/* Checks an existing file's length and loads its states (and slots),
- * which need only its header: store_kept_open does it before any base
- * is known, so that a damaged file stops nbdkit before it serves.
- */
-static int
-load_states (struct store_kept *k)
-{
-  struct kept_overlay *ko = &k->kept;
-
-  if (kept_check_length (ko) == -1 ||
-      kept_load_states (ko, k->states->map, NULL) == -1) {
-    report (k);
-    return -1;
-  }
-  return 0;
-}
-
-/* Starts an existing file, its states loaded, for a base of size
- * bytes.  The sync of the header's flag makes the states loaded
- * durable before any write can take a slot they leave free
- * (docs/overlay-format.md).
+/* The sync of the header's flag makes the states loaded durable before
+ * any write can take a slot they leave free (docs/overlay-format.md).
  */
 static int
 load (struct store_kept *k, uint64_t size)
@@ -135,13 +127,13 @@ load (struct store_kept *k, uint64_t size)
   const struct kept_header *h = &ko->header;
   bool crashed = (h->flags & KEPT_OPEN) != 0;
 
-  if (h->layout.base_size != size) {
+  if (h->layout.geom.size != size) {
     nbdkit_error ("cow-file=%s: made for a base of %" PRIu64 " bytes, "
-                  "this base has %" PRIu64, ko->path, h->layout.base_size,
+                  "this base has %" PRIu64, ko->path, h->layout.geom.size,
                   size);
     return -1;
   }
-  kept_punch_unallocated (ko, k->states->map);
+  kept_punch_unallocated (ko, &k->states);
   if (crashed)
     nbdkit_debug ("cow-file=%s: not closed cleanly: it holds what was "
                   "flushed before", ko->path);
@@ -154,7 +146,7 @@ load (struct store_kept *k, uint64_t size)
 
 /* From here on the file is marked open, until a clean close. */
 static int
-kept_start (struct store *st, uint64_t size)
+kept_start (struct store *st, uint64_t size, uint64_t *overhead)
 {
   struct store_kept *k = kept_of (st);
   const struct kept_layout *l = &k->kept.header.layout;
@@ -162,94 +154,65 @@ kept_start (struct store *st, uint64_t size)
 
   if ((k->kept.has_header ? load (k, size) : create (k, size)) == -1)
     return -1;
-  k->data_offset = l->data_offset;
-  st->overhead = l->data_offset;
+  *overhead = l->data_offset;
   if (l->packed && fstat (k->kept.fd, &st_file) == 0 &&
       (uint64_t) st_file.st_size > l->data_offset)
-    k->sized_slots = ((uint64_t) st_file.st_size - l->data_offset)
-                     >> k->block_shift;
+    k->sized_slots = blockgeom_block (&l->geom,
+                                      st_file.st_size - l->data_offset);
   k->started = true;
   return 0;
 }
 
-/*----------------------------------------------------------------------
- * Data of a file of versions 1 and 2: block b at its own offset.
+/* The states loaded from an existing file, in runs of blocks in the
+ * overlay or zero.  Only before any request: no lock.
  */
-
 static int
-identity_read (struct store *st, void *buf, uint64_t count, uint64_t offset,
-               int *err)
+kept_loaded_states (struct store *st, store_found_states *found, void *opaque)
 {
-  if (pread_full (fd_of (st), buf, count, kept_of (st)->data_offset + offset)
-      == -1) {
-    storeio_report ("read", count, offset, err);
-    return -1;
+  struct store_kept *k = kept_of (st);
+  uint64_t blocks = k->kept.has_header ? kept_blocks (&k->kept) : 0, b = 0;
+
+  while (b < blocks) {
+    unsigned state;
+    uint64_t end = statemap_run (&k->states, b, blocks, &state);
+
+    if (state != KEPT_NOT_ALLOCATED && found (opaque, b, end - b, state) == -1)
+      return -1;
+    b = end;
   }
   return 0;
 }
 
-static int
-identity_write_locked (struct store *st, const void *buf, uint64_t count,
-                       uint64_t offset, int *err)
-{
-  if (storeio_write (fd_of (st), buf, count,
-                     kept_of (st)->data_offset + offset) == -1) {
-    storeio_report (buf ? "write" : "write of zeros", count, offset, err);
-    return -1;
-  }
-  return 0;
-}
-
-static int
-identity_punch (struct store *st, uint64_t count, uint64_t offset,
-                uint64_t *waited)
-{
-  int r;
-
-  *waited += stripes_lock (&st->stripes, offset, count);
-  r = punch_hole (fd_of (st), kept_of (st)->data_offset + offset, count);
-  stripes_unlock (&st->stripes, offset, count);
-  return r;
-}
-
 /*----------------------------------------------------------------------
- * Data of a packed file: block b in its slot.
+ * The data of blocks, where kept_data_run says it lies.
  */
 
-static uint64_t
-block_end (const struct store_kept *k, uint64_t offset, uint64_t end)
-{
-  uint64_t next = ((offset >> k->block_shift) + 1) << k->block_shift;
-
-  return next < end ? next : end;
-}
-
-/* The end of the piece of [offset, end) from offset on whose blocks
- * lie one after another in the file, and in *at the file offset of its
- * first byte.  Returns the end of offset's block with *found false if
- * that block has no slot.
+/* The end of the piece of [offset, end) from offset on that lies in
+ * one run of the file, and in *at the file offset of its first byte;
+ * with *found false if offset's block has none (punched meanwhile),
+ * the end of that block.
  */
 static uint64_t
-slot_run (const struct store_kept *k, uint64_t offset, uint64_t end,
+data_run (const struct store_kept *k, uint64_t offset, uint64_t end,
           bool *found, uint64_t *at)
 {
-  const struct kept_slots *slots = &k->kept.slots;
-  uint64_t b = offset >> k->block_shift, slot, next;
-  uint64_t stop = block_end (k, offset, end);
+  const struct blockgeom *g = geom_of (k);
+  uint64_t b = blockgeom_block (g, offset);
+  uint64_t n = kept_data_run (&k->kept, b,
+                              blockgeom_block (g, end - 1) - b + 1, at);
+  uint64_t stop;
 
-  *found = kept_slots_get (slots, b, &slot);
-  if (!*found)
-    return stop;
-  *at = k->data_offset + (slot << k->block_shift)
-        + (offset - (b << k->block_shift));
-  while (stop < end && kept_slots_get (slots, ++b, &next) && next == ++slot)
-    stop = block_end (k, stop, end);
-  return stop;
+  *found = n > 0;
+  if (n == 0)
+    return blockgeom_piece_end (g, offset, end);
+  *at += offset - blockgeom_start (g, b);
+  stop = blockgeom_start (g, b + n);
+  return stop < end ? stop : end;
 }
 
 static int
-packed_read (struct store *st, void *buf, uint64_t count, uint64_t offset,
-             int *err)
+kept_read (struct store *st, void *buf, uint64_t count, uint64_t offset,
+           int *err)
 {
   struct store_kept *k = kept_of (st);
   uint64_t end = offset + count, pos = offset, stop, at;
@@ -257,7 +220,7 @@ packed_read (struct store *st, void *buf, uint64_t count, uint64_t offset,
   bool found;
 
   for (; pos < end; p += stop - pos, pos = stop) {
-    stop = slot_run (k, pos, end, &found, &at);
+    stop = data_run (k, pos, end, &found, &at);
     if (!found)
       memset (p, 0, stop - pos);
     else if (pread_full (k->kept.fd, p, stop - pos, at) == -1) {
@@ -277,60 +240,67 @@ packed_read (struct store *st, void *buf, uint64_t count, uint64_t offset,
 static void
 grow_ahead (struct store_kept *k)
 {
-  uint64_t step = GROW_BYTES >> k->block_shift, sized;
+  const struct blockgeom *g = geom_of (k);
+  uint64_t step = GROW_BYTES >> g->shift, sized;
   uint64_t end = kept_slots_end (&k->kept.slots);
 
+  CHECK (held_by_me (&k->slot_lock));
   if (end <= k->sized_slots)
     return;
   if (step == 0)
     step = 1;
   sized = div_round_up (end, step) * step;
-  if (ftruncate (k->kept.fd, k->data_offset + (sized << k->block_shift)) == 0)
+  if (ftruncate (k->kept.fd, k->kept.header.layout.data_offset
+                 + blockgeom_start (g, sized)) == 0)
     k->sized_slots = sized;
 }
 
-/* Gives every block of [offset, end) that has none a slot, in order,
- * so that blocks written together lie together.  Done before any byte
- * is written, so that a write that cannot have its slots fails having
- * written nothing.  Requires the write locks of the range (so no other
- * thread changes these blocks' slots) and takes slot_lock only if a
- * block has no slot.
+/* Packed: gives every block of [offset, end) that has none a slot, in
+ * order, so that blocks written together lie together.  Done before
+ * any byte is written, so that a write that cannot have its slots
+ * fails having written nothing.  Requires the write locks of the range
+ * (so no other thread changes these blocks' slots) and takes slot_lock
+ * only if a block has no slot.
  */
 static int
 take_slots (struct store_kept *k, uint64_t offset, uint64_t end)
 {
+  const struct blockgeom *g = geom_of (k);
   struct kept_slots *slots = &k->kept.slots;
-  uint64_t b = offset >> k->block_shift, last = (end - 1) >> k->block_shift;
+  uint64_t b = blockgeom_block (g, offset), last = blockgeom_block (g, end - 1);
   uint64_t slot;
   int r = 0;
 
+  if (!k->kept.header.layout.packed)
+    return 0;
   while (b <= last && kept_slots_get (slots, b, &slot))
     ++b;
   if (b > last)
     return 0;
-  pthread_mutex_lock (&k->slot_lock);
+  held_lock (&k->slot_lock);
   for (; b <= last && r == 0; ++b)
     if (!kept_slots_get (slots, b, &slot))
       r = kept_slots_take (slots, b, &slot);
   if (r == 0)
     grow_ahead (k);
-  pthread_mutex_unlock (&k->slot_lock);
+  held_unlock (&k->slot_lock);
   return r;
 }
 
 static int
-packed_write_locked (struct store *st, const void *buf, uint64_t count,
-                     uint64_t offset, int *err)
+kept_write (struct store *st, const void *buf, uint64_t count,
+            uint64_t offset, int *err)
 {
   struct store_kept *k = kept_of (st);
   uint64_t end = offset + count, pos = offset, stop, at;
   const char *p = buf;
   bool found;
 
+  CHECK (stripes_held (st->stripes, offset, count));
   if (take_slots (k, offset, end) == -1)
     goto fail;
   for (; pos < end; pos = stop) {
-    stop = slot_run (k, pos, end, &found, &at);
+    stop = data_run (k, pos, end, &found, &at);
     if (storeio_write (k->kept.fd, p, stop - pos, at) == -1)
       goto fail;
     if (p)
@@ -342,54 +312,46 @@ packed_write_locked (struct store *st, const void *buf, uint64_t count,
   return -1;
 }
 
-/* Punches the slots of the blocks of [offset, end), a run of slots at
- * a time, and retires them.  Requires the write locks of the range.
+/* Punches the data of the blocks of [offset, offset+count), a run of
+ * the file at a time, and a packed file's slots are retired.
+ * Requires the write locks of the range.
  */
 static int
-punch_slots (struct store_kept *k, uint64_t offset, uint64_t end)
+kept_punch (struct store *st, uint64_t count, uint64_t offset)
 {
-  uint64_t at, stop, b, block_size = UINT64_C (1) << k->block_shift;
+  struct store_kept *k = kept_of (st);
+  const struct blockgeom *g = geom_of (k);
+  uint64_t end = offset + count, at, stop, b;
   int r = 0, saved_errno = 0;
   bool found;
 
+  CHECK (stripes_held (st->stripes, offset, count));
   for (; offset < end; offset = stop) {
-    stop = slot_run (k, offset, end, &found, &at);
+    stop = data_run (k, offset, end, &found, &at);
     if (!found)
       continue;
-    /* Whole slots: the disk's short last block has a whole one too. */
+    /* Whole blocks: the disk's short last block has a whole slot. */
     if (punch_hole (k->kept.fd, at,
-                    div_round_up (stop - offset, block_size) * block_size)
-        == -1) {
+                    div_round_up (stop - offset, blockgeom_block_size (g))
+                    << g->shift) == -1) {
       r = -1;
       saved_errno = errno;
     }
-    pthread_mutex_lock (&k->slot_lock);
-    for (b = offset >> k->block_shift; b << k->block_shift < stop; ++b)
+    if (!k->kept.header.layout.packed)
+      continue;
+    held_lock (&k->slot_lock);
+    for (b = blockgeom_block (g, offset); blockgeom_start (g, b) < stop; ++b)
       kept_slots_retire (&k->kept.slots, b);
-    pthread_mutex_unlock (&k->slot_lock);
+    held_unlock (&k->slot_lock);
   }
   errno = saved_errno;
   return r;
 }
 
-/* The one file is punched under the write locks of every stripe in the
- * range together, since the range holds their chunks.
- */
-static int
-packed_punch (struct store *st, uint64_t count, uint64_t offset,
-              uint64_t *waited)
-{
-  int r;
-
-  *waited += stripes_lock (&st->stripes, offset, count);
-  r = punch_slots (kept_of (st), offset, offset + count);
-  stripes_unlock (&st->stripes, offset, count);
-  return r;
-}
-
 /*----------------------------------------------------------------------
- * The dirty state pages and the flush (docs/overlay-format.md says why
- * its order is crash-safe without a journal).
+ * The states, the dirty state pages and the flush
+ * (docs/overlay-format.md says why its order is crash-safe without a
+ * journal).
  */
 
 /* The state pages holding blocks [first, first+n): their entries in
@@ -408,19 +370,32 @@ state_pages_of (const struct store_kept *k, uint64_t first, uint64_t n,
 static int
 kept_reserve_states (struct store *st, uint64_t first, uint64_t n)
 {
+  struct store_kept *k = kept_of (st);
   uint64_t page, pages;
+  int r;
 
-  state_pages_of (kept_of (st), first, n, &page, &pages);
-  return statemap_reserve (&kept_of (st)->dirty_pages, page, pages);
+  state_pages_of (k, first, n, &page, &pages);
+  held_lock (&k->page_lock);
+  r = statemap_reserve (&k->states, first, n);
+  if (r == 0)
+    r = statemap_reserve (&k->dirty_pages, page, pages);
+  held_unlock (&k->page_lock);
+  return r;
 }
 
+/* Requires kept_reserve_states of the blocks. */
 static void
-kept_states_changed (struct store *st, uint64_t first, uint64_t n)
+kept_set_states (struct store *st, uint64_t first, uint64_t n,
+                 enum blk_state state)
 {
+  struct store_kept *k = kept_of (st);
   uint64_t page, pages;
 
-  state_pages_of (kept_of (st), first, n, &page, &pages);
-  statemap_set (&kept_of (st)->dirty_pages, page, pages, 1);
+  state_pages_of (k, first, n, &page, &pages);
+  held_lock (&k->page_lock);
+  statemap_set (&k->states, first, n, state);
+  statemap_set (&k->dirty_pages, page, pages, 1);
+  held_unlock (&k->page_lock);
 }
 
 /* The kept_redirty_pages of a flush.  The pages' entries in
@@ -432,14 +407,14 @@ redirty_pages (void *opaque, const uint64_t *pages, unsigned n)
   struct store_kept *k = opaque;
   unsigned i;
 
-  k->states->lock (k->states);
+  held_lock (&k->page_lock);
   for (i = 0; i < n; ++i)
     statemap_set (&k->dirty_pages, pages[i], 1, 1);
-  k->states->unlock (k->states);
+  held_unlock (&k->page_lock);
 }
 
 /* The kept_take_pages of a flush: copies up to max dirty state pages
- * from page *next on into buf and marks them clean, under state_lock.
+ * from page *next on into buf and marks them clean.
  */
 static unsigned
 take_dirty_pages (void *opaque, uint64_t *next, uint64_t *pages,
@@ -450,7 +425,7 @@ take_dirty_pages (void *opaque, uint64_t *next, uint64_t *pages,
   uint64_t p = *next;
   unsigned n = 0;
 
-  k->states->lock (k->states);
+  held_lock (&k->page_lock);
   while (p < total && n < max) {
     unsigned dirty;
     uint64_t end = statemap_run (&k->dirty_pages, p, total, &dirty);
@@ -458,12 +433,11 @@ take_dirty_pages (void *opaque, uint64_t *next, uint64_t *pages,
       p = end;
       continue;
     }
-    kept_export_page (&k->kept, k->states->map, p,
-                      buf + n * KEPT_STATE_PAGE);
+    kept_export_page (&k->kept, &k->states, p, buf + n * KEPT_STATE_PAGE);
     statemap_set (&k->dirty_pages, p, 1, 0);
     pages[n++] = p++;
   }
-  k->states->unlock (k->states);
+  held_unlock (&k->page_lock);
   *next = p;
   return n;
 }
@@ -496,16 +470,17 @@ kept_files (struct store *st)
 static uint64_t
 kept_bytes (struct store *st)
 {
-  return storeio_bytes (fd_of (st));
+  return disk_bytes (kept_of (st)->kept.fd);
 }
 
 static void
 free_kept (struct store_kept *k)
 {
   kept_close (&k->kept);
+  statemap_free (&k->states);
   statemap_free (&k->dirty_pages);
+  pthread_mutex_destroy (&k->page_lock);
   pthread_mutex_destroy (&k->slot_lock);
-  stripes_free (&k->store.stripes);
   free (k->name);
   free (k);
 }
@@ -541,26 +516,14 @@ kept_store_close (struct store *st)
   return r;
 }
 
-static const struct store_ops packed_ops = {
+static const struct store_ops kept_ops = {
   .start = kept_start,
-  .read = packed_read,
-  .write_locked = packed_write_locked,
-  .punch = packed_punch,
+  .read = kept_read,
+  .write = kept_write,
+  .punch = kept_punch,
+  .loaded_states = kept_loaded_states,
   .reserve_states = kept_reserve_states,
-  .states_changed = kept_states_changed,
-  .flush = kept_store_flush,
-  .files = kept_files,
-  .bytes = kept_bytes,
-  .close = kept_store_close,
-};
-
-static const struct store_ops identity_ops = {
-  .start = kept_start,
-  .read = identity_read,
-  .write_locked = identity_write_locked,
-  .punch = identity_punch,
-  .reserve_states = kept_reserve_states,
-  .states_changed = kept_states_changed,
+  .set_states = kept_set_states,
   .flush = kept_store_flush,
   .files = kept_files,
   .bytes = kept_bytes,
@@ -573,10 +536,10 @@ check_header (const struct store_kept *k)
 {
   const struct kept_header *h = &k->kept.header;
 
-  if (h->layout.block_size != k->block_size) {
-    nbdkit_error ("cow-file=%s: made with cow-block-size=%" PRIu32
-                  ", not %" PRIu32, k->kept.path, h->layout.block_size,
-                  k->block_size);
+  if (blockgeom_block_size (&h->layout.geom) != k->block_size) {
+    nbdkit_error ("cow-file=%s: made with cow-block-size=%" PRIu64
+                  ", not %" PRIu32, k->kept.path,
+                  blockgeom_block_size (&h->layout.geom), k->block_size);
     return -1;
   }
   if (strcmp (h->name, k->name) != 0) {
@@ -587,17 +550,26 @@ check_header (const struct store_kept *k)
   return 0;
 }
 
-/* Whether the file is (or, new, will be) packed. */
-static bool
-is_packed (const struct kept_overlay *ko)
+/* Checks an existing file's length and loads its states (and slots),
+ * which need only its header, so that a damaged file is refused before
+ * any base is known.
+ */
+static int
+load_states (struct store_kept *k)
 {
-  return ko->has_header ? ko->header.layout.packed
-                        : KEPT_VERSION >= KEPT_PACKED_VERSION;
+  struct kept_overlay *ko = &k->kept;
+
+  if (kept_check_length (ko) == -1 ||
+      kept_load_states (ko, &k->states, NULL) == -1) {
+    report (k);
+    return -1;
+  }
+  return 0;
 }
 
 struct store *
 store_kept_open (const char *path, const char *name, uint32_t block_size,
-                 unsigned nr_stripes, struct store_states *states)
+                 const struct stripes *stripes)
 {
   struct store_kept *k;
 
@@ -611,17 +583,14 @@ store_kept_open (const char *path, const char *name, uint32_t block_size,
     free (k);
     return NULL;
   }
+  k->store.ops = &kept_ops;
+  k->store.stripes = stripes;
   k->block_size = block_size;
-  k->block_shift = log_2_bits (block_size);
-  k->states = states;
+  k->states = (struct statemap) STATEMAP_INIT;
   k->dirty_pages = (struct statemap) STATEMAP_INIT;
   k->kept.fd = -1;
+  pthread_mutex_init (&k->page_lock, NULL);
   pthread_mutex_init (&k->slot_lock, NULL);
-  if (stripes_init (&k->store.stripes, nr_stripes, k->block_shift) == -1) {
-    nbdkit_error ("cow: calloc: %m");
-    free_kept (k);
-    return NULL;
-  }
   if (kept_open (&k->kept, path, KEPT_CREATE) == -1) {
     report (k);
     free_kept (k);
@@ -633,6 +602,5 @@ store_kept_open (const char *path, const char *name, uint32_t block_size,
     return NULL;
   }
   posix_fadvise (k->kept.fd, 0, 0, POSIX_FADV_RANDOM);
-  k->store.ops = is_packed (&k->kept) ? &packed_ops : &identity_ops;
   return &k->store;
 }

@@ -14,12 +14,12 @@
 
 #include <nbdkit-filter.h>
 
+#include "checks.h"
 #include "fullio.h"
 #include "punch.h"
 #include "store.h"
 #include "storeio.h"
 #include "tempfiles.h"
-#include "timedlock.h"
 
 struct store_temp {
   struct store store;
@@ -40,14 +40,15 @@ temp_of (struct store *st)
 static int
 fd_of (struct store *st, uint64_t offset)
 {
-  return temp_of (st)->fds[stripes_of_offset (&st->stripes, offset)];
+  return temp_of (st)->fds[stripes_of_offset (st->stripes, offset)];
 }
 
 static int
-temp_start (struct store *st, uint64_t size)
+temp_start (struct store *st, uint64_t size, uint64_t *overhead)
 {
   struct store_temp *t = temp_of (st);
 
+  *overhead = 0;
   return temp_files_region (t->files, size, &t->fds, &t->base);
 }
 
@@ -59,7 +60,7 @@ temp_read (struct store *st, void *buf, uint64_t count, uint64_t offset,
   char *p = buf;
 
   for (; at < end; at = stop) {
-    stop = stripes_piece_end (&st->stripes, at, end);
+    stop = stripes_piece_end (st->stripes, at, end);
     if (pread_full (fd_of (st, at), p, stop - at, temp_of (st)->base + at)
         == -1) {
       storeio_report ("read", count, offset, err);
@@ -71,14 +72,15 @@ temp_read (struct store *st, void *buf, uint64_t count, uint64_t offset,
 }
 
 static int
-temp_write_locked (struct store *st, const void *buf, uint64_t count,
-                   uint64_t offset, int *err)
+temp_write (struct store *st, const void *buf, uint64_t count,
+            uint64_t offset, int *err)
 {
   uint64_t end = offset + count, at = offset, stop;
   const char *p = buf;
 
+  CHECK (stripes_held (st->stripes, offset, count));
   for (; at < end; at = stop) {
-    stop = stripes_piece_end (&st->stripes, at, end);
+    stop = stripes_piece_end (st->stripes, at, end);
     if (storeio_write (fd_of (st, at), p, stop - at, temp_of (st)->base + at)
         == -1) {
       storeio_report (buf ? "write" : "write of zeros", count, offset, err);
@@ -90,41 +92,33 @@ temp_write_locked (struct store *st, const void *buf, uint64_t count,
   return 0;
 }
 
-/* A punch of the stripes' files: the last errno of one that failed,
- * and the time waited for their locks.
- */
+/* A punch of the stripes' files: the last errno of one that failed. */
 struct punch {
-  struct store *st;
+  struct store_temp *t;
   int err;
-  uint64_t waited;
 };
 
 /* Punches [from, to) of stripe i's file, once over the span of its
  * chunks in the range (the other stripes' chunks are holes in it
- * already), under its write lock.
+ * already).
  */
 static int
 punch_span (unsigned i, uint64_t from, uint64_t to, void *opaque)
 {
   struct punch *punch = opaque;
-  struct store_temp *t = temp_of (punch->st);
-  pthread_mutex_t *lock = &t->store.stripes.locks[i];
 
-  punch->waited += timed_lock (lock);
-  if (punch_hole (t->fds[i], t->base + from, to - from) == -1)
+  if (punch_hole (punch->t->fds[i], punch->t->base + from, to - from) == -1)
     punch->err = errno;
-  pthread_mutex_unlock (lock);
   return 0;
 }
 
 static int
-temp_punch (struct store *st, uint64_t count, uint64_t offset,
-            uint64_t *waited)
+temp_punch (struct store *st, uint64_t count, uint64_t offset)
 {
-  struct punch punch = { .st = st };
+  struct punch punch = { .t = temp_of (st) };
 
-  stripes_each_span (&st->stripes, offset, count, punch_span, &punch);
-  *waited += punch.waited;
+  CHECK (stripes_held (st->stripes, offset, count));
+  stripes_each_span (st->stripes, offset, count, punch_span, &punch);
   errno = punch.err;
   return punch.err ? -1 : 0;
 }
@@ -146,7 +140,6 @@ temp_bytes (struct store *st)
 static int
 temp_close (struct store *st)
 {
-  stripes_free (&st->stripes);
   free (temp_of (st));
   return 0;
 }
@@ -154,7 +147,7 @@ temp_close (struct store *st)
 static const struct store_ops temp_ops = {
   .start = temp_start,
   .read = temp_read,
-  .write_locked = temp_write_locked,
+  .write = temp_write,
   .punch = temp_punch,
   .files = temp_files,
   .bytes = temp_bytes,
@@ -162,17 +155,17 @@ static const struct store_ops temp_ops = {
 };
 
 struct store *
-store_temp_new (struct temp_files *files, unsigned block_shift)
+store_temp_new (struct temp_files *files, const struct stripes *stripes)
 {
   struct store_temp *t = calloc (1, sizeof *t);
 
-  if (t == NULL ||
-      stripes_init (&t->store.stripes, files->nr, block_shift) == -1) {
+  CHECK (stripes->nr == files->nr);
+  if (t == NULL) {
     nbdkit_error ("cow: calloc: %m");
-    free (t);
     return NULL;
   }
   t->store.ops = &temp_ops;
+  t->store.stripes = stripes;
   t->files = files;
   return &t->store;
 }

@@ -8,13 +8,16 @@
  *                 throw-away overlays share (tempfiles.h), one per
  *                 stripe, disk byte x at byte x of the region;
  *   store-kept.c  kept (cow-file=PATH): one file in the kept format
- *                 (kept/kept.h), crash-safe once flushed.
+ *                 (kept/kept.h), crash-safe once flushed, which keeps
+ *                 its own copy of the block states it writes there.
  *
- * The block layer calls only these.  It says which blocks are
- * allocated; a store only keeps their bytes.  Both cut the disk into
- * stripes (stripes.h) whose write locks the block layer holds around
- * the state lookup and the writes of a fast-path write, and a store
- * takes around its punches.  A failing call reports with nbdkit_error.
+ * The block layer calls only these.  It decides the states of blocks
+ * and tells a store that keeps them; a store keeps its bytes and what
+ * it writes of them, under its own locks, and takes no lock of the
+ * block layer's.  The block layer holds the write locks of the stripes
+ * (stripes.h, its own) over every write and punch of a range, and
+ * lets a store read the stripes' geometry only.  A failing call
+ * reports with nbdkit_error.
  */
 
 #ifndef COW_STORE_H
@@ -23,30 +26,27 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "statemap.h"
+#include "blktypes.h"
 #include "stripes.h"
 
-/* The block layer's state map and the lock that protects it
- * (state_lock), as a kept store reads them: its start loads the
- * states, and its flush copies state pages under the lock.
- */
-struct store_states {
-  struct statemap *map;
-  void (*lock) (struct store_states *states);
-  void (*unlock) (struct store_states *states);
-};
-
 struct store;
+
+/* A run of blocks in one state, as a kept store loaded it.  Returns
+ * 0, or -1 to stop.
+ */
+typedef int store_found_states (void *opaque, uint64_t first, uint64_t n,
+                                enum blk_state state);
 
 struct store_ops {
   /* Makes the store ready for a base of size bytes (> 0): throw-away,
    * takes its region of the files; kept, makes the file's header, or
-   * checks that the file was made for this size (its states were loaded
-   * when it was opened).  Sets overhead.  Called once, by the first
-   * blk_set_size, holding state_lock: no request runs before it
-   * returns.  Returns 0, or -1 after nbdkit_error.
+   * checks that the file was made for this size.  Sets *overhead to
+   * the bytes it takes beyond its blocks' (a kept file's header and
+   * state area), counted against cow-max-size.  Called once, by the
+   * block layer's start, before any request.  Returns 0, or -1 after
+   * nbdkit_error.
    */
-  int (*start) (struct store *st, uint64_t size);
+  int (*start) (struct store *st, uint64_t size, uint64_t *overhead);
 
   /* pread of disk bytes [offset, offset+count) of allocated blocks,
    * taking no lock.  Returns 0, or -1 with *err set.
@@ -58,24 +58,33 @@ struct store_ops {
    * allocated).  Requires the write locks of the range.  Returns 0, or
    * -1 with *err set.
    */
-  int (*write_locked) (struct store *st, const void *buf, uint64_t count,
-                       uint64_t offset, int *err);
+  int (*write) (struct store *st, const void *buf, uint64_t count,
+                uint64_t offset, int *err);
 
   /* Deallocates [offset, offset+count), whole blocks (the disk's last
-   * one may be short), which then read as zeros, taking the write
-   * locks and adding the time waited for them to *waited.  Returns 0,
-   * or -1 with errno set if the filesystem could not punch a hole.
+   * one may be short), which then read as zeros.  Requires the write
+   * locks of the range.  Returns 0, or -1 with errno set if the
+   * filesystem could not punch a hole.
    */
-  int (*punch) (struct store *st, uint64_t count, uint64_t offset,
-                uint64_t *waited);
+  int (*punch) (struct store *st, uint64_t count, uint64_t offset);
+
+  /* Kept: the states of the blocks loaded from the file when it was
+   * opened, in runs, skipping blocks not in the overlay; returns what
+   * found first returned that was not 0, or 0.  NULL for a throw-away
+   * store, which starts empty.
+   */
+  int (*loaded_states) (struct store *st, store_found_states *found,
+                        void *opaque);
 
   /* Kept: makes room for, then notes, a change of the states of
-   * blocks [first, first+n), so that the next flush writes them.  Under
-   * state_lock.  NULL for a throw-away store.  reserve_states returns
-   * 0, or -1 with errno set.
+   * blocks [first, first+n), so that the next flush writes them; the
+   * store's copy of the states is its own, under its own lock.
+   * reserve_states returns 0, or -1 with errno set.  NULL for a
+   * throw-away store.
    */
   int (*reserve_states) (struct store *st, uint64_t first, uint64_t n);
-  void (*states_changed) (struct store *st, uint64_t first, uint64_t n);
+  void (*set_states) (struct store *st, uint64_t first, uint64_t n,
+                      enum blk_state state);
 
   /* Kept: makes every write completed so far durable, one flush at a
    * time (the block layer's flush_lock).  Returns 0, or -1 with *err
@@ -97,42 +106,35 @@ struct store_ops {
 
 struct store {
   const struct store_ops *ops;
-  struct stripes stripes;
-  /* The bytes the store takes beyond its blocks' (a kept file's header
-   * and state area), counted against cow-max-size; set by start.
-   */
-  uint64_t overhead;
+  const struct stripes *stripes;        /* the block layer's: geometry */
 };
 
 struct temp_files;
 
-/* A throw-away store in files, striped over their number, for blocks
- * of 2^block_shift bytes; its region is given out by start.  Returns
- * NULL after nbdkit_error.
+/* A throw-away store in files, striped as stripes says; its region is
+ * given out by start.  Returns NULL after nbdkit_error.
  */
 extern struct store *store_temp_new (struct temp_files *files,
-                                     unsigned block_shift);
+                                     const struct stripes *stripes);
 
 /* The kept store at path for export name, the file created if it is
- * missing, and locked against other processes; its writes are cut
- * into nr_stripes stripes.  An existing file must have been made for
- * this block size and name, and be sound: its states are loaded into
- * states now, before its base size is known (checked by start), so
- * that a damaged file is refused as soon as it is opened.  Returns
- * NULL after nbdkit_error.
+ * missing, and locked against other processes; its writes are cut as
+ * stripes says.  An existing file must have been made for this block
+ * size and name, and be sound: its states are loaded now, before its
+ * base size is known (checked by start), so that a damaged file is
+ * refused as soon as it is opened.  Returns NULL after nbdkit_error.
  */
 extern struct store *store_kept_open (const char *path, const char *name,
                                       uint32_t block_size,
-                                      unsigned nr_stripes,
-                                      struct store_states *states);
+                                      const struct stripes *stripes);
 
 /* The calls of a store's operations, the optional ones checked here
  * only.
  */
 static inline int
-store_start (struct store *st, uint64_t size)
+store_start (struct store *st, uint64_t size, uint64_t *overhead)
 {
-  return st->ops->start (st, size);
+  return st->ops->start (st, size, overhead);
 }
 
 static inline int
@@ -143,17 +145,24 @@ store_read (struct store *st, void *buf, uint64_t count, uint64_t offset,
 }
 
 static inline int
-store_write_locked (struct store *st, const void *buf, uint64_t count,
-                    uint64_t offset, int *err)
+store_write (struct store *st, const void *buf, uint64_t count,
+             uint64_t offset, int *err)
 {
-  return st->ops->write_locked (st, buf, count, offset, err);
+  return st->ops->write (st, buf, count, offset, err);
 }
 
 static inline int
-store_punch (struct store *st, uint64_t count, uint64_t offset,
-             uint64_t *waited)
+store_punch (struct store *st, uint64_t count, uint64_t offset)
 {
-  return st->ops->punch (st, count, offset, waited);
+  return st->ops->punch (st, count, offset);
+}
+
+static inline int
+store_loaded_states (struct store *st, store_found_states *found,
+                     void *opaque)
+{
+  return st->ops->loaded_states ? st->ops->loaded_states (st, found, opaque)
+                                : 0;
 }
 
 static inline int
@@ -163,10 +172,11 @@ store_reserve_states (struct store *st, uint64_t first, uint64_t n)
 }
 
 static inline void
-store_states_changed (struct store *st, uint64_t first, uint64_t n)
+store_set_states (struct store *st, uint64_t first, uint64_t n,
+                  enum blk_state state)
 {
-  if (st->ops->states_changed)
-    st->ops->states_changed (st, first, n);
+  if (st->ops->set_states)
+    st->ops->set_states (st, first, n, state);
 }
 
 static inline bool

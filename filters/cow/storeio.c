@@ -8,7 +8,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdbool.h>
-#include <sys/stat.h>
 
 #include <nbdkit-filter.h>
 
@@ -87,14 +86,4 @@ uint64_t
 storeio_room_refusals (void)
 {
   return __atomic_load_n (&room_refusals, __ATOMIC_RELAXED);
-}
-
-uint64_t
-storeio_bytes (int fd)
-{
-  struct stat st;
-
-  if (fstat (fd, &st) == -1)
-    return 0;
-  return (uint64_t) st.st_blocks * 512;
 }

@@ -32,7 +32,4 @@ extern void storeio_report (const char *what, uint64_t count,
 /* The refusals for want of room so far, the server's. */
 extern uint64_t storeio_room_refusals (void);
 
-/* The disk space fd takes, in bytes (0 if it cannot tell). */
-extern uint64_t storeio_bytes (int fd);
-
 #endif /* COW_STOREIO_H */

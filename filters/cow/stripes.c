@@ -7,7 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "ispowerof2.h"
+#include "checks.h"
 #include "stripes.h"
 #include "timedlock.h"
 
@@ -17,7 +17,7 @@
 int
 stripes_init (struct stripes *s, unsigned nr, unsigned block_shift)
 {
-  unsigned chunk_shift = log_2_bits (STRIPE_CHUNK), i;
+  unsigned chunk_shift = __builtin_ctz (STRIPE_CHUNK), i;
 
   s->locks = calloc (nr, sizeof *s->locks);
   if (s->locks == NULL)
@@ -116,8 +116,10 @@ stripes_lock (struct stripes *s, uint64_t offset, uint64_t count)
   uint64_t waited = 0;
   unsigned i;
 
-  for (i = runs_start (&runs); i < runs.end; i = runs_next (&runs, i))
+  for (i = runs_start (&runs); i < runs.end; i = runs_next (&runs, i)) {
     waited += timed_lock (&s->locks[i]);
+    held_add (&s->locks[i]);
+  }
   return waited;
 }
 
@@ -127,8 +129,24 @@ stripes_unlock (struct stripes *s, uint64_t offset, uint64_t count)
   struct stripe_runs runs = stripes_of_range (s, offset, count);
   unsigned i;
 
-  for (i = runs_start (&runs); i < runs.end; i = runs_next (&runs, i))
+  for (i = runs_start (&runs); i < runs.end; i = runs_next (&runs, i)) {
+    held_remove (&s->locks[i]);
     pthread_mutex_unlock (&s->locks[i]);
+  }
+}
+
+bool
+stripes_held (const struct stripes *s, uint64_t offset, uint64_t count)
+{
+#ifdef COW_CHECKS
+  struct stripe_runs runs = stripes_of_range (s, offset, count);
+  unsigned i;
+
+  for (i = runs_start (&runs); i < runs.end; i = runs_next (&runs, i))
+    if (!held_by_me (&s->locks[i]))
+      return false;
+#endif
+  return true;
 }
 
 int

@@ -7,16 +7,18 @@
  * for one lock.  A throw-away store gives each stripe a file of its
  * own; a kept store's one file is written under the same locks.
  *
- * Each stripe's write lock is held over every system call that writes
- * or punches in its chunks, and by the block layer over the state
- * lookups that must not race them.  A range's locks are taken together
- * with stripes_lock, in ascending stripe order.
+ * The locks are the block layer's (struct blk): it takes a range's
+ * together with stripes_lock, in ascending stripe order, over every
+ * write and punch of its store and over the state lookups that must
+ * not race them.  A store reads only the geometry: which stripe a byte
+ * is in and the spans of a range.
  */
 
 #ifndef COW_STRIPES_H
 #define COW_STRIPES_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 /* A chunk's bytes: a request of up to 1M meets one or two of them.
@@ -64,6 +66,12 @@ extern uint64_t stripes_lock (struct stripes *s, uint64_t offset,
                               uint64_t count);
 extern void stripes_unlock (struct stripes *s, uint64_t offset,
                             uint64_t count);
+
+/* Whether the calling thread holds the write locks of [offset,
+ * offset+count), in checked builds (checks.h); true otherwise.
+ */
+extern bool stripes_held (const struct stripes *s, uint64_t offset,
+                          uint64_t count);
 
 /* Calls fn (i, from, to, opaque) for each stripe i holding a chunk of
  * [offset, offset+count), count > 0, in ascending order, with the span

@@ -15,7 +15,7 @@
 
 #include <nbdkit-filter.h>
 
-#include "storeio.h"
+#include "diskbytes.h"
 #include "tempfiles.h"
 
 /* Regions start at multiples of this: whole blocks of any filesystem. */
@@ -208,7 +208,7 @@ temp_files_bytes (struct temp_files *files)
   pthread_mutex_lock (&files->regions_lock);
   for (set = files->sets; set; set = set->next)
     for (i = 0; i < set->nr; ++i)
-      bytes += storeio_bytes (set->fds[i]);
+      bytes += disk_bytes (set->fds[i]);
   pthread_mutex_unlock (&files->regions_lock);
   return bytes;
 }

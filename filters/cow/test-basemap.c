@@ -89,16 +89,18 @@ static bool
 zeros (struct basemap *map, struct fake *f, uint64_t b)
 {
   struct blk_base base = base_of (f);
-  uint64_t waited = 0;
 
-  return basemap_reads_zeros (map, &base, b, &waited);
+  return basemap_reads_zeros (map, &base, b);
 }
+
+/* The disk, and where the waits for the map's lock count. */
+static const struct blockgeom geom = { .shift = SHIFT, .size = SIZE };
+static struct lockwaits waits;
 
 static void
 new_map (struct basemap *map)
 {
-  basemap_init (map, SHIFT);
-  basemap_set_size (map, SIZE);
+  basemap_init (map, &geom, &waits);
 }
 
 /* Zero runs that end or start inside a block leave it data. */
@@ -156,11 +158,10 @@ test_no_answer (void)
   struct fake f = { .runs = runs, .nr_runs = 1, .fails = true };
   struct blk_base no_describe = { .pread = fake_pread, .opaque = &f };
   struct basemap map;
-  uint64_t waited = 0;
 
   new_map (&map);
   check (!zeros (&map, &f, 5), "a failed describe reads as zeros");
-  check (!basemap_reads_zeros (&map, &no_describe, 5, &waited),
+  check (!basemap_reads_zeros (&map, &no_describe, 5),
          "a base without describe reads as zeros");
   check (f.calls == 1, "a base without describe was asked");
   f.fails = false;
@@ -207,9 +208,9 @@ asker (void *arg)
   struct blk_base base = base_of (&shared);
 
   for (k = 0; k < 20000; ++k) {
-    uint64_t b = rand_r (&seed) % (LAST + 1), waited = 0;
+    uint64_t b = rand_r (&seed) % (LAST + 1);
     bool expect = (b << SHIFT) / BASEMAP_WINDOW != 1;
-    if (basemap_reads_zeros (&shared_map, &base, b, &waited) != expect)
+    if (basemap_reads_zeros (&shared_map, &base, b) != expect)
       __atomic_fetch_add (&wrong, 1, __ATOMIC_RELAXED);
   }
   return NULL;
@@ -234,10 +235,12 @@ test_threads (void)
 int
 main (void)
 {
+  check (lockwaits_init (&waits, BLK_LOCKS) == 0, "lockwaits_init failed");
   test_partial_blocks ();
   test_short_last_block ();
   test_no_answer ();
   test_prefix_only ();
   test_threads ();
+  lockwaits_free (&waits);
   return EXIT_SUCCESS;
 }

@@ -40,10 +40,10 @@ commit_into (struct overlay_file *ov, const char *target_name,
 
   if (t == NULL)
     return -1;
-  if (target_size (t) != l->base_size) {
+  if (target_size (t) != l->geom.size) {
     nbdcow_error ("%s: %" PRIu64 " bytes, but the base of %s has %" PRIu64
                   ": not a copy of its base", target_name, target_size (t),
-                  ov->kept.path, l->base_size);
+                  ov->kept.path, l->geom.size);
     target_close (t);
     return -1;
   }

@@ -15,7 +15,6 @@
 #include <time.h>
 
 #include "copy.h"
-#include "divround.h"
 #include "fullio.h"
 #include "progress.h"
 
@@ -65,7 +64,6 @@ take_piece (struct copy *c, uint64_t *offset, uint64_t *length,
   while (!c->failed && c->next_block < blocks) {
     uint64_t b = c->next_block;
     uint64_t end = statemap_run (&c->ov->states, b, blocks, state);
-    uint64_t to;
 
     if (*state == KEPT_NOT_ALLOCATED) {
       c->next_block = end;
@@ -73,14 +71,13 @@ take_piece (struct copy *c, uint64_t *offset, uint64_t *length,
     }
     if (end - b > c->piece_blocks)
       end = b + c->piece_blocks;
-    to = end * l->block_size;
-    *offset = b * l->block_size;
-    *length = (to < l->base_size ? to : l->base_size) - *offset;
+    *offset = blockgeom_start (&l->geom, b);
+    *length = blockgeom_end (&l->geom, end - 1) - *offset;
     *dest = *offset;
     if (c->consecutive) {
       *dest = c->next_data;
       if (*state == KEPT_ALLOCATED)
-        c->next_data += (end - b) * l->block_size;
+        c->next_data += blockgeom_start (&l->geom, end - b);
     }
     c->next_block = end;
     found = true;
@@ -120,20 +117,22 @@ copy_piece (struct copy *c, unsigned conn, char *buf, uint64_t offset,
             uint64_t length, unsigned state, uint64_t dest)
 {
   struct kept_overlay *ko = &c->ov->kept;
-  uint32_t block_size = ko->header.layout.block_size;
+  const struct blockgeom *g = &ko->header.layout.geom;
 
   if (state == KEPT_ZERO)
     /* Consecutive, the target's own map says the blocks read zeros. */
     return c->consecutive ? 0 : target_zero (c->t, conn, length, dest);
   while (length > 0) {
-    uint64_t at, n = kept_data_run (ko, offset / block_size,
-                                    div_round_up (length, block_size),
-                                    &at);
-    uint64_t bytes = n * block_size < length ? n * block_size : length;
+    uint64_t b = blockgeom_block (g, offset);
+    uint64_t at, n = kept_data_run (ko, b,
+                                    blockgeom_block (g, offset + length - 1)
+                                    - b + 1, &at);
+    uint64_t bytes = blockgeom_start (g, n) < length ? blockgeom_start (g, n)
+                                                      : length;
 
     if (n == 0) {
       nbdcow_error ("%s: block %" PRIu64 " is in the overlay but has no "
-                    "slot", ko->path, offset / block_size);
+                    "slot", ko->path, b);
       return -1;
     }
     if (copy_data (c, conn, buf, at, bytes, dest) == -1)
@@ -150,7 +149,8 @@ worker_run (void *arg)
 {
   struct worker *w = arg;
   struct copy *c = w->c;
-  uint64_t bytes = c->piece_blocks * c->ov->kept.header.layout.block_size;
+  uint64_t bytes = blockgeom_start (&c->ov->kept.header.layout.geom,
+                                    c->piece_blocks);
   uint64_t offset, length, dest;
   unsigned state;
   char *buf = malloc (bytes);
@@ -214,7 +214,7 @@ copy_pieces (struct overlay_file *ov, struct target *t, bool consecutive,
              struct copy_totals *totals)
 {
   unsigned n = target_connections (t), started, i;
-  uint32_t block_size = ov->kept.header.layout.block_size;
+  uint64_t block_size = blockgeom_block_size (&ov->kept.header.layout.geom);
   struct copy c = { .ov = ov, .t = t, .consecutive = consecutive,
                     .next_data = data_offset };
   struct worker *workers = calloc (n, sizeof *workers);

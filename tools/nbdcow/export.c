@@ -39,10 +39,10 @@ check_base (const struct overlay_file *ov, const char *base, const char *out,
     ;                           /* it said why */
   else if (stat (path, st) == -1)
     nbdcow_error ("--base=%s: %s: %m", base, path);
-  else if ((uint64_t) st->st_size != ov->kept.header.layout.base_size)
+  else if ((uint64_t) st->st_size != ov->kept.header.layout.geom.size)
     nbdcow_error ("--base=%s: %" PRIu64 " bytes, but the base of %s has %"
                   PRIu64, base, (uint64_t) st->st_size, ov->kept.path,
-                  ov->kept.header.layout.base_size);
+                  ov->kept.header.layout.geom.size);
   else
     r = 0;
   free (dir);

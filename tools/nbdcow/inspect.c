@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "divround.h"
+#include "diskbytes.h"
 #include "json.h"
 #include "nbdcow.h"
 
@@ -71,7 +71,7 @@ not_closed_why (const struct kept_header *h)
  */
 
 struct counts {
-  uint64_t block_size;
+  const struct blockgeom *geom;
   uint64_t blocks[4];           /* by state; 3 is invalid */
   uint64_t bytes[4];
 };
@@ -81,7 +81,8 @@ count_run (uint64_t offset, uint64_t length, unsigned state, void *opaque)
 {
   struct counts *c = opaque;
 
-  c->blocks[state] += div_round_up (length, c->block_size);
+  c->blocks[state] += blockgeom_block (c->geom, offset + length - 1)
+                      - blockgeom_block (c->geom, offset) + 1;
   c->bytes[state] += length;
   return 0;
 }
@@ -96,8 +97,9 @@ print_info_json (const struct overlay_file *ov, const struct counts *c,
   printf ("{\n  \"file\": ");
   json_write_string (stdout, ov->kept.path);
   printf (",\n  \"format_version\": %" PRIu32 ",\n", h->version);
-  printf ("  \"block_size\": %" PRIu32 ",\n", h->layout.block_size);
-  printf ("  \"base_size\": %" PRIu64 ",\n", h->layout.base_size);
+  printf ("  \"block_size\": %" PRIu64 ",\n",
+          blockgeom_block_size (&h->layout.geom));
+  printf ("  \"base_size\": %" PRIu64 ",\n", h->layout.geom.size);
   printf ("  \"export_name\": ");
   json_write_string (stdout, h->name);
   printf (",\n  \"blocks\": { \"not_allocated\": %" PRIu64
@@ -125,8 +127,8 @@ print_info_text (const struct overlay_file *ov, const struct counts *c,
 
   printf ("file: %s\n", ov->kept.path);
   printf ("format version: %" PRIu32 "\n", h->version);
-  printf ("block size: %" PRIu32 "\n", h->layout.block_size);
-  printf ("base size: %" PRIu64 "\n", h->layout.base_size);
+  printf ("block size: %" PRIu64 "\n", blockgeom_block_size (&h->layout.geom));
+  printf ("base size: %" PRIu64 "\n", h->layout.geom.size);
   printf ("export name: ");
   json_write_string (stdout, h->name);
   printf ("\nblocks: %" PRIu64 " in the overlay, %" PRIu64 " zero, %" PRIu64
@@ -157,12 +159,12 @@ cmd_info (int argc, char **argv)
   r = open_to_read (argc, argv, "json", &json, &ov);
   if (r != EXIT_OK)
     return r;
-  c.block_size = ov.kept.header.layout.block_size;
+  c.geom = &ov.kept.header.layout.geom;
   overlay_file_each_run (&ov, count_run, &c);
   if (json)
-    print_info_json (&ov, &c, kept_bytes_on_disk (&ov.kept));
+    print_info_json (&ov, &c, disk_bytes (ov.kept.fd));
   else
-    print_info_text (&ov, &c, kept_bytes_on_disk (&ov.kept));
+    print_info_text (&ov, &c, disk_bytes (ov.kept.fd));
   overlay_file_close (&ov);
   return EXIT_OK;
 }

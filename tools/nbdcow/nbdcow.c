@@ -73,12 +73,10 @@ overlay_file_each_run (const struct overlay_file *ov, overlay_run_fn *fn,
   while (b < blocks) {
     unsigned state;
     uint64_t end = statemap_run (&ov->states, b, blocks, &state);
-    uint64_t from = b * l->block_size, to = end * l->block_size;
-    int r;
+    uint64_t from = blockgeom_start (&l->geom, b);
+    int r = fn (from, blockgeom_end (&l->geom, end - 1) - from, state,
+                opaque);
 
-    if (to > l->base_size)
-      to = l->base_size;
-    r = fn (from, to - from, state, opaque);
     if (r != 0)
       return r;
     b = end;

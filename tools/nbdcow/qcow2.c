@@ -110,13 +110,13 @@ qcow2_plan (const struct overlay_file *ov, struct qcow2_layout *q)
   uint64_t c;
 
   memset (q, 0, sizeof *q);
-  q->cluster_bits = __builtin_ctz (l->block_size);
+  q->cluster_bits = l->geom.shift;
   if (q->cluster_bits > MAX_CLUSTER_BITS)
     q->cluster_bits = MAX_CLUSTER_BITS;
   /* qemu counts a disk in 512-byte sectors, rounding a qcow2 file's size
    * down and a raw file's up: the size is the base's, rounded up.
    */
-  q->virtual_size = div_round_up (l->base_size, SECTOR_SIZE) * SECTOR_SIZE;
+  q->virtual_size = div_round_up (l->geom.size, SECTOR_SIZE) * SECTOR_SIZE;
   q->l1_entries = div_round_up (q->virtual_size, UINT64_C (1) << l2_shift (q));
   q->l1_clusters = div_round_up (q->l1_entries * 8, cluster_size (q));
   if (q->l1_clusters == 0)

@@ -1,0 +1,60 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* The preconditions the code states ("Requires state_lock", "requires
+ * the rmw locks of [first, last]"), checked in checked builds
+ * (./configure --enable-checks: the fuzzer's and the sanitizers'), and
+ * compiled to nothing otherwise, so they cost release builds nothing.
+ *
+ * CHECK (cond) aborts with the condition, file and line if cond is
+ * false.  held_add and held_remove note the locks the calling thread
+ * takes and lets go of; held_by_me (lock) says whether the thread holds
+ * lock.  Any pointer names a lock; a thread holds at most
+ * CHECKS_MAX_HELD at once.  held_lock and held_unlock take and let go
+ * of a mutex, noting it (lockwaits.h takes the counted ones).
+ */
+
+#ifndef COMMON_CHECKS_H
+#define COMMON_CHECKS_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#ifdef COW_CHECKS
+
+#define CHECKS_MAX_HELD 128
+
+#define CHECK(cond) \
+  ((cond) ? (void) 0 : check_failed (#cond, __FILE__, __LINE__))
+
+extern void check_failed (const char *cond, const char *file, int line)
+  __attribute__ ((noreturn));
+extern void held_add (const void *lock);
+extern void held_remove (const void *lock);
+extern bool held_by_me (const void *lock);
+
+#else
+
+/* Not evaluated, but compiled: a check names only what exists. */
+#define CHECK(cond) ((void) sizeof ((cond) ? 1 : 0))
+
+static inline void held_add (const void *lock) { (void) lock; }
+static inline void held_remove (const void *lock) { (void) lock; }
+static inline bool held_by_me (const void *lock) { (void) lock; return true; }
+
+#endif
+
+static inline void
+held_lock (pthread_mutex_t *mutex)
+{
+  pthread_mutex_lock (mutex);
+  held_add (mutex);
+}
+
+static inline void
+held_unlock (pthread_mutex_t *mutex)
+{
+  held_remove (mutex);
+  pthread_mutex_unlock (mutex);
+}
+
+#endif /* COMMON_CHECKS_H */

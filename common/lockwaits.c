@@ -1,0 +1,27 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* The waits for a set of locks (lockwaits.h). */
+
+#include <config.h>
+
+#include "lockwaits.h"
+
+int
+lockwaits_init (struct lockwaits *w, unsigned kinds)
+{
+  return shardctr_init (&w->counters, 2 * kinds);
+}
+
+void
+lockwaits_free (struct lockwaits *w)
+{
+  shardctr_free (&w->counters);
+}
+
+void
+lockwaits_sum (const struct lockwaits *w, unsigned kind, uint64_t *waits,
+               uint64_t *ns)
+{
+  *waits = shardctr_sum (&w->counters, 2 * kind);
+  *ns = shardctr_sum (&w->counters, 2 * kind + 1);
+}

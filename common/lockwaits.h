@@ -1,0 +1,62 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* The waits for a set of locks, by kind: how many times a thread had
+ * to wait for a lock of each kind and for how long, the one way the
+ * block layer counts them for its statistics (docs/design.md,
+ * "Statistics without contention").  Counting adds no contention: the
+ * counters are sharded by thread (shardctr.h), and a mutex taken
+ * through lockwaits_lock is tried first, so a lock taken without
+ * waiting reads no clock and counts nothing.  A lock that times its
+ * own waits (rangelock.h, stripes.h) hands them to lockwaits_add.
+ *
+ * lockwaits_lock also tells checks.h that the thread holds the mutex,
+ * in checked builds; held_unlock (checks.h) lets go of it.
+ */
+
+#ifndef COMMON_LOCKWAITS_H
+#define COMMON_LOCKWAITS_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "checks.h"
+#include "shardctr.h"
+#include "timedlock.h"
+
+struct lockwaits {
+  struct shardctr counters;     /* per kind: waits, then nanoseconds */
+};
+
+/* Counters for kinds kinds of locks, all 0.  Returns 0, or -1 with
+ * errno set.
+ */
+extern int lockwaits_init (struct lockwaits *w, unsigned kinds);
+extern void lockwaits_free (struct lockwaits *w);
+
+/* Counts a wait of ns nanoseconds for a lock of kind kind; ns 0 is no
+ * wait and counts nothing.
+ */
+static inline void
+lockwaits_add (struct lockwaits *w, unsigned kind, uint64_t ns)
+{
+  if (ns) {
+    shardctr_add (&w->counters, 2 * kind, 1);
+    shardctr_add (&w->counters, 2 * kind + 1, ns);
+  }
+}
+
+/* Locks mutex, a lock of kind kind, counting the wait if there was
+ * one.
+ */
+static inline void
+lockwaits_lock (struct lockwaits *w, unsigned kind, pthread_mutex_t *mutex)
+{
+  lockwaits_add (w, kind, timed_lock (mutex));
+  held_add (mutex);
+}
+
+/* The waits for locks of kind kind so far, and their nanoseconds. */
+extern void lockwaits_sum (const struct lockwaits *w, unsigned kind,
+                           uint64_t *waits, uint64_t *ns);
+
+#endif /* COMMON_LOCKWAITS_H */

@@ -1,0 +1,59 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* The overlays of the exports: one per export, made when a client
+ * first opens it and kept until nbdkit exits, so that data never
+ * crosses exports and a client reconnecting to an export sees its
+ * earlier writes.  Export names reach .open canonical: nbdkit has
+ * replaced "" by the plugin's .default_export, which exports_learn_default
+ * learns, so that the default export's overlay is the one named "" by
+ * whatever name it comes.  At most cow-max-exports overlays, one of
+ * them kept for the default export: past that a new name is refused,
+ * the first refusal logged and every one counted.  The server's space
+ * cap (cow-max-size) and the files every throw-away overlay shares are
+ * here too, as is the statistics' view of all the overlays.
+ */
+
+#ifndef COW_EXPORTS_H
+#define COW_EXPORTS_H
+
+#include <stdbool.h>
+
+#include "blk.h"
+#include "shardctr.h"
+#include "stats.h"
+
+struct overlay {
+  char *exportname;             /* "" for the default export */
+  struct blk *blk;
+  struct shardctr requests;     /* count and bytes of each cow_request */
+  struct overlay *next;         /* never changes once in the list */
+};
+
+/* .get_ready: the space cap, and what every overlay needs from the
+ * start: the throw-away overlays' files in $TMPDIR, or the default
+ * export's kept overlay (opened, checked, locked).  Returns 0, or -1
+ * after nbdkit_error naming the parameter.
+ */
+extern int exports_init (void);
+
+/* The overlay of exportname, made if it is new, or NULL after
+ * nbdkit_error if it is refused or cannot be made.  It lives until
+ * exports_free.
+ */
+extern struct overlay *exports_open (const char *exportname);
+
+/* The name nbdkit gives the default export, as the plugin said it. */
+extern void exports_learn_default (const char *name);
+
+/* Whether o is the default export's overlay. */
+extern bool exports_is_default (const struct overlay *o);
+
+/* The statistics of every overlay (stats.h). */
+extern stats_gather exports_gather;
+
+/* Frees every overlay, flushing the kept ones.  Returns 0, or -1 if a
+ * kept overlay's last flush failed.
+ */
+extern int exports_free (void);
+
+#endif /* COW_EXPORTS_H */

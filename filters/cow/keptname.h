@@ -1,0 +1,20 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* The file of an export's kept overlay (cow-file=PATH): PATH for the
+ * default export, PATH.NAME for export NAME, with every byte of NAME
+ * but [A-Za-z0-9_-] written %XX, so that no name a client sends can
+ * leave the directory of PATH or make an invalid file name.  Names too
+ * long for a file name become PATH.#HASH, 16 hex digits of their
+ * 64-bit FNV-1a hash; the file's header holds the full name, so two
+ * names with one hash cannot share a file (the second is refused).
+ */
+
+#ifndef COW_KEPTNAME_H
+#define COW_KEPTNAME_H
+
+/* The file of export name ("" the default export) under cow_file, an
+ * absolute path, malloc'd; NULL with errno set.
+ */
+extern char *kept_file_name (const char *cow_file, const char *name);
+
+#endif /* COW_KEPTNAME_H */

@@ -1,0 +1,204 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* The filter's parameters (params.h). */
+
+#include <config.h>
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <nbdkit-filter.h>
+
+#include "blk.h"
+#include "ispowerof2.h"
+#include "params.h"
+
+#define MIN_BLOCK_SIZE 4096
+#define MAX_BLOCK_SIZE (INT64_C (1) << 31)     /* as nbdkit's own filter */
+#define DEFAULT_STRIPES 8   /* docs/performance.md */
+#define DEFAULT_MAX_EXPORTS 128
+#define MAX_MAX_EXPORTS 1000000
+
+const char params_help[] =
+  "cow-block-size=<N>    Size of blocks in the overlay (default 64K).\n"
+  "cow-file=<PATH>       Keep the overlay in PATH across restarts.\n"
+  "cow-max-exports=<N>   Make at most N overlays (default 128).\n"
+  "cow-max-size=<SIZE>   Limit the overlays' disk space to SIZE.\n"
+  "cow-on-cache=<BOOL>   Copy cache (prefetch) requests to the overlay.\n"
+  "cow-on-read=<BOOL>|/PATH  Copy reads to the overlay (while PATH exists).\n"
+  "cow-stats=<FILE>      Write statistics to FILE every second and at exit.\n"
+  "cow-stripes=<N>       Stripe the overlay over N write locks (default 8),\n"
+  "                      and throw-away ones over N shared files.";
+
+struct cow_params params = {
+  .block_size = 65536,
+  .max_size = UINT64_MAX,
+  .stripes = DEFAULT_STRIPES,
+  .max_exports = DEFAULT_MAX_EXPORTS,
+};
+
+/* The size in key=value, or -1 after an error naming both. */
+static int64_t
+parse_size (const char *key, const char *value)
+{
+  int64_t r = nbdkit_parse_size (value);
+
+  if (r == -1)
+    nbdkit_error ("%s=%s: not a size", key, value);
+  return r;
+}
+
+static int
+parse_block_size (const char *key, const char *value)
+{
+  int64_t r = parse_size (key, value);
+
+  if (r == -1)
+    return -1;
+  if (r < MIN_BLOCK_SIZE || r > MAX_BLOCK_SIZE || !is_power_of_2 (r)) {
+    nbdkit_error ("%s=%s: must be a power of two from 4K to 2G", key, value);
+    return -1;
+  }
+  params.block_size = r;
+  return 0;
+}
+
+static int
+parse_max_size (const char *key, const char *value)
+{
+  int64_t r = parse_size (key, value);
+
+  if (r == -1)
+    return -1;
+  params.max_size = r;
+  params.max_size_arg = value;  /* argv outlives the server */
+  return 0;
+}
+
+static int
+parse_bool (const char *key, const char *value, bool *to)
+{
+  int r = nbdkit_parse_bool (value);
+
+  if (r == -1) {
+    nbdkit_error ("%s=%s: must be true or false", key, value);
+    return -1;
+  }
+  *to = r;
+  return 0;
+}
+
+/* Sets *to to the whole number from min to max in key=value, or
+ * returns -1 after an error naming both: digits only, since
+ * nbdkit_parse_unsigned's messages do not name the value.
+ */
+static int
+parse_count (const char *key, const char *value, unsigned min, unsigned max,
+             unsigned *to)
+{
+  uint64_t r = 0;
+  const char *p;
+
+  for (p = value; *p >= '0' && *p <= '9' && r <= max; ++p)
+    r = r * 10 + (*p - '0');
+  if (p == value || *p != '\0' || r < min || r > max) {
+    nbdkit_error ("%s=%s: must be a number from %u to %u", key, value, min,
+                  max);
+    return -1;
+  }
+  *to = r;
+  return 0;
+}
+
+static int
+parse_cow_on_read (const char *key, const char *value)
+{
+  int r;
+
+  if (value[0] == '/') {
+    params.cow_on_read = COW_ON_READ_PATH;
+    params.cow_on_read_path = value;    /* argv outlives the server */
+    return 0;
+  }
+  if (strchr (value, '/') != NULL) {
+    nbdkit_error ("%s=%s: a path must be absolute", key, value);
+    return -1;
+  }
+  r = nbdkit_parse_bool (value);
+  if (r == -1) {
+    nbdkit_error ("%s=%s: must be true, false or an absolute path", key,
+                  value);
+    return -1;
+  }
+  params.cow_on_read = r ? COW_ON_READ_ON : COW_ON_READ_OFF;
+  return 0;
+}
+
+static int
+parse_path (const char *key, const char *value, char **path)
+{
+  if (value[0] == '\0') {
+    nbdkit_error ("%s=%s: must name a file", key, value);
+    return -1;
+  }
+  free (*path);
+  /* nbdkit may change directory when it becomes a daemon. */
+  *path = nbdkit_absolute_path (value);
+  return *path ? 0 : -1;
+}
+
+int
+params_parse (const char *key, const char *value)
+{
+  if (strcmp (key, "cow-block-size") == 0)
+    return parse_block_size (key, value);
+  if (strcmp (key, "cow-file") == 0)
+    return parse_path (key, value, &params.cow_file);
+  if (strcmp (key, "cow-max-exports") == 0)
+    return parse_count (key, value, 1, MAX_MAX_EXPORTS, &params.max_exports);
+  if (strcmp (key, "cow-max-size") == 0)
+    return parse_max_size (key, value);
+  if (strcmp (key, "cow-on-cache") == 0)
+    return parse_bool (key, value, &params.cow_on_cache);
+  if (strcmp (key, "cow-on-read") == 0)
+    return parse_cow_on_read (key, value);
+  if (strcmp (key, "cow-stats") == 0)
+    return parse_path (key, value, &params.stats_path);
+  if (strcmp (key, "cow-stripes") == 0)
+    return parse_count (key, value, 1, BLK_MAX_STRIPES, &params.stripes);
+  return 1;
+}
+
+int
+params_check (void)
+{
+  if (params.max_size < params.block_size) {
+    nbdkit_error ("cow-max-size=%s: less than one block "
+                  "(cow-block-size=%" PRIu32 ")", params.max_size_arg,
+                  params.block_size);
+    return -1;
+  }
+  return 0;
+}
+
+void
+params_free (void)
+{
+  free (params.cow_file);
+  free (params.stats_path);
+}
+
+bool
+params_cow_on_read_now (void)
+{
+  switch (params.cow_on_read) {
+  case COW_ON_READ_ON:
+    return true;
+  case COW_ON_READ_PATH:
+    return access (params.cow_on_read_path, F_OK) == 0;
+  default:
+    return false;
+  }
+}

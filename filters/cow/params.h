@@ -1,0 +1,57 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* The filter's parameters (cow-*): each parsed, checked together, and
+ * the help text nbdkit --help shows.  Adding a parameter is a line in
+ * struct cow_params, its parsing in params.c and its help line here,
+ * then the man page and the README's table, which
+ * tests/test-params-documented.sh holds to the same list.
+ *
+ * The values are set while nbdkit configures the filter and only read
+ * afterwards, by any thread.
+ */
+
+#ifndef COW_PARAMS_H
+#define COW_PARAMS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum cow_on_read { COW_ON_READ_OFF, COW_ON_READ_ON, COW_ON_READ_PATH };
+
+struct cow_params {
+  uint32_t block_size;          /* cow-block-size */
+  bool cow_on_cache;            /* cow-on-cache */
+  enum cow_on_read cow_on_read; /* cow-on-read: off, on, or while */
+  const char *cow_on_read_path; /*   this path exists */
+  char *cow_file;               /* cow-file, absolute, or NULL */
+  char *stats_path;             /* cow-stats, absolute, or NULL */
+  uint64_t max_size;            /* cow-max-size, or UINT64_MAX */
+  const char *max_size_arg;     /*   as given, for messages */
+  unsigned stripes;             /* cow-stripes */
+  unsigned max_exports;         /* cow-max-exports */
+};
+
+extern struct cow_params params;
+
+/* The help text of the parameters, as nbdkit --help shows it. */
+extern const char params_help[];
+
+/* Parses key=value if key is one of ours: returns 0, or -1 after an
+ * error naming both, or 1 if key is not ours.
+ */
+extern int params_parse (const char *key, const char *value);
+
+/* Checks what depends on several parameters.  Returns 0, or -1 after
+ * nbdkit_error.
+ */
+extern int params_check (void);
+
+extern void params_free (void);
+
+/* Whether a read copies its blocks into the overlay now: cow-on-read
+ * with a path is checked on every read, so that it can be switched
+ * while nbdkit runs.
+ */
+extern bool params_cow_on_read_now (void);
+
+#endif /* COW_PARAMS_H */
