@@ -20,12 +20,13 @@
 #define BLOCK_LIMITS_MAX_PREFERRED (32 * 1024 * 1024)
 
 struct block_limits {
-  uint32_t align;               /* >= 1 */
+  uint32_t align;               /* a power of two */
   uint32_t max;                 /* a multiple of align */
 };
 
 /* The limits of a server advertising minimum and maximum (0 for no
- * constraint, as nbdkit's block_size reports "no information").
+ * constraint, as nbdkit's block_size reports "no information").  A
+ * minimum is a power of two, as nbdkit and the NBD protocol require.
  */
 static inline struct block_limits
 block_limits_of (uint32_t minimum, uint32_t maximum)
@@ -40,6 +41,13 @@ block_limits_of (uint32_t minimum, uint32_t maximum)
   return l;
 }
 
+/* Whether the limits allow any request. */
+static inline int
+block_limits_none (const struct block_limits *l)
+{
+  return l->align == 1 && l->max == UINT32_MAX;
+}
+
 /* Whether [offset, offset+count) respects the limits on a disk of size
  * bytes.
  */
@@ -47,8 +55,10 @@ static inline int
 block_limits_allow (const struct block_limits *l, uint64_t offset,
                     uint64_t count, uint64_t size)
 {
-  return offset % l->align == 0 && count <= l->max &&
-         (count % l->align == 0 || offset + count == size);
+  uint64_t mask = l->align - 1;
+
+  return (offset & mask) == 0 && count <= l->max &&
+         ((count & mask) == 0 || offset + count == size);
 }
 
 /* The next request that reads bytes [offset, end) of a disk of size

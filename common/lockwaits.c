@@ -19,6 +19,13 @@ lockwaits_free (struct lockwaits *w)
 }
 
 void
+lockwaits_wait (struct lockwaits *w, unsigned kind, pthread_mutex_t *mutex)
+{
+  lockwaits_add (w, kind, timed_lock_wait (mutex));
+  held_add (mutex);
+}
+
+void
 lockwaits_sum (const struct lockwaits *w, unsigned kind, uint64_t *waits,
                uint64_t *ns)
 {

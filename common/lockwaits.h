@@ -4,19 +4,20 @@
  * to wait for a lock of each kind and for how long, the one way the
  * block layer counts them for its statistics (docs/design.md,
  * "Statistics without contention").  Counting adds no contention: the
- * counters are sharded by thread (shardctr.h), and a mutex taken
- * through lockwaits_lock is tried first, so a lock taken without
- * waiting reads no clock and counts nothing.  A lock that times its
- * own waits (rangelock.h, stripes.h) hands them to lockwaits_add.
+ * counters are sharded by thread (shardctr.h), and a mutex is tried
+ * first, so a lock taken without waiting reads no clock and counts
+ * nothing.  A lock that times its own waits (rangelock.h, stripes.h)
+ * hands them to lockwaits_add.
  *
- * lockwaits_lock also tells checks.h that the thread holds the mutex,
- * in checked builds; held_unlock (checks.h) lets go of it.
+ * Taking a mutex here also tells checks.h that the thread holds it, in
+ * checked builds; held_unlock (checks.h) lets go of it.
  */
 
 #ifndef COMMON_LOCKWAITS_H
 #define COMMON_LOCKWAITS_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "checks.h"
@@ -45,14 +46,32 @@ lockwaits_add (struct lockwaits *w, unsigned kind, uint64_t ns)
   }
 }
 
+/* Tries mutex: returns true if it is now held, without waiting. */
+static inline bool
+lockwaits_try (pthread_mutex_t *mutex)
+{
+  if (pthread_mutex_trylock (mutex) != 0)
+    return false;
+  held_add (mutex);
+  return true;
+}
+
+/* Locks mutex, a lock of kind kind that lockwaits_try found taken,
+ * and counts the wait.  Out of line: a lock taken at once costs its
+ * callers only the try, and a caller whose counters sit behind a
+ * pointer reads the pointer only when it waits.
+ */
+extern void lockwaits_wait (struct lockwaits *w, unsigned kind,
+                            pthread_mutex_t *mutex);
+
 /* Locks mutex, a lock of kind kind, counting the wait if there was
  * one.
  */
 static inline void
 lockwaits_lock (struct lockwaits *w, unsigned kind, pthread_mutex_t *mutex)
 {
-  lockwaits_add (w, kind, timed_lock (mutex));
-  held_add (mutex);
+  if (!lockwaits_try (mutex))
+    lockwaits_wait (w, kind, mutex);
 }
 
 /* The waits for locks of kind kind so far, and their nanoseconds. */

@@ -58,6 +58,9 @@ check_limits (uint32_t minimum, uint32_t maximum)
 
   if (l.align == 0 || l.max % l.align != 0 || l.max < l.align)
     fail ("bad limits", minimum, maximum, 0, 0, 0);
+  if (block_limits_none (&l) !=
+      (minimum <= 1 && (maximum == 0 || maximum == UINT32_MAX)))
+    fail ("limits none or not", minimum, maximum, 0, 0, 0);
   for (size = 1; size <= 70; size += 3)
     for (offset = 0; offset < size; ++offset)
       for (end = offset + 1; end <= size; ++end)

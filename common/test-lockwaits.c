@@ -55,6 +55,10 @@ main (void)
     return EXIT_FAILURE;
   }
   lockwaits_lock (&waits, 0, &mutex);         /* free: no wait */
+  if (lockwaits_try (&mutex)) {
+    fprintf (stderr, "test-lockwaits: a held mutex taken again\n");
+    failed = 1;
+  }
   pthread_create (&thread, NULL, waiter, NULL);
   while (!waiting)
     sched_yield ();

@@ -52,13 +52,20 @@ class Server:
     def __init__(self, label, program, args):
         self.label = label
         sock = os.path.join(scratch, label + ".sock")
+        pidfile = os.path.join(scratch, label + ".pid")
         self.err = open(os.path.join(scratch, label + ".err"), "w+")
-        self.proc = subprocess.Popen([program, "-f", "-U", sock] + args,
+        # nbdkit writes its pid file once it listens.
+        self.proc = subprocess.Popen([program, "-f", "-U", sock,
+                                      "-P", pidfile] + args,
                                      stderr=self.err)
         for _ in range(600):
-            if os.path.exists(sock) or self.proc.poll() is not None:
+            if os.path.exists(pidfile) or self.proc.poll() is not None:
                 break
             time.sleep(0.05)
+        if self.proc.poll() is not None:
+            self.err.seek(0)
+            sys.exit("%s: nbdkit exited at start:\n%s" % (label,
+                                                           self.err.read()))
         self.h = nbd.NBD()
         self.h.set_strict_mode(0)         # we split; refusals are the server's
         self.h.add_meta_context(nbd.CONTEXT_BASE_ALLOCATION)

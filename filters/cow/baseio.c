@@ -15,52 +15,37 @@
 
 #include "baseio.h"
 
-int
-baseio_learn (nbdkit_next *next, struct base_shape *shape)
-{
-  uint32_t minimum, preferred, maximum;
-  int64_t size = next->get_size (next);
-
-  if (size == -1 ||
-      next->block_size (next, &minimum, &preferred, &maximum) == -1)
-    return -1;
-  shape->size = size;
-  shape->limits = block_limits_of (minimum, maximum);
-  return 0;
-}
-
 /* The next request for [offset, end): block_limits_next. */
 static uint64_t
 next_request (const struct base_io *io, uint64_t offset, uint64_t end,
               uint64_t *req_offset, uint32_t *req_count)
 {
-  return block_limits_next (&io->shape->limits, offset, end, io->shape->size,
+  return block_limits_next (&io->limits, offset, end, io->size,
                             req_offset, req_count);
 }
 
 /* Reads [offset, offset+count) of the base in requests the stack
  * accepts: in place where they are exactly the bytes wanted, through
- * a buffer of one aligned unit at an unaligned end.
+ * a buffer of one aligned unit at an unaligned end.  Kept out of
+ * base_pread so that a read the stack takes whole costs the request
+ * path no more than the call.
  */
-static int
-base_pread (void *opaque, void *buf, uint32_t count, uint64_t offset,
-            int *err)
+static __attribute__ ((noinline)) int
+pread_in_requests (const struct base_io *io, char *p, uint32_t count,
+                   uint64_t offset, int *err)
 {
-  const struct base_io *io = opaque;
   nbdkit_next *next = io->next;
   uint64_t end = offset + count, req_offset, n;
   uint32_t req_count;
-  char *p = buf, *unit = NULL;
+  char *unit = NULL;
   int r = 0;
 
-  if (block_limits_allow (&io->shape->limits, offset, count, io->shape->size))
-    return next->pread (next, buf, count, offset, 0, err);
   while (r == 0 && offset < end) {
     n = next_request (io, offset, end, &req_offset, &req_count);
     if (req_offset == offset && req_count == n)
       r = next->pread (next, p, req_count, req_offset, 0, err);
     else {
-      if (unit == NULL && (unit = malloc (io->shape->limits.align)) == NULL) {
+      if (unit == NULL && (unit = malloc (io->limits.align)) == NULL) {
         *err = errno;
         nbdkit_error ("cow: malloc: %m");
         return -1;
@@ -74,6 +59,30 @@ base_pread (void *opaque, void *buf, uint32_t count, uint64_t offset,
   }
   free (unit);
   return r;
+}
+
+/* blk_base.pread over a stack without limits. */
+static int
+base_pread_whole (void *opaque, void *buf, uint32_t count, uint64_t offset,
+                  int *err)
+{
+  const struct base_io *io = opaque;
+
+  return io->next->pread (io->next, buf, count, offset, 0, err);
+}
+
+/* blk_base.pread over a stack with limits: one request where it takes
+ * the range whole.
+ */
+static int
+base_pread (void *opaque, void *buf, uint32_t count, uint64_t offset,
+            int *err)
+{
+  const struct base_io *io = opaque;
+
+  if (block_limits_allow (&io->limits, offset, count, io->size))
+    return io->next->pread (io->next, buf, count, offset, 0, err);
+  return pread_in_requests (io, buf, count, offset, err);
 }
 
 /* The plugin's extents of the one request that begins to cover
@@ -134,12 +143,23 @@ base_describe (void *opaque, uint32_t count, uint64_t offset,
   return 0;
 }
 
-struct blk_base
-baseio_blk_base (struct base_io *io)
+int
+baseio_init (struct base_io *io, nbdkit_next *next)
 {
-  return (struct blk_base) { .pread = base_pread,
-                             .describe = base_describe,
-                             .opaque = io };
+  uint32_t minimum, preferred, maximum;
+  int64_t size = next->get_size (next);
+
+  if (size == -1 ||
+      next->block_size (next, &minimum, &preferred, &maximum) == -1)
+    return -1;
+  io->next = next;
+  io->limits = block_limits_of (minimum, maximum);
+  io->size = size;
+  io->blk = (struct blk_base) { .pread = block_limits_none (&io->limits)
+                                         ? base_pread_whole : base_pread,
+                                .describe = base_describe,
+                                .opaque = io };
+  return 0;
 }
 
 static int

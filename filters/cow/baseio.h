@@ -20,27 +20,22 @@
 #include "blktypes.h"
 #include "blocklimits.h"
 
-/* What a connection must respect of the plugin: its limits and size. */
-struct base_shape {
-  struct block_limits limits;
-  uint64_t size;
-};
-
-/* Asks next for its size and limits.  Returns 0, or -1 after
- * nbdkit_error.
+/* The plugin as a connection reads it: next, the limits and size of
+ * its stack, and the block layer's view of it (blktypes.h), whose
+ * opaque is this struct.  Made once, when the connection is prepared;
+ * next stays the connection's for its life.
  */
-extern int baseio_learn (nbdkit_next *next, struct base_shape *shape);
-
-/* The plugin as one request of a connection reads it. */
 struct base_io {
   nbdkit_next *next;
-  const struct base_shape *shape;
+  struct block_limits limits;
+  uint64_t size;
+  struct blk_base blk;
 };
 
-/* The base for the block layer (blktypes.h): reads and describe of io,
- * which must outlive the struct blk_base.
+/* Asks next for its size and limits and fills io.  Returns 0, or -1
+ * after nbdkit_error.
  */
-extern struct blk_base baseio_blk_base (struct base_io *io);
+extern int baseio_init (struct base_io *io, nbdkit_next *next);
 
 /* Adds to extents the plugin's extents of [offset, offset+count), or
  * plain data where it cannot tell.  With NBDKIT_FLAG_REQ_ONE in flags

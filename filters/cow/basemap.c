@@ -32,7 +32,8 @@ basemap_free (struct basemap *map)
 static void
 lock_map (struct basemap *map)
 {
-  lockwaits_lock (map->waits, BLK_LOCK_BASE_MAP, &map->base_map_lock);
+  if (!lockwaits_try (&map->base_map_lock))
+    lockwaits_wait (map->waits, BLK_LOCK_BASE_MAP, &map->base_map_lock);
 }
 
 static enum base_known

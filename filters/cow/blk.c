@@ -106,7 +106,7 @@ base_read (struct blk *blk, const struct blk_base *base, void *buf,
  * fail after the data is written.  Returns 0, or -1 with *err set after
  * nbdkit_error.
  */
-static int
+static inline int
 reserve_states (struct blk *blk, uint64_t first, uint64_t n, int *err)
 {
   if (blkmap_reserve (&blk->map, first, n) == 0 &&
@@ -120,7 +120,7 @@ reserve_states (struct blk *blk, uint64_t first, uint64_t n, int *err)
 /* Sets blocks [first, first+n) to state, in the map and then in the
  * store.  Requires their rmw locks and reserve_states.
  */
-static void
+static inline void
 set_states (struct blk *blk, uint64_t first, uint64_t n, enum blk_state state)
 {
   CHECK (rmw_held (blk, first, n));

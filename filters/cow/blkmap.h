@@ -44,7 +44,8 @@ extern void blkmap_free (struct blkmap *map);
 static inline void
 blkmap_lock (struct blkmap *map)
 {
-  lockwaits_lock (map->waits, BLK_LOCK_STATE, &map->state_lock);
+  if (!lockwaits_try (&map->state_lock))
+    lockwaits_wait (map->waits, BLK_LOCK_STATE, &map->state_lock);
 }
 
 static inline void

@@ -21,6 +21,7 @@
 
 #include "baseio.h"
 #include "blk.h"
+#include "checks.h"
 #include "exports.h"
 #include "launch.h"
 #include "params.h"
@@ -31,7 +32,7 @@
  */
 struct conn {
   struct overlay *overlay;
-  struct base_shape base;
+  struct base_io base;          /* made by cow_prepare */
 };
 
 /*----------------------------------------------------------------------
@@ -159,7 +160,7 @@ cow_prepare (nbdkit_next *next, void *handle, int readonly)
   struct conn *c = handle;
   struct blk *blk = c->overlay->blk;
 
-  if (baseio_learn (next, &c->base) == -1)
+  if (baseio_init (&c->base, next) == -1)
     return -1;
   if (blk_set_size (blk, c->base.size) == 0)
     return 0;
@@ -263,12 +264,12 @@ cow_pread (nbdkit_next *next, void *handle,
 {
   struct conn *c = handle;
   struct overlay *o = c->overlay;
-  struct base_io io = { next, &c->base };
-  const struct blk_base base = baseio_blk_base (&io);
+
+  CHECK (c->base.next == next);
 
   stats_count_request (&o->requests, REQ_READ, count);
-  return blk_read (o->blk, &base, buf, count, offset, params_cow_on_read_now (),
-                   err);
+  return blk_read (o->blk, &c->base.blk, buf, count, offset,
+                   params_cow_on_read_now (), err);
 }
 
 static int
@@ -278,11 +279,11 @@ cow_pwrite (nbdkit_next *next, void *handle,
 {
   struct conn *c = handle;
   struct overlay *o = c->overlay;
-  struct base_io io = { next, &c->base };
-  const struct blk_base base = baseio_blk_base (&io);
+
+  CHECK (c->base.next == next);
 
   stats_count_request (&o->requests, REQ_WRITE, count);
-  return blk_write (o->blk, &base, buf, count, offset, err);
+  return blk_write (o->blk, &c->base.blk, buf, count, offset, err);
 }
 
 static int
@@ -291,11 +292,11 @@ cow_zero (nbdkit_next *next, void *handle,
 {
   struct conn *c = handle;
   struct overlay *o = c->overlay;
-  struct base_io io = { next, &c->base };
-  const struct blk_base base = baseio_blk_base (&io);
+
+  CHECK (c->base.next == next);
 
   stats_count_request (&o->requests, REQ_ZERO, count);
-  return blk_zero (o->blk, &base, count, offset,
+  return blk_zero (o->blk, &c->base.blk, count, offset,
                    (flags & NBDKIT_FLAG_MAY_TRIM) != 0, err);
 }
 
@@ -324,13 +325,13 @@ cow_cache (nbdkit_next *next, void *handle,
 {
   struct conn *c = handle;
   struct overlay *o = c->overlay;
-  struct base_io io = { next, &c->base };
-  const struct blk_base base = baseio_blk_base (&io);
+
+  CHECK (c->base.next == next);
 
   stats_count_request (&o->requests, REQ_CACHE, count);
   if (params.cow_on_cache)
-    return blk_copy_up (o->blk, &base, count, offset, err);
-  return baseio_cache (&io, count, offset, flags, err);
+    return blk_copy_up (o->blk, &c->base.blk, count, offset, err);
+  return baseio_cache (&c->base, count, offset, flags, err);
 }
 
 static int
@@ -340,8 +341,9 @@ cow_extents (nbdkit_next *next, void *handle,
 {
   struct conn *c = handle;
   struct overlay *o = c->overlay;
-  struct base_io io = { next, &c->base };
   uint64_t end = offset + count;
+
+  CHECK (c->base.next == next);
 
   stats_count_request (&o->requests, REQ_EXTENTS, count);
   while (offset < end) {
@@ -350,7 +352,7 @@ cow_extents (nbdkit_next *next, void *handle,
     uint32_t n = run_end - offset;
 
     if (state == BLK_NOT_ALLOCATED) {
-      if (baseio_extents (&io, n, offset, flags, extents, err) == -1)
+      if (baseio_extents (&c->base, n, offset, flags, extents, err) == -1)
         return -1;
     }
     else if (nbdkit_add_extent (extents, offset, n,

@@ -191,14 +191,7 @@ params_free (void)
 }
 
 bool
-params_cow_on_read_now (void)
+params_cow_on_read_path_exists (void)
 {
-  switch (params.cow_on_read) {
-  case COW_ON_READ_ON:
-    return true;
-  case COW_ON_READ_PATH:
-    return access (params.cow_on_read_path, F_OK) == 0;
-  default:
-    return false;
-  }
+  return access (params.cow_on_read_path, F_OK) == 0;
 }

@@ -48,10 +48,19 @@ extern int params_check (void);
 
 extern void params_free (void);
 
+/* Whether the path of cow-on-read exists now. */
+extern bool params_cow_on_read_path_exists (void);
+
 /* Whether a read copies its blocks into the overlay now: cow-on-read
  * with a path is checked on every read, so that it can be switched
- * while nbdkit runs.
+ * while nbdkit runs.  Inline: every read asks.
  */
-extern bool params_cow_on_read_now (void);
+static inline bool
+params_cow_on_read_now (void)
+{
+  if (params.cow_on_read == COW_ON_READ_PATH)
+    return params_cow_on_read_path_exists ();
+  return params.cow_on_read == COW_ON_READ_ON;
+}
 
 #endif /* COW_PARAMS_H */
