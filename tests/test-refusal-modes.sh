@@ -50,6 +50,8 @@ echo "another base size, --run: status $status"
 rm -f "$tmp/sock" "$tmp/pid"
 "$NBDKIT" -U "$tmp/sock" -P "$tmp/pid" --filter=cow file "$tmp/base11" \
   cow-file="$tmp/ov" || fail "the daemon did not start"
+# The daemon writes its pid file after nbdkit's first process returns.
+for _ in $(seq 300); do [ -s "$tmp/pid" ] && break; sleep 0.1; done
 pid=$(cat "$tmp/pid")
 on_exit "kill -9 $pid 2>/dev/null"
 if timeout 60 nbdinfo --size "nbd+unix:///?socket=$tmp/sock" 2>/dev/null; then
