@@ -459,6 +459,87 @@ class Bench:
         os.unlink(empty)
 
 
+# The copy-out through plugin handles that are costly: each open takes
+# a second, each takes one request at a time (nbdkit's noparallel
+# filter, serialize=requests) and each read 2 ms more (its delay
+# filter).  Rows: the filter as nbdkit's does it (a handle per client
+# connection), sharing 1, 2 and 4 handles (cow-base-handles), and
+# virt-v2v's way today, multi-conn disabled above the filter so that
+# the copy uses one connection.
+HANDLES_ROWS = [  # name, cow-base-handles, multi-conn disabled
+    ("a handle per connection", None, False),
+    ("shared, 1 handle", 1, False),
+    ("shared, pool of 2", 2, False),
+    ("shared, pool of 4", 4, False),
+    ("multi-conn disabled", None, True),
+]
+HANDLE_OPEN = "1"
+HANDLE_READ = "2ms"
+
+
+class SharedHandles:
+    """Over costly plugin handles, nbdcopy --connections=4 --threads=4
+    writes the first half of a disk of data through the filter (a
+    guest's changes: the copy out reads them from the overlay, the rest
+    from the plugin) and then copies the disk out: the seconds of each
+    and the plugin's opens (cow-stats) for each row of HANDLES_ROWS."""
+
+    def __init__(self, bench):
+        self.b = bench
+        self.disk = os.path.join(bench.work, "handles.img")
+        self.out = os.path.join(bench.work, "handles-out.img")
+        self.half = os.path.join(bench.work, "handles-half.img")
+        self.stats = os.path.join(bench.work, "handles-stats.json")
+
+    def one(self, handles, no_multi_conn):
+        b = self.b
+        filters = (["multi-conn"] if no_multi_conn else []) + \
+            [b.args.filter, "noparallel", "delay"]
+        params = ["serialize=requests", "delay-open=" + HANDLE_OPEN,
+                  "delay-read=" + HANDLE_READ, "cow-stats=" + self.stats]
+        if handles:
+            params.append("cow-base-handles=%d" % handles)
+        if no_multi_conn:
+            params.append("multi-conn-mode=disable")
+        b.nbdkit("srv", filters, ["file", self.disk], params)
+        uri = "nbd+unix:///?socket=" + b.sock("srv")
+        if os.path.exists(self.out):
+            os.unlink(self.out)
+        writes = b.run(["nbdcopy", "--connections=4", "--threads=4",
+                        self.half, uri])
+        seconds = b.run(["nbdcopy", "--connections=4", "--threads=4", uri,
+                         self.out])
+        b.stop_all()                     # the last report at exit
+        with open(self.stats) as f:
+            opens = json.load(f)["exports"][0]["plugin_opens"]
+        remove_settled(self.out)
+        return writes, seconds, opens
+
+    def run(self, results):
+        mib = 64 if self.b.args.quick else 256
+        for path, n in ((self.disk, mib), (self.half, mib // 2)):
+            self.b.run(["dd", "if=/dev/urandom", "of=" + path, "bs=1M",
+                        "count=%d" % n, "status=none"])
+        rounds = 1 if self.b.args.quick else 3
+        rows = {name: [] for name, _, _ in HANDLES_ROWS}
+        for rnd in range(rounds):
+            k = rnd % len(HANDLES_ROWS)
+            for name, handles, no_mc in HANDLES_ROWS[k:] + HANDLES_ROWS[:k]:
+                rows[name].append(self.one(handles, no_mc))
+                progress("shared handles | %s: writes %.2f s, copy out "
+                         "%.2f s, %d opens" % ((name,) + rows[name][-1]))
+        for name, _, _ in HANDLES_ROWS:
+            times = [t for _, t, _ in rows[name]]
+            results.append({"row": name, "rounds": rounds, "mib": mib,
+                            "writes_s": statistics.median(
+                                w for w, _, _ in rows[name]),
+                            "seconds": statistics.median(times),
+                            "fastest": min(times), "slowest": max(times),
+                            "opens": max(o for _, _, o in rows[name])})
+        os.unlink(self.disk)
+        os.unlink(self.half)
+
+
 class Tools:
     """nbdcow commit and export of a kept overlay holding scattered
     changes, against what a qcow2 user runs for the same: qemu-img
@@ -748,7 +829,7 @@ def main():
     b = Bench(args)
     results = {"machine": machine(), "runtime": args.runtime,
                "quick": args.quick, "fio": [], "pipeline": [], "zeroes": [],
-               "targets": [], "tools": []}
+               "targets": [], "tools": [], "shared_handles": []}
     started = time.time()
     try:
         if not (args.targets_only or args.tools_only):
@@ -756,6 +837,7 @@ def main():
                 b.fio_matrix(results["fio"])
             b.pipeline(results["pipeline"])
             b.zeroes(results["zeroes"])
+            SharedHandles(b).run(results["shared_handles"])
         if not args.targets_only:
             Tools(b).run(results["tools"])
         if not args.tools_only:

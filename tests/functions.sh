@@ -202,3 +202,14 @@ expect_extent ()
   got=$(extent_at "$1" "$2")
   [ "$got" = "$3" ] || fail "extent at $2 is '$got', expected '$3'"
 }
+
+# expect_one_shared WHAT PER_CONNECTION SHARED: a copy out with four
+# connections made PER_CONNECTION of WHAT (plugin handles, sessions)
+# without cow-base-handles, at least four (the control), and SHARED
+# with cow-base-handles=1, which must be one.
+expect_one_shared ()
+{
+  echo "$1: $2 per connection, $3 shared"
+  [ "$2" -ge 4 ] || fail "control: $2 $1 without cow-base-handles"
+  [ "$3" -eq 1 ] || fail "cow-base-handles=1: $3 $1"
+}

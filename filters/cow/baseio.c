@@ -14,6 +14,24 @@
 #include <nbdkit-filter.h>
 
 #include "baseio.h"
+#include "checks.h"
+
+/* Around every call into next but those nbdkit answers from its cache
+ * (sizes and can_*): its call lock, if it has one.
+ */
+static void
+call_begin (const struct base_io *io)
+{
+  if (io->call_lock)
+    held_lock (io->call_lock);
+}
+
+static void
+call_end (const struct base_io *io)
+{
+  if (io->call_lock)
+    held_unlock (io->call_lock);
+}
 
 /* The next request for [offset, end): block_limits_next. */
 static uint64_t
@@ -85,6 +103,20 @@ base_pread (void *opaque, void *buf, uint32_t count, uint64_t offset,
   return pread_in_requests (io, buf, count, offset, err);
 }
 
+/* blk_base.pread through a context whose calls are serialized. */
+static int
+base_pread_serialized (void *opaque, void *buf, uint32_t count,
+                       uint64_t offset, int *err)
+{
+  const struct base_io *io = opaque;
+  int r;
+
+  call_begin (io);
+  r = base_pread (opaque, buf, count, offset, err);
+  call_end (io);
+  return r;
+}
+
 /* The plugin's extents of the one request that begins to cover
  * [offset, end), in a list of their own, and the end of the request in
  * *req_end; NULL with *err set on failure.
@@ -97,6 +129,7 @@ request_extents (const struct base_io *io, uint64_t offset, uint64_t end,
   struct nbdkit_extents *extents;
   uint64_t req_offset;
   uint32_t req_count;
+  int r;
 
   next_request (io, offset, end, &req_offset, &req_count);
   /* Only a request starting at offset can stop after one extent. */
@@ -108,8 +141,10 @@ request_extents (const struct base_io *io, uint64_t offset, uint64_t end,
     *err = errno;
     return NULL;
   }
-  if (next->extents (next, req_count, req_offset, flags, extents,
-                     err) == -1) {
+  call_begin (io);
+  r = next->extents (next, req_count, req_offset, flags, extents, err);
+  call_end (io);
+  if (r == -1) {
     nbdkit_extents_free (extents);
     return NULL;
   }
@@ -144,7 +179,8 @@ base_describe (void *opaque, uint32_t count, uint64_t offset,
 }
 
 int
-baseio_init (struct base_io *io, nbdkit_next *next)
+baseio_init (struct base_io *io, nbdkit_next *next,
+             pthread_mutex_t *call_lock)
 {
   uint32_t minimum, preferred, maximum;
   int64_t size = next->get_size (next);
@@ -153,13 +189,28 @@ baseio_init (struct base_io *io, nbdkit_next *next)
       next->block_size (next, &minimum, &preferred, &maximum) == -1)
     return -1;
   io->next = next;
+  io->call_lock = call_lock;
   io->limits = block_limits_of (minimum, maximum);
   io->size = size;
-  io->blk = (struct blk_base) { .pread = block_limits_none (&io->limits)
-                                         ? base_pread_whole : base_pread,
+  io->blk = (struct blk_base) { .pread = base_pread_whole,
                                 .describe = base_describe,
                                 .opaque = io };
+  if (call_lock)
+    io->blk.pread = base_pread_serialized;
+  else if (!block_limits_none (&io->limits))
+    io->blk.pread = base_pread;
   return 0;
+}
+
+const char *
+baseio_export_description (const struct base_io *io)
+{
+  const char *r;
+
+  call_begin (io);
+  r = io->next->export_description (io->next);
+  call_end (io);
+  return r;
 }
 
 static int
@@ -242,7 +293,12 @@ baseio_cache (const struct base_io *io, uint32_t count, uint64_t offset,
 
   while (offset < end) {
     offset += next_request (io, offset, end, &req_offset, &req_count);
-    if (next->cache (next, req_count, req_offset, flags, err) == -1)
+    int r;
+
+    call_begin (io);
+    r = next->cache (next, req_count, req_offset, flags, err);
+    call_end (io);
+    if (r == -1)
       return -1;
   }
   return 0;

@@ -13,6 +13,7 @@
 #ifndef COW_BASEIO_H
 #define COW_BASEIO_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 #include <nbdkit-filter.h>
@@ -23,10 +24,16 @@
 /* The plugin as a connection reads it: next, the limits and size of
  * its stack, and the block layer's view of it (blktypes.h), whose
  * opaque is this struct.  Made once, when the connection is prepared;
- * next stays the connection's for its life.
+ * next stays the connection's for its life: its own context, or one
+ * its export shares (basepool.h).
  */
 struct base_io {
   nbdkit_next *next;
+  /* Held over every call into next that reaches the plugin, where
+   * calls into one context must not overlap (a shared context under a
+   * thread model that serializes requests); NULL where they may.
+   */
+  pthread_mutex_t *call_lock;
   struct block_limits limits;
   uint64_t size;
   struct blk_base blk;
@@ -35,7 +42,11 @@ struct base_io {
 /* Asks next for its size and limits and fills io.  Returns 0, or -1
  * after nbdkit_error.
  */
-extern int baseio_init (struct base_io *io, nbdkit_next *next);
+extern int baseio_init (struct base_io *io, nbdkit_next *next,
+                        pthread_mutex_t *call_lock);
+
+/* The plugin's description of the export (NULL for none). */
+extern const char *baseio_export_description (const struct base_io *io);
 
 /* Adds to extents the plugin's extents of [offset, offset+count), or
  * plain data where it cannot tell.  With NBDKIT_FLAG_REQ_ONE in flags

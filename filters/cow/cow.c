@@ -13,6 +13,8 @@
 #include <config.h>
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -20,20 +22,28 @@
 #include <nbdkit-filter.h>
 
 #include "baseio.h"
+#include "basepool.h"
 #include "blk.h"
 #include "checks.h"
 #include "exports.h"
 #include "launch.h"
 #include "params.h"
+#include "servertls.h"
 #include "stats.h"
 
-/* The handle of a connection: its export's overlay, and what it must
- * respect of the plugin, learned by .prepare.
+/* The handle of a connection: its export's overlay, and the plugin as
+ * the connection reads it (its own context, or one the export shares
+ * under cow-base-handles), learned by .prepare.
  */
 struct conn {
   struct overlay *overlay;
+  nbdkit_next *shared;          /* a context of overlay->pool, or NULL */
+  pthread_mutex_t *call_lock;   /*   its call lock (basepool.h) */
   struct base_io base;          /* made by cow_prepare */
 };
+
+/* Whether a context opened for sharing sees TLS (servertls.h). */
+static bool shared_sees_tls;
 
 /*----------------------------------------------------------------------
  * Configuration and life cycle.
@@ -64,6 +74,8 @@ static int
 cow_get_ready (int thread_model)
 {
   launch_note_start ();
+  basepool_set_thread_model (thread_model);
+  shared_sees_tls = servertls_required ();
   if (exports_init () == -1)
     return -1;
   return params.stats_path ? stats_init (params.stats_path, exports_gather)
@@ -82,12 +94,15 @@ cow_after_fork (nbdkit_backend *backend)
   return params.stats_path ? stats_start () : 0;
 }
 
-/* All connections are closed: the final statistics. */
+/* All connections are closed: the final statistics, and the plugin
+ * contexts the exports shared closed while the backend lives.
+ */
 static void
 cow_cleanup (nbdkit_backend *backend)
 {
   if (params.stats_path)
     stats_finish ();
+  exports_close_bases ();
 }
 
 static void
@@ -117,24 +132,88 @@ cow_default_export (nbdkit_next_default_export *next, nbdkit_backend *nxdata,
   return name;
 }
 
+/* Opens the export's overlay with a context of its pool: a name new
+ * to the server is opened in the plugin first, so that the plugin can
+ * refuse it before an overlay is made.  Returns 0, or -1 after
+ * nbdkit_error.
+ */
+static int
+open_shared (struct conn *c, nbdkit_context *context, const char *exportname)
+{
+  nbdkit_backend *backend = nbdkit_context_get_backend (context);
+  nbdkit_next *spare = NULL;
+  unsigned opened = 0;
+
+  if (!exports_known (exportname)) {
+    spare = basepool_open (backend, exportname);
+    if (spare == NULL)
+      return -1;
+    opened = 1;
+  }
+  c->overlay = exports_open (exportname);
+  if (c->overlay)
+    c->shared = basepool_connect (c->overlay->pool, backend, exportname,
+                                  &spare, &c->call_lock, &opened);
+  if (spare)
+    basepool_close (spare);
+  if (c->overlay && opened)
+    shardctr_add (&c->overlay->requests, STATS_PLUGIN_OPENS, opened);
+  return c->shared ? 0 : -1;
+}
+
+/* Opens the plugin for this connection alone, read-only, as nbdkit's
+ * filter does, before the export's overlay: the plugin refuses exports
+ * it does not have before an overlay is made.
+ */
+static int
+open_own (struct conn *c, nbdkit_next_open *next, nbdkit_context *context,
+          const char *exportname)
+{
+  if (next (context, 1, exportname) == -1)
+    return -1;
+  c->overlay = exports_open (exportname);
+  if (c->overlay == NULL)
+    return -1;
+  shardctr_add (&c->overlay->requests, STATS_PLUGIN_OPENS, 1);
+  return 0;
+}
+
+/* Whether a connection shares its export's contexts: not one with TLS
+ * where a shared context sees none (--tls=on), for the plugin may serve
+ * it by its TLS; said once.
+ */
+static bool
+shares_base (int is_tls)
+{
+  static atomic_bool said;
+
+  if (params.base_handles == 0)
+    return false;
+  if (!is_tls || shared_sees_tls)
+    return true;
+  if (!atomic_exchange (&said, true))
+    nbdkit_error ("cow-base-handles=%u: a client with TLS gets a plugin "
+                  "handle of its own: without --tls=require a shared one "
+                  "sees no TLS (said once)", params.base_handles);
+  return false;
+}
+
 static void *
 cow_open (nbdkit_next_open *next, nbdkit_context *context,
           int readonly, const char *exportname, int is_tls)
 {
-  struct conn *c;
+  struct conn *c = calloc (1, sizeof *c);
+  int r;
 
-  /* The base is only ever read.  Opening it first lets the plugin
-   * refuse exports it does not have before we make an overlay.
-   */
-  if (next (context, 1, exportname) == -1)
-    return NULL;
-  c = calloc (1, sizeof *c);
   if (c == NULL) {
     nbdkit_error ("cow: calloc: %m");
     return NULL;
   }
-  c->overlay = exports_open (exportname);
-  if (c->overlay == NULL) {
+  if (shares_base (is_tls))
+    r = open_shared (c, context, exportname);
+  else
+    r = open_own (c, next, context, exportname);
+  if (r == -1) {
     free (c);
     return NULL;
   }
@@ -160,7 +239,8 @@ cow_prepare (nbdkit_next *next, void *handle, int readonly)
   struct conn *c = handle;
   struct blk *blk = c->overlay->blk;
 
-  if (baseio_init (&c->base, next) == -1)
+  if (baseio_init (&c->base, c->shared ? c->shared : next,
+                   c->call_lock) == -1)
     return -1;
   if (blk_set_size (blk, c->base.size) == 0)
     return 0;
@@ -181,6 +261,9 @@ static int
 cow_block_size (nbdkit_next *next, void *handle,
                 uint32_t *minimum, uint32_t *preferred, uint32_t *maximum)
 {
+  struct conn *c = handle;
+
+  next = c->base.next;
   if (next->block_size (next, minimum, preferred, maximum) == -1)
     return -1;
   block_limits_advertise (params.block_size, minimum, preferred, maximum);
@@ -252,9 +335,34 @@ cow_can_fua (nbdkit_next *next, void *handle)
 static int
 cow_can_cache (nbdkit_next *next, void *handle)
 {
+  struct conn *c = handle;
+
   if (params.cow_on_cache)
     return NBDKIT_CACHE_NATIVE;
-  return next->can_cache (next);
+  return c->base.next->can_cache (c->base.next);
+}
+
+/* What nbdkit would pass through, from the connection's base: with
+ * cow-base-handles nbdkit hands the callbacks no next.
+ */
+static int64_t
+cow_get_size (nbdkit_next *next, void *handle)
+{
+  return ((struct conn *) handle)->base.size;
+}
+
+static int
+cow_is_rotational (nbdkit_next *next, void *handle)
+{
+  struct conn *c = handle;
+
+  return c->base.next->is_rotational (c->base.next);
+}
+
+static const char *
+cow_export_description (nbdkit_next *next, void *handle)
+{
+  return baseio_export_description (&((struct conn *) handle)->base);
 }
 
 static int
@@ -265,7 +373,7 @@ cow_pread (nbdkit_next *next, void *handle,
   struct conn *c = handle;
   struct overlay *o = c->overlay;
 
-  CHECK (c->base.next == next);
+  CHECK (next == NULL || next == c->base.next);
 
   stats_count_request (&o->requests, REQ_READ, count);
   return blk_read (o->blk, &c->base.blk, buf, count, offset,
@@ -280,7 +388,7 @@ cow_pwrite (nbdkit_next *next, void *handle,
   struct conn *c = handle;
   struct overlay *o = c->overlay;
 
-  CHECK (c->base.next == next);
+  CHECK (next == NULL || next == c->base.next);
 
   stats_count_request (&o->requests, REQ_WRITE, count);
   return blk_write (o->blk, &c->base.blk, buf, count, offset, err);
@@ -293,7 +401,7 @@ cow_zero (nbdkit_next *next, void *handle,
   struct conn *c = handle;
   struct overlay *o = c->overlay;
 
-  CHECK (c->base.next == next);
+  CHECK (next == NULL || next == c->base.next);
 
   stats_count_request (&o->requests, REQ_ZERO, count);
   return blk_zero (o->blk, &c->base.blk, count, offset,
@@ -326,7 +434,7 @@ cow_cache (nbdkit_next *next, void *handle,
   struct conn *c = handle;
   struct overlay *o = c->overlay;
 
-  CHECK (c->base.next == next);
+  CHECK (next == NULL || next == c->base.next);
 
   stats_count_request (&o->requests, REQ_CACHE, count);
   if (params.cow_on_cache)
@@ -343,7 +451,7 @@ cow_extents (nbdkit_next *next, void *handle,
   struct overlay *o = c->overlay;
   uint64_t end = offset + count;
 
-  CHECK (c->base.next == next);
+  CHECK (next == NULL || next == c->base.next);
 
   stats_count_request (&o->requests, REQ_EXTENTS, count);
   while (offset < end) {
@@ -383,7 +491,10 @@ static struct nbdkit_filter filter = {
   .open              = cow_open,
   .close             = cow_close,
   .prepare           = cow_prepare,
+  .export_description = cow_export_description,
+  .get_size          = cow_get_size,
   .block_size        = cow_block_size,
+  .is_rotational     = cow_is_rotational,
   .can_write         = cow_can_write,
   .can_flush         = cow_can_flush,
   .can_trim          = cow_can_trim,

@@ -96,40 +96,56 @@ find_overlay (const char *name)
   return NULL;
 }
 
-/* The overlay of exportname, made if it is new and not refused: that
- * of the default export, named "", for the default export's name but
- * where an overlay has that very name (opened by it before any client
- * asked for the default export).  Requires overlays_lock.
+/* The name of the overlay of exportname: "" for the default export's
+ * name but where an overlay has that very name (opened by it before
+ * any client asked for the default export).  Requires overlays_lock.
+ */
+static const char *
+overlay_name (const char *exportname)
+{
+  CHECK (held_by_me (&overlays_lock));
+  if (default_name && strcmp (exportname, default_name) == 0 &&
+      find_overlay (exportname) == NULL)
+    return "";
+  return exportname;
+}
+
+static void
+free_overlay (struct overlay *o)
+{
+  basepool_free (o->pool);
+  shardctr_free (&o->requests);
+  free (o->exportname);
+  free (o);
+}
+
+/* The overlay of exportname, made if it is new and not refused.
+ * Requires overlays_lock.
  */
 static struct overlay *
 get_overlay (const char *exportname)
 {
-  struct overlay *o = find_overlay (exportname);
+  struct overlay *o;
 
-  if (o)
+  exportname = overlay_name (exportname);
+  if ((o = find_overlay (exportname)) != NULL)
     return o;
-  if (default_name && strcmp (exportname, default_name) == 0) {
-    exportname = "";
-    if ((o = find_overlay ("")) != NULL)
-      return o;
-  }
   if (new_name_refused (exportname))
     return NULL;
 
   o = calloc (1, sizeof *o);
   if (o == NULL || (o->exportname = strdup (exportname)) == NULL ||
-      shardctr_init (&o->requests, STATS_REQUEST_COUNTERS) == -1) {
+      shardctr_init (&o->requests, STATS_EXPORT_COUNTERS) == -1 ||
+      (params.base_handles &&
+       (o->pool = basepool_new (params.base_handles)) == NULL)) {
     nbdkit_error ("cow: %m");
     if (o)
-      free (o->exportname);
-    free (o);
+      free_overlay (o);
     return NULL;
   }
   o->blk = new_blk (exportname);
   if (o->blk == NULL) {
-    shardctr_free (&o->requests);
-    free (o->exportname);
-    free (o);
+    free_overlay (o);
     return NULL;
   }
   o->next = overlays;
@@ -148,6 +164,17 @@ exports_open (const char *exportname)
   o = get_overlay (exportname);
   held_unlock (&overlays_lock);
   return o;
+}
+
+bool
+exports_known (const char *exportname)
+{
+  bool known;
+
+  held_lock (&overlays_lock);
+  known = find_overlay (overlay_name (exportname)) != NULL;
+  held_unlock (&overlays_lock);
+  return known;
 }
 
 /* A client that opened the default export's name before any asked for
@@ -219,9 +246,22 @@ exports_gather (struct export_stats **exports, size_t *n, uint64_t *refused)
 
     e->name = o->exportname;
     blk_get_stats (o->blk, &e->blk);
-    stats_sum_requests (&o->requests, e);
+    stats_sum_counters (&o->requests, e);
   }
   return 0;
+}
+
+void
+exports_close_bases (void)
+{
+  struct overlay *o;
+
+  held_lock (&overlays_lock);
+  for (o = overlays; o; o = o->next) {
+    basepool_free (o->pool);
+    o->pool = NULL;
+  }
+  held_unlock (&overlays_lock);
 }
 
 int
@@ -234,9 +274,7 @@ exports_free (void)
     overlays = o->next;
     if (blk_free (o->blk) == -1)
       r = -1;
-    shardctr_free (&o->requests);
-    free (o->exportname);
-    free (o);
+    free_overlay (o);
   }
   temp_files_free (temp_files);
   free (default_name);

@@ -18,6 +18,7 @@
 
 #include <stdbool.h>
 
+#include "basepool.h"
 #include "blk.h"
 #include "shardctr.h"
 #include "stats.h"
@@ -25,7 +26,8 @@
 struct overlay {
   char *exportname;             /* "" for the default export */
   struct blk *blk;
-  struct shardctr requests;     /* count and bytes of each cow_request */
+  struct shardctr requests;     /* stats.h: requests, plugin opens */
+  struct base_pool *pool;       /* with cow-base-handles; else NULL */
   struct overlay *next;         /* never changes once in the list */
 };
 
@@ -42,6 +44,9 @@ extern int exports_init (void);
  */
 extern struct overlay *exports_open (const char *exportname);
 
+/* Whether exportname has an overlay. */
+extern bool exports_known (const char *exportname);
+
 /* The name nbdkit gives the default export, as the plugin said it. */
 extern void exports_learn_default (const char *name);
 
@@ -50,6 +55,9 @@ extern bool exports_is_default (const struct overlay *o);
 
 /* The statistics of every overlay (stats.h). */
 extern stats_gather exports_gather;
+
+/* .cleanup: closes the plugin contexts the overlays share. */
+extern void exports_close_bases (void);
 
 /* Frees every overlay, flushing the kept ones.  Returns 0, or -1 if a
  * kept overlay's last flush failed.

@@ -20,8 +20,11 @@
 #define DEFAULT_STRIPES 8   /* docs/performance.md */
 #define DEFAULT_MAX_EXPORTS 128
 #define MAX_MAX_EXPORTS 1000000
+#define MAX_BASE_HANDLES 64
 
 const char params_help[] =
+  "cow-base-handles=<N>  Read each export's base through N plugin handles\n"
+  "                      its clients share (default 0: one per client).\n"
   "cow-block-size=<N>    Size of blocks in the overlay (default 64K).\n"
   "cow-file=<PATH>       Keep the overlay in PATH across restarts.\n"
   "cow-max-exports=<N>   Make at most N overlays (default 128).\n"
@@ -152,6 +155,9 @@ parse_path (const char *key, const char *value, char **path)
 int
 params_parse (const char *key, const char *value)
 {
+  if (strcmp (key, "cow-base-handles") == 0)
+    return parse_count (key, value, 0, MAX_BASE_HANDLES,
+                        &params.base_handles);
   if (strcmp (key, "cow-block-size") == 0)
     return parse_block_size (key, value);
   if (strcmp (key, "cow-file") == 0)

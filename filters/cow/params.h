@@ -29,6 +29,7 @@ struct cow_params {
   const char *max_size_arg;     /*   as given, for messages */
   unsigned stripes;             /* cow-stripes */
   unsigned max_exports;         /* cow-max-exports */
+  unsigned base_handles;        /* cow-base-handles: 0, one per client */
 };
 
 extern struct cow_params params;

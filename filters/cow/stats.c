@@ -53,12 +53,13 @@ write_export (FILE *fp, const struct export_stats *e)
            " },\n"
            "      \"base_reads\": { \"requests\": %" PRIu64
            ", \"bytes\": %" PRIu64 " },\n"
+           "      \"plugin_opens\": %" PRIu64 ",\n"
            "      \"space\": { \"max\": ",
            b->block_size, b->blocks[BLK_NOT_ALLOCATED],
            b->blocks[BLK_ALLOCATED], b->blocks[BLK_ZERO], b->files,
            b->overlay_bytes,
            b->copy_ups_read, b->copy_ups_cache, b->copy_ups_rmw,
-           b->base_reads, b->base_read_bytes);
+           b->base_reads, b->base_read_bytes, e->plugin_opens);
   if (b->space_limit == UINT64_MAX)
     fprintf (fp, "null");
   else
@@ -82,7 +83,7 @@ write_export (FILE *fp, const struct export_stats *e)
 }
 
 void
-stats_sum_requests (const struct shardctr *counters, struct export_stats *e)
+stats_sum_counters (const struct shardctr *counters, struct export_stats *e)
 {
   unsigned t;
 
@@ -90,6 +91,7 @@ stats_sum_requests (const struct shardctr *counters, struct export_stats *e)
     e->requests[t] = shardctr_sum (counters, 2 * t);
     e->request_bytes[t] = shardctr_sum (counters, 2 * t + 1);
   }
+  e->plugin_opens = shardctr_sum (counters, STATS_PLUGIN_OPENS);
 }
 
 /* Writes the report of exports[0..n) to path: into a new file of its

@@ -22,10 +22,12 @@ enum cow_request {
   REQ_TYPES
 };
 
-/* The counters of one export's requests: a struct shardctr of this
- * many, added to by stats_count_request.
+/* The counters of one export: a struct shardctr of this many, the
+ * requests' added to by stats_count_request, then the opens of the
+ * plugin (contexts opened for the export's connections).
  */
-#define STATS_REQUEST_COUNTERS (2 * REQ_TYPES)
+#define STATS_PLUGIN_OPENS (2 * REQ_TYPES)
+#define STATS_EXPORT_COUNTERS (STATS_PLUGIN_OPENS + 1)
 
 static inline void
 stats_count_request (struct shardctr *counters, enum cow_request type,
@@ -41,10 +43,11 @@ struct export_stats {
   struct blk_stats blk;
   uint64_t requests[REQ_TYPES];
   uint64_t request_bytes[REQ_TYPES];   /* bytes asked for; 0 for flush */
+  uint64_t plugin_opens;
 };
 
-/* Fills the requests of *e from counters. */
-extern void stats_sum_requests (const struct shardctr *counters,
+/* Fills the requests and plugin opens of *e from counters. */
+extern void stats_sum_counters (const struct shardctr *counters,
                                 struct export_stats *e);
 
 /* Sets *exports to a new array (freed by the caller) of the statistics

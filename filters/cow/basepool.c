@@ -1,0 +1,138 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* The plugin contexts an export's connections share (basepool.h). */
+
+#include <config.h>
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+#include "basepool.h"
+#include "checks.h"
+
+struct base_slot {
+  nbdkit_next *next;            /* NULL until opened */
+  pthread_mutex_t call_lock;    /* see baseio.h */
+};
+
+struct base_pool {
+  /* Protects next of every slot and turn; held while a context is
+   * opened, which only connections being set up wait for.
+   */
+  pthread_mutex_t open_lock;
+  unsigned turn;                /* the slot of the next connection */
+  unsigned n;
+  struct base_slot slots[];
+};
+
+/* Whether the thread model lets calls into one context overlap. */
+static bool parallel_calls;
+
+void
+basepool_set_thread_model (int thread_model)
+{
+  parallel_calls = thread_model >= NBDKIT_THREAD_MODEL_PARALLEL;
+}
+
+struct base_pool *
+basepool_new (unsigned n)
+{
+  struct base_pool *pool = calloc (1, sizeof *pool + n * sizeof pool->slots[0]);
+  unsigned i;
+
+  if (pool == NULL)
+    return NULL;
+  pthread_mutex_init (&pool->open_lock, NULL);
+  pool->n = n;
+  for (i = 0; i < n; ++i)
+    pthread_mutex_init (&pool->slots[i].call_lock, NULL);
+  return pool;
+}
+
+/* Asks next everything nbdkit caches, so that later connections only
+ * read it.  Returns 0, or -1 after nbdkit_error.
+ */
+static int
+ask_cached (nbdkit_next *next)
+{
+  uint32_t minimum, preferred, maximum;
+
+  if (next->get_size (next) == -1 ||
+      next->block_size (next, &minimum, &preferred, &maximum) == -1 ||
+      next->can_write (next) == -1 || next->can_flush (next) == -1 ||
+      next->is_rotational (next) == -1 || next->can_trim (next) == -1 ||
+      next->can_zero (next) == -1 || next->can_fast_zero (next) == -1 ||
+      next->can_extents (next) == -1 || next->can_fua (next) == -1 ||
+      next->can_multi_conn (next) == -1 || next->can_cache (next) == -1)
+    return -1;
+  return 0;
+}
+
+nbdkit_next *
+basepool_open (nbdkit_backend *backend, const char *exportname)
+{
+  nbdkit_next *next = nbdkit_next_context_open (backend, 1, exportname, 1);
+
+  if (next == NULL)
+    return NULL;
+  if (next->prepare (next) == -1) {
+    nbdkit_next_context_close (next);
+    return NULL;
+  }
+  if (ask_cached (next) == -1) {
+    basepool_close (next);
+    return NULL;
+  }
+  return next;
+}
+
+void
+basepool_close (nbdkit_next *next)
+{
+  next->finalize (next);
+  nbdkit_next_context_close (next);
+}
+
+nbdkit_next *
+basepool_connect (struct base_pool *pool, nbdkit_backend *backend,
+                  const char *exportname, nbdkit_next **spare,
+                  pthread_mutex_t **call_lock, unsigned *opened)
+{
+  struct base_slot *slot;
+  nbdkit_next *next;
+
+  held_lock (&pool->open_lock);
+  slot = &pool->slots[pool->turn];
+  if (slot->next == NULL && *spare) {
+    slot->next = *spare;
+    *spare = NULL;
+  }
+  else if (slot->next == NULL &&
+           (slot->next = basepool_open (backend, exportname)) != NULL)
+    ++*opened;
+  next = slot->next;
+  if (next)
+    pool->turn = (pool->turn + 1) % pool->n;
+  held_unlock (&pool->open_lock);
+  *call_lock = parallel_calls ? NULL : &slot->call_lock;
+  return next;
+}
+
+void
+basepool_free (struct base_pool *pool)
+{
+  unsigned i;
+
+  if (pool == NULL)
+    return;
+  for (i = 0; i < pool->n; ++i) {
+    struct base_slot *slot = &pool->slots[i];
+
+    if (slot->next)
+      basepool_close (slot->next);
+    pthread_mutex_destroy (&slot->call_lock);
+  }
+  pthread_mutex_destroy (&pool->open_lock);
+  free (pool);
+}

@@ -1,0 +1,65 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* The plugin contexts an export's connections share under
+ * cow-base-handles=N: N contexts of the plugin, each opened read-only
+ * the first time a connection needs it and kept until nbdkit cleans
+ * up, instead of one per client connection.  Connections take them in
+ * turn.  A context is opened shared (nbdkit_next_context_open), outside
+ * any one client's connection, so the plugin sees the facts of no
+ * client: TLS only if nbdkit requires it, and, before nbdkit 1.44, no
+ * export name (the man page says when sharing is unsafe).
+ *
+ * The first open asks the context everything nbdkit then keeps (size,
+ * block sizes, the can_* answers), so that connections only read what
+ * nbdkit cached.  Where the thread model serializes requests, calls
+ * into one context are serialized by its call lock (baseio.h), and
+ * only those: a connection's overlay hits never wait for the plugin.
+ */
+
+#ifndef COW_BASEPOOL_H
+#define COW_BASEPOOL_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include <nbdkit-filter.h>
+
+struct base_pool;
+
+/* .get_ready: whether calls into one context must be serialized, from
+ * the final thread model.
+ */
+extern void basepool_set_thread_model (int thread_model);
+
+/* A pool of n contexts, none open yet, or NULL with errno set. */
+extern struct base_pool *basepool_new (unsigned n);
+
+/* A context of exportname opened shared and read-only, prepared and
+ * asked what nbdkit caches, or NULL after nbdkit_error.
+ */
+extern nbdkit_next *basepool_open (nbdkit_backend *backend,
+                                   const char *exportname);
+
+/* Finalizes and closes a context of basepool_open. */
+extern void basepool_close (nbdkit_next *next);
+
+/* The context the next connection of the export exportname uses, and
+ * in *call_lock the lock its calls must hold (NULL if they may
+ * overlap).  A slot with no context yet takes *spare (a context of
+ * basepool_open, *spare then set to NULL), or opens one, adding 1 to
+ * *opened.  Returns NULL after nbdkit_error if no context could be
+ * opened: a later connection tries again.
+ */
+extern nbdkit_next *basepool_connect (struct base_pool *pool,
+                                      nbdkit_backend *backend,
+                                      const char *exportname,
+                                      nbdkit_next **spare,
+                                      pthread_mutex_t **call_lock,
+                                      unsigned *opened);
+
+/* Finalizes and closes every open context (in .cleanup, while the
+ * backend lives, after the last connection) and frees pool.
+ */
+extern void basepool_free (struct base_pool *pool);
+
+#endif /* COW_BASEPOOL_H */
