@@ -64,7 +64,10 @@ copy_out 2
 echo "opens with cow-base-handles=2: $opens"
 [ "$opens" -eq 2 ] || fail "cow-base-handles=2: $opens opens of the plugin"
 
-# One pool per export: two exports, two opens, each its own writes.
+# One pool per export: two exports, each its own writes, two opens.
+# nbdkit before 1.44 opens a shared handle without the export's name,
+# so there a named export gets a handle per connection (four opens),
+# said once.
 start_nbdkit "$tmp/sockx" --filter=cow --filter=log memory 1M \
   logfile="$tmp/logx" cow-base-handles=1
 for name in a b a b; do
@@ -77,5 +80,11 @@ assert old in (bytes(4), b'$name' * 4), old
 h.pwrite(b'$name' * 4, 0)
 "
 done
-[ "$(grep -c 'Connect export=' "$tmp/logx")" -eq 2 ] ||
-  fail "two exports: $(grep -c 'Connect export=' "$tmp/logx") opens"
+case $("$system_nbdkit" --version) in
+  "nbdkit 1."[0-3][0-9].*|"nbdkit 1.4"[0-3].*) want=4
+    grep -q 'a named export gets a plugin handle per connection' \
+      "$tmp/sockx.err" || fail "two exports: not said" ;;
+  *) want=2 ;;
+esac
+[ "$(grep -c 'Connect export=' "$tmp/logx")" -eq "$want" ] ||
+  fail "two exports: $(grep -c 'Connect export=' "$tmp/logx") opens, not $want"

@@ -178,24 +178,45 @@ open_own (struct conn *c, nbdkit_next_open *next, nbdkit_context *context,
   return 0;
 }
 
-/* Whether a connection shares its export's contexts: not one with TLS
- * where a shared context sees none (--tls=on), for the plugin may serve
- * it by its TLS; said once.
+/* Whether nbdkit gives a context opened for sharing its export's name
+ * (from 1.43.9 on); before, the plugin is told none.
+ */
+#define SHARED_KNOWS_NAME \
+  (NBDKIT_VERSION_MAJOR > 1 || \
+   (NBDKIT_VERSION_MAJOR == 1 && NBDKIT_VERSION_MINOR > 43) || \
+   (NBDKIT_VERSION_MAJOR == 1 && NBDKIT_VERSION_MINOR == 43 && \
+    NBDKIT_VERSION_MICRO >= 9))
+
+/* Whether a connection shares its export's contexts, saying once why
+ * not: not one with TLS where a shared context sees none (--tls=on),
+ * for the plugin may serve it by its TLS; and not one of a named
+ * export where nbdkit would open the shared context without the name
+ * (a plugin serving exports by name, such as file dir=, would fail or
+ * crash).
  */
 static bool
-shares_base (int is_tls)
+shares_base (int is_tls, const char *exportname)
 {
-  static atomic_bool said;
+  static atomic_bool said_tls, said_name;
 
   if (params.base_handles == 0)
     return false;
-  if (!is_tls || shared_sees_tls)
-    return true;
-  if (!atomic_exchange (&said, true))
-    nbdkit_error ("cow-base-handles=%u: a client with TLS gets a plugin "
-                  "handle of its own: without --tls=require a shared one "
-                  "sees no TLS (said once)", params.base_handles);
-  return false;
+  if (is_tls && !shared_sees_tls) {
+    if (!atomic_exchange (&said_tls, true))
+      nbdkit_error ("cow-base-handles=%u: a client with TLS gets a plugin "
+                    "handle of its own: without --tls=require a shared one "
+                    "sees no TLS (said once)", params.base_handles);
+    return false;
+  }
+  if (!SHARED_KNOWS_NAME && exportname[0] != '\0') {
+    if (!atomic_exchange (&said_name, true))
+      nbdkit_error ("cow-base-handles=%u: a named export gets a plugin "
+                    "handle per connection: nbdkit %s opens a shared one "
+                    "without the export's name (1.44 tells it; said once)",
+                    params.base_handles, NBDKIT_VERSION_STRING);
+    return false;
+  }
+  return true;
 }
 
 static void *
@@ -209,7 +230,7 @@ cow_open (nbdkit_next_open *next, nbdkit_context *context,
     nbdkit_error ("cow: calloc: %m");
     return NULL;
   }
-  if (shares_base (is_tls))
+  if (shares_base (is_tls, exportname))
     r = open_shared (c, context, exportname);
   else
     r = open_own (c, next, context, exportname);
