@@ -37,15 +37,33 @@ takes_next (const char *arg)
   return false;
 }
 
+/* The first of args[0..n) after nbdkit's own name: after the first
+ * whose last component is "nbdkit" (a program may run nbdkit, as the
+ * dynamic loader's --preload or valgrind do), or else after the first.
+ */
+static const char *
+options_start (const char *args, const char *end)
+{
+  const char *arg, *base;
+
+  for (arg = args; arg < end; arg += strlen (arg) + 1) {
+    base = strrchr (arg, '/');
+    if (strcmp (base ? base + 1 : arg, "nbdkit") == 0)
+      return arg + strlen (arg) + 1;
+  }
+  return args + strlen (args) + 1;
+}
+
 bool
 servertls_required_in (const char *args, size_t n)
 {
   const char *end = args + n, *arg, *mode = NULL;
 
-  if (n == 0)
+  if (n == 0 || args[n - 1] != '\0')
     return false;
   /* Past nbdkit's own name, up to the plugin's. */
-  for (arg = args + strlen (args) + 1; arg < end; arg += strlen (arg) + 1) {
+  for (arg = options_start (args, end); arg < end;
+       arg += strlen (arg) + 1) {
     const char *value = arg + strlen (arg) + 1;
 
     if (strcmp (arg, "--") == 0 || arg[0] != '-')

@@ -5,7 +5,9 @@
  * context opened outside any connection (basepool.h) takes on: such a
  * context sees TLS only under --tls=require.  So the mode is read from
  * nbdkit's command line, as getopt_long reads it: --tls=MODE or --tls
- * MODE, the last one winning, up to "--" or the plugin's name.
+ * MODE, the last one winning, up to "--" or the plugin's name, from
+ * the argument after the one named nbdkit (a program may run nbdkit:
+ * the dynamic loader, valgrind).
  */
 
 #ifndef COW_SERVERTLS_H

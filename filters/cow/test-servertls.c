@@ -3,7 +3,7 @@
 /* Unit test of servertls.h: --tls=require and --tls require read as
  * nbdkit reads them, the last one winning; values of other options,
  * short option clusters, and the plugin's own arguments are not
- * mistaken for the mode.
+ * mistaken for the mode, and nbdkit run by another program is found.
  */
 
 #include <config.h>
@@ -55,5 +55,11 @@ main (void)
   expect ("nbdkit -- --tls=require", false);
   expect ("nbdkit --tls", false);
   expect ("", false);
+  /* nbdkit run by another program. */
+  expect ("/lib64/ld.so --preload /x/libtsan.so /usr/sbin/nbdkit "
+          "--tls=require file disk", true);
+  expect ("valgrind --quiet /usr/sbin/nbdkit -f --tls require file d", true);
+  expect ("/lib64/ld.so --preload /x/libtsan.so /usr/sbin/nbdkit "
+          "--tls=on file disk", false);
   return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
