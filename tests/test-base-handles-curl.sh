@@ -22,16 +22,19 @@ done
 url=http://127.0.0.1:$(cat "$tmp/port")/base
 
 # opens HANDLES: copies the base out with cow-base-handles=HANDLES
-# (none for "") and prints how many handles asked for its size.
+# (none for "") and sets $count to how many handles asked for its size.
 opens ()
 {
   local sock=$tmp/sock$1
   : > "$tmp/www/.requests"
   start_nbdkit "$sock" --filter=cow curl "$url" ${1:+cow-base-handles=$1}
   nbdcopy --connections=4 --threads=4 "nbd+unix:///?socket=$sock" \
-    "$tmp/out$1" >&2
-  cmp "$tmp/out$1" "$tmp/www/base" >&2 || fail "the copy differs, handles=$1"
-  grep -c '^HEAD ' "$tmp/www/.requests" || true
+    "$tmp/out$1"
+  cmp "$tmp/out$1" "$tmp/www/base" || fail "the copy differs, handles=$1"
+  count=$(grep -c '^HEAD ' "$tmp/www/.requests" || true)
 }
 
-expect_one_shared "curl handles" "$(opens "")" "$(opens 1)"
+opens ""
+per_connection=$count
+opens 1
+expect_one_shared "curl handles" "$per_connection" "$count"

@@ -47,8 +47,8 @@ done
 [ -s "$tmp/sshd.pid" ] || fail "sshd did not start: $(cat "$tmp/sshd.log")"
 
 # sessions HANDLES: serves the base over ssh with cow-base-handles=
-# HANDLES (none for ""), copies it out with four connections, and
-# prints how many logins sshd accepted for it.
+# HANDLES (none for ""), copies it out with four connections, and sets
+# $count to how many logins sshd accepted for it.
 sessions ()
 {
   local sock=$tmp/sock$1 before
@@ -56,9 +56,12 @@ sessions ()
   start_nbdkit "$sock" --filter=cow ssh host=127.0.0.1 port="$port" \
     user=root identity="$tmp/key" path="$tmp/base" verify-remote-host=false \
     ${1:+cow-base-handles=$1}
-  nbdcopy --connections=4 --threads=4 "nbd+unix:///?socket=$sock" "$tmp/out$1" >&2
-  cmp "$tmp/out$1" "$tmp/base" >&2 || fail "the copy differs, handles=$1"
-  echo $(( $(grep -c 'Accepted publickey' "$tmp/sshd.log") - before ))
+  nbdcopy --connections=4 --threads=4 "nbd+unix:///?socket=$sock" "$tmp/out$1"
+  cmp "$tmp/out$1" "$tmp/base" || fail "the copy differs, handles=$1"
+  count=$(( $(grep -c 'Accepted publickey' "$tmp/sshd.log") - before ))
 }
 
-expect_one_shared "SSH sessions" "$(sessions "")" "$(sessions 1)"
+sessions ""
+per_connection=$count
+sessions 1
+expect_one_shared "SSH sessions" "$per_connection" "$count"
