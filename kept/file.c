@@ -81,6 +81,16 @@ read_header (struct kept_overlay *ko)
   return 0;
 }
 
+/* Whether the file at fd holds no data at all, every byte a hole: a
+ * file kept_create cut to length whose header never reached the disk
+ * (power lost between the two), in which nothing was ever written.
+ */
+static bool
+holds_no_data (int fd)
+{
+  return lseek (fd, 0, SEEK_DATA) == -1 && errno == ENXIO;
+}
+
 /* The checks of kept_open once the file is open. */
 static int
 lock_and_read (struct kept_overlay *ko, enum kept_mode mode)
@@ -99,8 +109,11 @@ lock_and_read (struct kept_overlay *ko, enum kept_mode mode)
     return kept_fail (ko, false, "fstat: %m");
   if (!S_ISREG (st.st_mode))
     return kept_fail (ko, false, "not a regular file");
-  /* An empty file is a new overlay, laid out once the size is known. */
-  if (st.st_size == 0) {
+  /* An empty file is a new overlay, laid out once the size is known;
+   * so is one that holds no data at all (kept_create lays it out
+   * again).
+   */
+  if (st.st_size == 0 || (mode == KEPT_CREATE && holds_no_data (ko->fd))) {
     if (mode == KEPT_CREATE)
       return 0;
     return kept_fail (ko, false, "empty: not a cow overlay (yet)");
