@@ -1,7 +1,9 @@
 /* Unit test of monotonic.h: it never goes back, and it advances by at
- * least the time slept, in nanoseconds.
+ * least the time slept, in nanoseconds; a timed wait on its condition
+ * variable ends at the time given on that clock, not before.
  */
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -32,5 +34,30 @@ main (void)
              (unsigned long long) (after - before));
     return EXIT_FAILURE;
   }
+
+  pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  pthread_cond_t cond;
+  struct timespec due;
+  int err;
+
+  if (monotonic_cond_init (&cond) != 0) {
+    fprintf (stderr, "test-monotonic: monotonic_cond_init failed\n");
+    return EXIT_FAILURE;
+  }
+  before = monotonic_ns ();
+  due = monotonic_timespec (before + 20000000);
+  pthread_mutex_lock (&lock);
+  do
+    err = pthread_cond_timedwait (&cond, &lock, &due);
+  while (err == 0);
+  pthread_mutex_unlock (&lock);
+  after = monotonic_ns ();
+  if (err != ETIMEDOUT || after - before < 20000000 ||
+      after - before > 5000000000) {
+    fprintf (stderr, "test-monotonic: a 20 ms timed wait: error %d after "
+             "%llu ns\n", err, (unsigned long long) (after - before));
+    return EXIT_FAILURE;
+  }
+  pthread_cond_destroy (&cond);
   return EXIT_SUCCESS;
 }

@@ -45,8 +45,10 @@ extern struct blk *blk_new_kept (uint32_t block_size, unsigned stripes,
                                  const char *path, const char *name,
                                  struct space *space);
 
-/* Frees the overlay; a kept one is flushed first.  Returns 0, or -1
- * after nbdkit_error if that flush failed.
+/* Frees the overlay, giving back its space (cow-max-size) and its
+ * store: a throw-away one's region of the files, punched; a kept one
+ * flushed and closed.  No other call may run on it.  Returns 0, or -1
+ * after nbdkit_error if the flush failed.
  */
 extern int blk_free (struct blk *blk);
 

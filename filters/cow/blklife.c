@@ -107,6 +107,20 @@ blk_new_kept (uint32_t block_size, unsigned stripes, const char *path,
   return blk;
 }
 
+/* Gives back what the overlay holds against cow-max-size: its store's
+ * overhead and its allocated blocks.  No request may run.
+ */
+static void
+give_back_space (struct blk *blk)
+{
+  if (!blk->sized)
+    return;
+  space_give (blk->space, blk->store_overhead +
+              blkmap_space_in (&blk->map, 0,
+                               blockgeom_blocks (&blk->map.geom),
+                               BLK_ALLOCATED));
+}
+
 int
 blk_free (struct blk *blk)
 {
@@ -114,6 +128,7 @@ blk_free (struct blk *blk)
 
   if (blk == NULL)
     return 0;
+  give_back_space (blk);
   if (blk->store)
     r = store_close (blk->store);   /* a kept one flushed first */
   blkmap_free (&blk->map);
@@ -142,6 +157,7 @@ start_store (struct blk *blk, uint64_t size)
     return 0;
   if (store_start (blk->store, size, &overhead) == -1)
     return -1;
+  blk->store_overhead = overhead;
   space_charge (blk->space, overhead +
                 blkmap_space_in (&blk->map, 0,
                                  blockgeom_blocks (&blk->map.geom),

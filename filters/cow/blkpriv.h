@@ -56,6 +56,7 @@ struct blk {
    */
   pthread_mutex_t start_lock;
   bool sized;
+  uint64_t store_overhead;      /* the store's bytes besides blocks */
 
   /* Lets one flush of a kept store run at a time. */
   pthread_mutex_t flush_lock;

@@ -25,8 +25,10 @@
 #include "basepool.h"
 #include "blk.h"
 #include "checks.h"
+#include "clonename.h"
 #include "exports.h"
 #include "launch.h"
+#include "lifetime.h"
 #include "params.h"
 #include "servertls.h"
 #include "stats.h"
@@ -82,26 +84,31 @@ cow_get_ready (int thread_model)
                            : 0;
 }
 
-/* Threads must start after nbdkit forks into the background.  Nothing
- * here opens the plugin: outside a connection nbdkit 1.32 gives
- * plugins that ask for the export name none (the file plugin's dir=
- * crashes on it, sh and eval log errors), so the kept file of the
+/* Threads must start after nbdkit forks into the background: the
+ * statistics', and the one ending overlays whose clients have left.
+ * Nothing here opens the plugin: outside a connection nbdkit 1.32
+ * gives plugins that ask for the export name none (the file plugin's
+ * dir= crashes on it, sh and eval log errors), so the kept file of the
  * default export meets its base at the first connection (cow_prepare).
  */
 static int
 cow_after_fork (nbdkit_backend *backend)
 {
-  return params.stats_path ? stats_start () : 0;
+  if (params.stats_path && stats_start () == -1)
+    return -1;
+  return params.lifetime_clients ? lifetime_start (exports_end_due) : 0;
 }
 
-/* All connections are closed: the final statistics, and the plugin
- * contexts the exports shared closed while the backend lives.
+/* All connections are closed: the final statistics, then no overlay
+ * ends but at .unload, and the plugin contexts the exports shared are
+ * closed while the backend lives.
  */
 static void
 cow_cleanup (nbdkit_backend *backend)
 {
   if (params.stats_path)
     stats_finish ();
+  lifetime_stop ();
   exports_close_bases ();
 }
 
@@ -109,9 +116,10 @@ static void
 cow_unload (void)
 {
   /* In case .cleanup was not reached (a start that failed after
-   * .after_fork): the thread must not outlive the overlays it reads.
+   * .after_fork): the threads must not outlive the overlays they read.
    */
   stats_stop ();
+  lifetime_stop ();
   if (exports_free () == -1)
     launch_fail ();
   params_free ();
@@ -132,44 +140,47 @@ cow_default_export (nbdkit_next_default_export *next, nbdkit_backend *nxdata,
   return name;
 }
 
-/* Opens the export's overlay with a context of its pool: a name new
- * to the server is opened in the plugin first, so that the plugin can
- * refuse it before an overlay is made.  Returns 0, or -1 after
- * nbdkit_error.
+/* Opens the export's overlay with a context of its pool, reading the
+ * plugin's export base: a name new to the server is opened in the
+ * plugin first, so that the plugin can refuse it before an overlay is
+ * made.  Returns 0, or -1 after nbdkit_error.
  */
 static int
-open_shared (struct conn *c, nbdkit_context *context, const char *exportname)
+open_shared (struct conn *c, nbdkit_context *context, const char *exportname,
+             const char *base)
 {
   nbdkit_backend *backend = nbdkit_context_get_backend (context);
   nbdkit_next *spare = NULL;
   unsigned opened = 0;
 
   if (!exports_known (exportname)) {
-    spare = basepool_open (backend, exportname);
+    spare = basepool_open (backend, base);
     if (spare == NULL)
       return -1;
     opened = 1;
   }
   c->overlay = exports_open (exportname);
   if (c->overlay)
-    c->shared = basepool_connect (c->overlay->pool, backend, exportname,
+    c->shared = basepool_connect (c->overlay->pool, backend, base,
                                   &spare, &c->call_lock, &opened);
   if (spare)
     basepool_close (spare);
   if (c->overlay && opened)
     shardctr_add (&c->overlay->requests, STATS_PLUGIN_OPENS, opened);
+  if (c->overlay && c->shared == NULL)
+    exports_close (c->overlay);
   return c->shared ? 0 : -1;
 }
 
-/* Opens the plugin for this connection alone, read-only, as nbdkit's
- * filter does, before the export's overlay: the plugin refuses exports
- * it does not have before an overlay is made.
+/* Opens the plugin's export base for this connection alone, read-only,
+ * as nbdkit's filter does, before the export's overlay: the plugin
+ * refuses exports it does not have before an overlay is made.
  */
 static int
 open_own (struct conn *c, nbdkit_next_open *next, nbdkit_context *context,
-          const char *exportname)
+          const char *exportname, const char *base)
 {
-  if (next (context, 1, exportname) == -1)
+  if (next (context, 1, base) == -1)
     return -1;
   c->overlay = exports_open (exportname);
   if (c->overlay == NULL)
@@ -219,21 +230,28 @@ shares_base (int is_tls, const char *exportname)
   return true;
 }
 
+/* The export's overlay, reading the plugin's export of the same name,
+ * or under cow-clone-separator the one the name is a clone of.
+ */
 static void *
 cow_open (nbdkit_next_open *next, nbdkit_context *context,
           int readonly, const char *exportname, int is_tls)
 {
   struct conn *c = calloc (1, sizeof *c);
+  char *base = clone_base_name (exportname, params.clone_separator);
   int r;
 
-  if (c == NULL) {
-    nbdkit_error ("cow: calloc: %m");
+  if (c == NULL || base == NULL) {
+    nbdkit_error ("cow: %m");
+    free (c);
+    free (base);
     return NULL;
   }
-  if (shares_base (is_tls, exportname))
-    r = open_shared (c, context, exportname);
+  if (shares_base (is_tls, base))
+    r = open_shared (c, context, exportname, base);
   else
-    r = open_own (c, next, context, exportname);
+    r = open_own (c, next, context, exportname, base);
+  free (base);
   if (r == -1) {
     free (c);
     return NULL;
@@ -241,10 +259,14 @@ cow_open (nbdkit_next_open *next, nbdkit_context *context,
   return c;
 }
 
+/* The connection lets its overlay go (exports.h). */
 static void
 cow_close (void *handle)
 {
-  free (handle);
+  struct conn *c = handle;
+
+  exports_close (c->overlay);
+  free (c);
 }
 
 /* Runs before any request of the connection, so the overlay knows the

@@ -13,6 +13,7 @@
 #include "checks.h"
 #include "exports.h"
 #include "keptname.h"
+#include "monotonic.h"
 #include "params.h"
 #include "space.h"
 #include "tempfiles.h"
@@ -25,16 +26,24 @@ static struct space space;
  */
 static struct temp_files *temp_files;
 
-/* Protects the list of overlays and the facts of the names below; not
- * the overlays: each connection's handle points to its overlay, which
- * outlives every connection.  Taken only when a client opens an export
- * or asks for the default one, and by the statistics to read the head
- * of the list; a new kept overlay's file is opened holding it.
+/* Protects the list of overlays, each overlay's connections, pins,
+ * grace and ending, and the facts of the names below; not the rest of
+ * an overlay: each connection's handle points to its overlay, which
+ * outlives the connection.  Taken when a client opens or closes an
+ * export or asks for the default one, by the statistics to pin the
+ * overlays they read, and by the thread ending overlays to pick and
+ * unlink them; a new kept overlay's file is opened holding it.  Held
+ * over nothing slower, and never while an overlay ends.
  */
 static pthread_mutex_t overlays_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct overlay *overlays;
 static unsigned named_overlays;     /* those of names other than "" */
 static uint64_t refused_names;      /* opens of new names refused */
+static uint64_t discarded, closed;  /* overlays ended: throw-away, kept */
+/* Signalled when an overlay has ended, for clients waiting to open its
+ * name again.
+ */
+static pthread_cond_t overlay_ended = PTHREAD_COND_INITIALIZER;
 /* The name nbdkit hands .open for the default export, from the first
  * client that asked for it; NULL before.
  */
@@ -73,10 +82,12 @@ new_name_refused (const char *exportname)
     return false;
   if (refused_names++ == 0)
     nbdkit_error ("cow-max-exports=%u: a new export name is refused: the "
-                  "server has made all the overlays it may (the default "
-                  "export and names opened before are still served; "
-                  "logged once, cow-stats counts the refusals)",
-                  params.max_exports);
+                  "server %s (the default export and names opened before "
+                  "are still served; logged once, cow-stats counts the "
+                  "refusals)", params.max_exports,
+                  params.lifetime_clients
+                  ? "holds as many overlays as it may at once"
+                  : "has made all the overlays it may");
   else
     nbdkit_debug ("cow-max-exports=%u: a new export name is refused",
                   params.max_exports);
@@ -119,8 +130,9 @@ free_overlay (struct overlay *o)
   free (o);
 }
 
-/* The overlay of exportname, made if it is new and not refused.
- * Requires overlays_lock.
+/* The overlay of exportname, made if it is new and not refused; one
+ * that is ending is waited for, and made again.  Requires
+ * overlays_lock.
  */
 static struct overlay *
 get_overlay (const char *exportname)
@@ -128,7 +140,9 @@ get_overlay (const char *exportname)
   struct overlay *o;
 
   exportname = overlay_name (exportname);
-  if ((o = find_overlay (exportname)) != NULL)
+  while ((o = find_overlay (exportname)) != NULL && o->ending)
+    pthread_cond_wait (&overlay_ended, &overlays_lock);
+  if (o)
     return o;
   if (new_name_refused (exportname))
     return NULL;
@@ -162,17 +176,44 @@ exports_open (const char *exportname)
 
   held_lock (&overlays_lock);
   o = get_overlay (exportname);
+  if (o)
+    o->connections++;
   held_unlock (&overlays_lock);
   return o;
+}
+
+/* Whether o may end now: no connection, no reader, grace over.
+ * Requires overlays_lock.
+ */
+static bool
+may_end (const struct overlay *o, uint64_t now)
+{
+  CHECK (held_by_me (&overlays_lock));
+  return params.lifetime_clients && !o->ending && o->connections == 0 &&
+         o->pins == 0 && o->idle_until <= now;
+}
+
+void
+exports_close (struct overlay *o)
+{
+  held_lock (&overlays_lock);
+  CHECK (o->connections > 0);
+  if (--o->connections == 0 && params.lifetime_clients) {
+    o->idle_until = monotonic_ns () + params.grace_ns;
+    lifetime_wake ();
+  }
+  held_unlock (&overlays_lock);
 }
 
 bool
 exports_known (const char *exportname)
 {
+  struct overlay *o;
   bool known;
 
   held_lock (&overlays_lock);
-  known = find_overlay (overlay_name (exportname)) != NULL;
+  o = find_overlay (overlay_name (exportname));
+  known = o && !o->ending;
   held_unlock (&overlays_lock);
   return known;
 }
@@ -216,38 +257,157 @@ exports_init (void)
     return temp_files ? 0 : -1;
   }
   o = exports_open ("");
-  return o ? 0 : -1;
+  if (o == NULL)
+    return -1;
+  exports_close (o);    /* its grace starts now */
+  return 0;
 }
 
-/* The statistics of every overlay, oldest first.  The list is read
- * without overlays_lock past its head: entries are only ever added at
- * the head, complete, under the lock, and not freed before
- * exports_free.
+/* Ends o, marked ending, which no one else touches now: frees its
+ * overlay (a throw-away one's region and space given back, a kept one
+ * flushed and closed cleanly), closes the plugin contexts it shared,
+ * then takes it off the list and wakes the clients waiting to open its
+ * name.
  */
-int
-exports_gather (struct export_stats **exports, size_t *n, uint64_t *refused)
+static void
+end_overlay (struct overlay *o)
 {
-  struct overlay *head, *o;
+  struct overlay **p;
+
+  CHECK (o->ending && o->connections == 0 && o->pins == 0);
+  if (blk_free (o->blk) == -1)
+    nbdkit_error ("cow: export \"%s\": its kept overlay's flush failed: "
+                  "the next open recovers it", o->exportname);
+  o->blk = NULL;
+  basepool_free (o->pool);
+  o->pool = NULL;
+
+  held_lock (&overlays_lock);
+  for (p = &overlays; *p != o; p = &(*p)->next)
+    ;
+  *p = o->next;
+  if (o->exportname[0] != '\0')
+    --named_overlays;
+  if (params.cow_file)
+    closed++;
+  else
+    discarded++;
+  pthread_cond_broadcast (&overlay_ended);
+  held_unlock (&overlays_lock);
+  nbdkit_debug ("cow: export \"%s\": its overlay %s", o->exportname,
+                params.cow_file ? "closed" : "discarded");
+  free_overlay (o);
+}
+
+uint64_t
+exports_end_due (uint64_t now)
+{
+  struct overlay *o, *due = NULL;
+  uint64_t next = UINT64_MAX;
+
+  held_lock (&overlays_lock);
+  for (o = overlays; o; o = o->next) {
+    if (may_end (o, now)) {
+      o->ending = true;
+      o->next_ending = due;
+      due = o;
+    }
+    else if (!o->ending && o->connections == 0 && o->idle_until > now &&
+             o->idle_until < next)
+      next = o->idle_until;
+  }
+  held_unlock (&overlays_lock);
+
+  while (due) {
+    o = due;
+    due = o->next_ending;
+    end_overlay (o);
+  }
+  return next;
+}
+
+/* Pins the overlays that are not ending into pinned[], oldest first,
+ * and sets *n to how many (at most max).  Requires overlays_lock.
+ */
+static size_t
+pin_overlays (struct overlay **pinned, size_t max)
+{
+  struct overlay *o;
+  size_t n = 0, i;
+
+  CHECK (held_by_me (&overlays_lock));
+  for (o = overlays; o && n < max; o = o->next)
+    if (!o->ending) {
+      o->pins++;
+      pinned[n++] = o;
+    }
+  for (i = 0; i < n / 2; ++i) {
+    o = pinned[i];
+    pinned[i] = pinned[n - 1 - i];
+    pinned[n - 1 - i] = o;
+  }
+  return n;
+}
+
+static void
+unpin_overlays (struct overlay **pinned, size_t n)
+{
+  bool wake = false;
   size_t i;
 
   held_lock (&overlays_lock);
-  head = overlays;
-  *refused = refused_names;
+  for (i = 0; i < n; ++i) {
+    pinned[i]->pins--;
+    wake |= may_end (pinned[i], monotonic_ns ());
+  }
+  if (wake)
+    lifetime_wake ();
   held_unlock (&overlays_lock);
+}
 
+/* The statistics of every overlay not ending, oldest first, each
+ * pinned while it is read, so that none ends under the walk.
+ */
+int
+exports_gather (struct export_stats **exports, size_t *n,
+                struct server_stats *server)
+{
+  struct overlay **pinned, *o;
+  size_t max = 0, i;
+
+  held_lock (&overlays_lock);
+  for (o = overlays; o; o = o->next)
+    max++;
+  pinned = calloc (max ? max : 1, sizeof *pinned);
+  *exports = calloc (max ? max : 1, sizeof **exports);
   *n = 0;
-  for (o = head; o; o = o->next)
-    ++*n;
-  *exports = calloc (*n ? *n : 1, sizeof **exports);
-  if (*exports == NULL)
+  if (pinned && *exports)
+    *n = pin_overlays (pinned, max);
+  for (i = 0; i < *n; ++i)
+    (*exports)[i].connections = pinned[i]->connections;
+  server->refused_names = refused_names;
+  server->alive = *n;
+  server->discarded = discarded;
+  server->closed = closed;
+  held_unlock (&overlays_lock);
+  if (pinned == NULL || *exports == NULL) {
+    free (pinned);
     return -1;
-  for (o = head, i = *n; o; o = o->next) {
-    struct export_stats *e = &(*exports)[--i];
+  }
 
-    e->name = o->exportname;
+  for (i = 0; i < *n; ++i) {
+    struct export_stats *e = &(*exports)[i];
+
+    o = pinned[i];
+    e->name = strdup (o->exportname);
     blk_get_stats (o->blk, &e->blk);
     stats_sum_counters (&o->requests, e);
   }
+  unpin_overlays (pinned, *n);
+  free (pinned);
+  for (i = 0; i < *n; ++i)
+    if ((*exports)[i].name == NULL)
+      return -1;
   return 0;
 }
 

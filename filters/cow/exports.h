@@ -3,7 +3,10 @@
 /* The overlays of the exports: one per export, made when a client
  * first opens it and kept until nbdkit exits, so that data never
  * crosses exports and a client reconnecting to an export sees its
- * earlier writes.  Export names reach .open canonical: nbdkit has
+ * earlier writes; or, with cow-lifetime=clients, until its last
+ * connection has closed and the grace has passed with none opening it
+ * again (a throw-away overlay is then discarded, a kept one closed
+ * cleanly, to be opened again by the next client of its name).  Export names reach .open canonical: nbdkit has
  * replaced "" by the plugin's .default_export, which exports_learn_default
  * learns, so that the default export's overlay is the one named "" by
  * whatever name it comes.  At most cow-max-exports overlays, one of
@@ -20,6 +23,7 @@
 
 #include "basepool.h"
 #include "blk.h"
+#include "lifetime.h"
 #include "shardctr.h"
 #include "stats.h"
 
@@ -28,7 +32,19 @@ struct overlay {
   struct blk *blk;
   struct shardctr requests;     /* stats.h: requests, plugin opens */
   struct base_pool *pool;       /* with cow-base-handles; else NULL */
-  struct overlay *next;         /* never changes once in the list */
+
+  /* Under overlays_lock (exports.c): the overlay ends only when no
+   * connection has it, no statistics walk reads it, and its grace
+   * (idle_until, monotonic ns, set when its last connection closed) is
+   * over.  ending: it is being ended, and a client opening its name
+   * waits for a new one.
+   */
+  unsigned connections;
+  unsigned pins;
+  uint64_t idle_until;
+  bool ending;
+  struct overlay *next;
+  struct overlay *next_ending;  /* the ending thread's own list */
 };
 
 /* .get_ready: the space cap, and what every overlay needs from the
@@ -38,14 +54,26 @@ struct overlay {
  */
 extern int exports_init (void);
 
-/* The overlay of exportname, made if it is new, or NULL after
- * nbdkit_error if it is refused or cannot be made.  It lives until
- * exports_free.
+/* The overlay of exportname for a new connection, made if it is new
+ * (or ending: once it has ended), or NULL after nbdkit_error if it is
+ * refused or cannot be made.  It lives at least until exports_close of
+ * that connection.
  */
 extern struct overlay *exports_open (const char *exportname);
 
-/* Whether exportname has an overlay. */
+/* The connection that opened o has closed.  The last one starts the
+ * overlay's grace under cow-lifetime=clients.
+ */
+extern void exports_close (struct overlay *o);
+
+/* Whether exportname has an overlay that is not ending. */
 extern bool exports_known (const char *exportname);
+
+/* Under cow-lifetime=clients (lifetime.h): ends the overlays whose
+ * grace is over at now, and returns when the next one's is, or
+ * UINT64_MAX.
+ */
+extern lifetime_end_due exports_end_due;
 
 /* The name nbdkit gives the default export, as the plugin said it. */
 extern void exports_learn_default (const char *name);
@@ -56,7 +84,9 @@ extern bool exports_is_default (const struct overlay *o);
 /* The statistics of every overlay (stats.h). */
 extern stats_gather exports_gather;
 
-/* .cleanup: closes the plugin contexts the overlays share. */
+/* .cleanup: closes the plugin contexts the overlays share (the thread
+ * that ends overlays has stopped).
+ */
 extern void exports_close_bases (void);
 
 /* Frees every overlay, flushing the kept ones.  Returns 0, or -1 if a

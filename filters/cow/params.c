@@ -21,12 +21,16 @@
 #define DEFAULT_MAX_EXPORTS 128
 #define MAX_MAX_EXPORTS 1000000
 #define MAX_BASE_HANDLES 64
+#define MAX_GRACE_SECONDS 86400
 
 const char params_help[] =
   "cow-base-handles=<N>  Read each export's base through N plugin handles\n"
   "                      its clients share (default 0: one per client).\n"
   "cow-block-size=<N>    Size of blocks in the overlay (default 64K).\n"
+  "cow-clone-separator=<C>  Serve NAME<C>TAG as a clone of export NAME.\n"
   "cow-file=<PATH>       Keep the overlay in PATH across restarts.\n"
+  "cow-lifetime=server|clients[:GRACE]  End an overlay GRACE seconds after\n"
+  "                      its last client left (default: with the server).\n"
   "cow-max-exports=<N>   Make at most N overlays (default 128).\n"
   "cow-max-size=<SIZE>   Limit the overlays' disk space to SIZE.\n"
   "cow-on-cache=<BOOL>   Copy cache (prefetch) requests to the overlay.\n"
@@ -152,6 +156,74 @@ parse_path (const char *key, const char *value, char **path)
   return *path ? 0 : -1;
 }
 
+/* GRACE of cow-lifetime=clients:GRACE: seconds, with at most three
+ * decimals, from 0 to MAX_GRACE_SECONDS.  Returns 0, or -1.
+ */
+static int
+parse_grace (const char *grace, uint64_t *ns)
+{
+  uint64_t ms = 0;
+  unsigned decimals = 0;
+  const char *p;
+
+  for (p = grace; *p >= '0' && *p <= '9' && ms <= MAX_GRACE_SECONDS; ++p)
+    ms = ms * 10 + (*p - '0');
+  if (p == grace)
+    return -1;
+  if (*p == '.')
+    for (++p; *p >= '0' && *p <= '9' && decimals < 3; ++p, ++decimals)
+      ms = ms * 10 + (*p - '0');
+  for (; decimals < 3; ++decimals)
+    ms *= 10;
+  if (*p != '\0' || ms > MAX_GRACE_SECONDS * UINT64_C (1000))
+    return -1;
+  *ns = ms * 1000000;
+  return 0;
+}
+
+/* cow-lifetime=server (as nbdkit's filter: overlays end with nbdkit),
+ * or clients, or clients:GRACE (an overlay ends GRACE seconds after
+ * its export's last connection closed, none having opened it since).
+ */
+static int
+parse_lifetime (const char *key, const char *value)
+{
+  if (strcmp (value, "server") == 0) {
+    params.lifetime_clients = false;
+    return 0;
+  }
+  if (strncmp (value, "clients", 7) == 0 &&
+      (value[7] == '\0' ||
+       (value[7] == ':' && parse_grace (value + 8, &params.grace_ns) == 0))) {
+    if (value[7] == '\0')
+      params.grace_ns = 0;
+    params.lifetime_clients = true;
+    return 0;
+  }
+  nbdkit_error ("%s=%s: must be server, clients or clients:GRACE (seconds "
+                "from 0 to %u, at most three decimals)", key, value,
+                MAX_GRACE_SECONDS);
+  return -1;
+}
+
+/* One printable character that is neither a letter, a digit nor a
+ * space: it must not split names that name no clone.
+ */
+static int
+parse_separator (const char *key, const char *value)
+{
+  unsigned char c = value[0];
+
+  if (c == '\0' || value[1] != '\0' || c <= ' ' || c >= 0x7f ||
+      (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z')) {
+    nbdkit_error ("%s=%s: must be one punctuation character, such as @",
+                  key, value);
+    return -1;
+  }
+  params.clone_separator = c;
+  return 0;
+}
+
 int
 params_parse (const char *key, const char *value)
 {
@@ -160,8 +232,12 @@ params_parse (const char *key, const char *value)
                         &params.base_handles);
   if (strcmp (key, "cow-block-size") == 0)
     return parse_block_size (key, value);
+  if (strcmp (key, "cow-clone-separator") == 0)
+    return parse_separator (key, value);
   if (strcmp (key, "cow-file") == 0)
     return parse_path (key, value, &params.cow_file);
+  if (strcmp (key, "cow-lifetime") == 0)
+    return parse_lifetime (key, value);
   if (strcmp (key, "cow-max-exports") == 0)
     return parse_count (key, value, 1, MAX_MAX_EXPORTS, &params.max_exports);
   if (strcmp (key, "cow-max-size") == 0)

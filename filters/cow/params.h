@@ -30,6 +30,9 @@ struct cow_params {
   unsigned stripes;             /* cow-stripes */
   unsigned max_exports;         /* cow-max-exports */
   unsigned base_handles;        /* cow-base-handles: 0, one per client */
+  bool lifetime_clients;        /* cow-lifetime=clients[:GRACE] */
+  uint64_t grace_ns;            /*   GRACE, in nanoseconds */
+  char clone_separator;         /* cow-clone-separator, or '\0' */
 };
 
 extern struct cow_params params;

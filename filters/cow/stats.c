@@ -43,6 +43,7 @@ write_export (FILE *fp, const struct export_stats *e)
   fprintf (fp, "    {\n      \"name\": ");
   json_write_string (fp, e->name);
   fprintf (fp, ",\n"
+           "      \"connections\": %u,\n"
            "      \"block_size\": %" PRIu64 ",\n"
            "      \"blocks\": { \"not_allocated\": %" PRIu64
            ", \"allocated\": %" PRIu64 ", \"zero\": %" PRIu64 " },\n"
@@ -55,7 +56,7 @@ write_export (FILE *fp, const struct export_stats *e)
            ", \"bytes\": %" PRIu64 " },\n"
            "      \"plugin_opens\": %" PRIu64 ",\n"
            "      \"space\": { \"max\": ",
-           b->block_size, b->blocks[BLK_NOT_ALLOCATED],
+           e->connections, b->block_size, b->blocks[BLK_NOT_ALLOCATED],
            b->blocks[BLK_ALLOCATED], b->blocks[BLK_ZERO], b->files,
            b->overlay_bytes,
            b->copy_ups_read, b->copy_ups_cache, b->copy_ups_rmw,
@@ -101,7 +102,8 @@ stats_sum_counters (const struct shardctr *counters, struct export_stats *e)
  * removed).
  */
 static int
-write_file (const char *path, double seconds, uint64_t refused_names,
+write_file (const char *path, double seconds,
+            const struct server_stats *server,
             const struct export_stats *exports, size_t n)
 {
   char *tmp;
@@ -124,7 +126,10 @@ write_file (const char *path, double seconds, uint64_t refused_names,
   }
   fprintf (fp, "{\n  \"seconds\": %.3f,\n"
            "  \"refused_export_names\": %" PRIu64 ",\n"
-           "  \"exports\": [", seconds, refused_names);
+           "  \"overlays\": { \"alive\": %" PRIu64 ", \"discarded\": %"
+           PRIu64 ", \"closed\": %" PRIu64 " },\n"
+           "  \"exports\": [", seconds, server->refused_names,
+           server->alive, server->discarded, server->closed);
   for (i = 0; i < n; ++i) {
     fprintf (fp, i ? ",\n" : "\n");
     write_export (fp, &exports[i]);
@@ -164,18 +169,20 @@ static int
 write_report (void)
 {
   struct export_stats *exports = NULL;
-  uint64_t refused_names = 0;
-  size_t n = 0;
+  struct server_stats server;
+  size_t n = 0, i;
   int r;
 
-  r = gather_exports (&exports, &n, &refused_names);
+  r = gather_exports (&exports, &n, &server);
   if (r == 0)
     r = write_file (report_path, (monotonic_ns () - start_ns) / 1e9,
-                    refused_names, exports, n);
+                    &server, exports, n);
   if (r == -1 && !failing)
     nbdkit_error ("cow-stats=%s: cannot write the statistics: %m",
                   report_path);
   failing = r == -1;
+  for (i = 0; i < n; ++i)
+    free (exports[i].name);
   free (exports);
   return r;
 }
@@ -246,13 +253,9 @@ report_loop (void *arg)
 int
 stats_start (void)
 {
-  pthread_condattr_t attr;
   int err;
 
-  pthread_condattr_init (&attr);
-  pthread_condattr_setclock (&attr, CLOCK_MONOTONIC);
-  pthread_cond_init (&wake, &attr);
-  pthread_condattr_destroy (&attr);
+  monotonic_cond_init (&wake);
   err = pthread_create (&thread, NULL, report_loop, NULL);
   if (err != 0) {
     errno = err;

@@ -39,7 +39,8 @@ stats_count_request (struct shardctr *counters, enum cow_request type,
 }
 
 struct export_stats {
-  const char *name;
+  char *name;                   /* malloc'd; NULL if there was no memory */
+  unsigned connections;         /* open now */
   struct blk_stats blk;
   uint64_t requests[REQ_TYPES];
   uint64_t request_bytes[REQ_TYPES];   /* bytes asked for; 0 for flush */
@@ -50,13 +51,22 @@ struct export_stats {
 extern void stats_sum_counters (const struct shardctr *counters,
                                 struct export_stats *e);
 
-/* Sets *exports to a new array (freed by the caller) of the statistics
- * of every export, oldest first, *n to its length, and *refused_names
- * to the opens of new export names refused (cow-max-exports).  Returns
- * 0, or -1 with errno set.
+/* The server's: the opens of new export names refused
+ * (cow-max-exports), and the overlays alive now and ended so far
+ * (cow-lifetime=clients): throw-away ones discarded, kept ones closed.
+ */
+struct server_stats {
+  uint64_t refused_names;
+  uint64_t alive, discarded, closed;
+};
+
+/* Sets *exports to a new array of the statistics of every export
+ * alive, oldest first, *n to its length, and *server.  The caller
+ * frees the array and its names, even on failure.  Returns 0, or -1
+ * with errno set.
  */
 typedef int stats_gather (struct export_stats **exports, size_t *n,
-                          uint64_t *refused_names);
+                          struct server_stats *server);
 
 /* Writes the first report to path, gathered by gather, and counts the
  * report's seconds from now: a file that cannot be written stops

@@ -28,7 +28,7 @@ struct store_temp {
    * where it starts in them.
    */
   const int *fds;
-  uint64_t base;
+  uint64_t base, size;
 };
 
 static struct store_temp *
@@ -49,7 +49,10 @@ temp_start (struct store *st, uint64_t size, uint64_t *overhead)
   struct store_temp *t = temp_of (st);
 
   *overhead = 0;
-  return temp_files_region (t->files, size, &t->fds, &t->base);
+  if (temp_files_region (t->files, size, &t->fds, &t->base) == -1)
+    return -1;
+  t->size = size;
+  return 0;
 }
 
 static int
@@ -136,11 +139,15 @@ temp_bytes (struct store *st)
   return temp_files_bytes (temp_of (st)->files);
 }
 
-/* The region stays given out: overlays live until nbdkit exits. */
+/* The region, if the overlay had one, is given back to the files. */
 static int
 temp_close (struct store *st)
 {
-  free (temp_of (st));
+  struct store_temp *t = temp_of (st);
+
+  if (t->fds)
+    temp_files_release (t->files, t->fds, t->base, t->size);
+  free (t);
   return 0;
 }
 

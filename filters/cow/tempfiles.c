@@ -16,6 +16,7 @@
 #include <nbdkit-filter.h>
 
 #include "diskbytes.h"
+#include "punch.h"
 #include "tempfiles.h"
 
 /* Regions start at multiples of this: whole blocks of any filesystem. */
@@ -51,11 +52,21 @@ temp_file (const char *tmpdir)
   return fd;
 }
 
-/* One set of files, and where the regions given out in it end. */
+/* A run of a set's files given back, between regions still out. */
+struct temp_hole {
+  struct temp_hole *next;       /* the next one up */
+  uint64_t start, end;
+};
+
+/* One set of files, where the regions given out in it end, and the
+ * runs before that end given back (in order, none touching another or
+ * the end).
+ */
 struct temp_set {
   struct temp_set *next;        /* the set made before */
   unsigned nr;
   uint64_t end;
+  struct temp_hole *holes;
   int fds[];                    /* nr of them */
 };
 
@@ -64,6 +75,11 @@ set_free (struct temp_set *set)
 {
   unsigned i;
 
+  while (set->holes) {
+    struct temp_hole *hole = set->holes;
+    set->holes = hole->next;
+    free (hole);
+  }
   for (i = 0; i < set->nr; ++i)
     close (set->fds[i]);
   free (set);
@@ -136,6 +152,37 @@ region_end (uint64_t end)
   return (end + REGION_ALIGN - 1) & ~(uint64_t) (REGION_ALIGN - 1);
 }
 
+/* The bytes a region of size bytes starting at start takes. */
+static uint64_t
+region_length (uint64_t start, uint64_t size)
+{
+  return region_end (start + size) - start;
+}
+
+/* Gives out the first run given back in set that holds size bytes.
+ * The files hold it already.
+ */
+static bool
+reuse (struct temp_set *set, uint64_t size, uint64_t *start)
+{
+  struct temp_hole **p, *hole;
+  uint64_t length;
+
+  for (p = &set->holes; (hole = *p) != NULL; p = &hole->next) {
+    length = region_length (hole->start, size);
+    if (length > hole->end - hole->start)
+      continue;
+    *start = hole->start;
+    hole->start += length;
+    if (hole->start == hole->end) {
+      *p = hole->next;
+      free (hole);
+    }
+    return true;
+  }
+  return false;
+}
+
 /* Gives out the next region of size bytes in set, the files grown over
  * it.  If the filesystem cannot grow them that far, a set that holds
  * regions already refuses (returns false); an empty one takes the
@@ -170,7 +217,10 @@ temp_files_region (struct temp_files *files, uint64_t size,
   int r = 0;
 
   pthread_mutex_lock (&files->regions_lock);
-  if (!place (files->sets, size, start)) {
+  for (set = files->sets; set; set = set->next)
+    if (reuse (set, size, start))
+      break;
+  if (set == NULL && !place (files->sets, size, start)) {
     set = set_new (files->tmpdir, files->nr);
     if (set == NULL)
       r = -1;
@@ -182,9 +232,65 @@ temp_files_region (struct temp_files *files, uint64_t size,
     }
   }
   if (r == 0)
-    *fds = files->sets->fds;
+    *fds = set ? set->fds : files->sets->fds;
   pthread_mutex_unlock (&files->regions_lock);
   return r;
+}
+
+/* Adds [start, end) to the runs given back in set, joined to its
+ * neighbours, and to the end of the regions if it reaches it.  Returns
+ * -1 if there is no memory to note it (the run is then lost to the
+ * server, its disk space not).  Requires regions_lock.
+ */
+static int
+give_back (struct temp_set *set, uint64_t start, uint64_t end)
+{
+  struct temp_hole **p, *hole, *next;
+
+  for (p = &set->holes; *p && (*p)->end < start; p = &(*p)->next)
+    ;
+  hole = *p;
+  if (hole && hole->end == start)
+    hole->end = end;
+  else {
+    if ((hole = malloc (sizeof *hole)) == NULL)
+      return -1;
+    hole->start = start;
+    hole->end = end;
+    hole->next = *p;
+    *p = hole;
+  }
+  next = hole->next;
+  if (next && next->start == hole->end) {
+    hole->end = next->end;
+    hole->next = next->next;
+    free (next);
+  }
+  if (hole->end == set->end) {
+    set->end = hole->start;
+    *p = hole->next;
+    free (hole);
+  }
+  return 0;
+}
+
+void
+temp_files_release (struct temp_files *files, const int *fds,
+                    uint64_t start, uint64_t size)
+{
+  uint64_t end = start + region_length (start, size);
+  struct temp_set *set;
+  unsigned i;
+
+  for (i = 0; i < files->nr; ++i)
+    if (punch_hole (fds[i], start, end - start) == -1)
+      nbdkit_debug ("cow: a region of the overlay files not punched: %m");
+  pthread_mutex_lock (&files->regions_lock);
+  for (set = files->sets; set->fds != fds; set = set->next)
+    ;
+  if (give_back (set, start, end) == -1)
+    nbdkit_debug ("cow: a region of the overlay files not given back: %m");
+  pthread_mutex_unlock (&files->regions_lock);
 }
 
 unsigned

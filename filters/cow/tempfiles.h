@@ -4,7 +4,8 @@
  * shares: cow-stripes files in $TMPDIR, created 0600, unlinked at
  * once, close-on-exec, so that they vanish with the process however it
  * ends.  Each overlay is given a region of its own, at the same offset
- * in every file, after the regions given out before: however many
+ * in every file: the first run given back by an overlay that ended
+ * that holds it, else after the regions given out before: however many
  * exports clients open, the server keeps one set of descriptors for
  * all of them, and another set only where a filesystem cannot hold
  * one more region in files of the lengths they have (ext4 stops at
@@ -43,6 +44,13 @@ extern void temp_files_free (struct temp_files *files);
  */
 extern int temp_files_region (struct temp_files *files, uint64_t size,
                               const int **fds, uint64_t *start);
+
+/* Gives back the region of size bytes at start in the files fds, as
+ * temp_files_region gave it: its disk space at once (punched), its
+ * offsets to a later region.  Takes regions_lock.
+ */
+extern void temp_files_release (struct temp_files *files, const int *fds,
+                                uint64_t start, uint64_t size);
 
 /* The files of every set, and the disk space they take in bytes. */
 extern unsigned temp_files_count (struct temp_files *files);

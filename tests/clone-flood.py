@@ -1,0 +1,53 @@
+#!/usr/bin/python3
+# Clones used once each, one after another, as short-lived machines use
+# a golden image:
+#   clone-flood.py SOCKET PIDFILE COUNT SAMPLES
+# Each of COUNT connections opens a new clone name, reads the golden
+# image's first sector, writes a tag of its own at three places (one
+# of them a partial block) and reads it back, then disconnects.  After
+# each of SAMPLES evenly spaced clones it notes nbdkit's open
+# descriptors and resident memory.  Prints one JSON object: the clones
+# served, refused, and the samples.
+import json
+import os
+import sys
+
+import nbd
+
+sock, pidfile, count, samples = sys.argv[1:5]
+count, samples = int(count), int(samples)
+pid = int(open(pidfile).read())
+
+
+def usage():
+    fds = len(os.listdir('/proc/%d/fd' % pid))
+    with open('/proc/%d/status' % pid) as f:
+        rss = [int(line.split()[1]) for line in f if line.startswith('VmRSS:')]
+    return {'fds': fds, 'rss_kib': rss[0]}
+
+
+golden = None
+served, refused, taken = 0, 0, []
+every = max(1, count // samples)
+for i in range(count):
+    h = nbd.NBD()
+    h.set_export_name('golden@clone-%d' % i)
+    try:
+        h.connect_unix(sock)
+    except nbd.Error:
+        refused += 1
+        continue
+    first = h.pread(512, 0)
+    if golden is None:
+        golden = first
+    assert first == golden, 'clone %d does not start as the golden image' % i
+    tag = b'clone %08d ' % i * 32
+    for offset in (0, 1 << 20, (3 << 20) + 100):
+        h.pwrite(tag, offset)
+    for offset in (0, 1 << 20, (3 << 20) + 100):
+        assert h.pread(len(tag), offset) == tag, 'clone %d reads back wrong' % i
+    h.shutdown()
+    served += 1
+    if (i + 1) % every == 0:
+        taken.append(dict(usage(), clones=i + 1))
+print(json.dumps({'served': served, 'refused': refused, 'samples': taken}))

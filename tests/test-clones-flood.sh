@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# 10,000 clones used once each, one after another, with
+# cow-lifetime=clients and cow-max-exports=8, nbdkit at ulimit -n 1024:
+# every clone is served, starting as the golden image (the bound counts
+# the overlays alive), and nbdkit's descriptors and resident memory
+# stay flat.  Then the bound refuses a new name only while it is full:
+# with seven clones connected (the eighth place is the default
+# export's) a new one is refused, and served once one has left and its
+# grace has passed.
+. "$abs_top_srcdir/tests/functions.sh"
+
+clones=$(rounds 10000 200)
+mkdir "$tmp/images"
+make_base "$tmp/images/golden" $((4 * 1024 * 1024))
+
+ulimit -n 1024     # nbdkit's, and the clients'
+start_nbdkit "$tmp/sock" --filter=cow file dir="$tmp/images" \
+  cow-lifetime=clients cow-clone-separator=@ cow-max-exports=8
+$PYTHON "$tests/clone-flood.py" "$tmp/sock" "$tmp/sock.pid" "$clones" 10 \
+  > "$tmp/flood.json" || fail "the flood failed"
+jq -c . "$tmp/flood.json"
+jq -e ".served == $clones and .refused == 0" "$tmp/flood.json" >/dev/null ||
+  fail "not every clone was served"
+# Flat: the descriptors of the last sample no more than the first's
+# (give or take a connection's closing), resident memory grown by less
+# than 512 KiB over the second half (the overlays' maps alone would be
+# more than 100 bytes a clone).
+jq -e '.samples as $s | ($s | length) == 10 and
+       ([$s[].fds] | max) <= $s[0].fds + 4 and
+       $s[9].rss_kib - $s[4].rss_kib < 512' "$tmp/flood.json" >/dev/null ||
+  fail "descriptors or memory grew with the clones"
+
+nbdsh -c "
+def conn(name):
+    h = nbd.NBD()
+    h.connect_uri('nbd+unix:///%s?socket=$tmp/sock' % name)
+    return h
+def refused(name):
+    try:
+        conn(name)
+    except nbd.Error as e:
+        assert e.errno == 'ENOENT', e.errno
+        return True
+    return False
+held = [conn('golden@held%d' % i) for i in range(7)]
+assert refused('golden@late'), 'an eighth overlay was made'
+held.pop().shutdown()
+import time
+for _ in range(100):
+    if not refused('golden@late'):
+        break
+    time.sleep(0.1)
+else:
+    raise AssertionError('refused with a place free')
+" || fail "cow-max-exports with cow-lifetime=clients"
