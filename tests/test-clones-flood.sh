@@ -9,7 +9,7 @@
 # grace has passed.
 . "$abs_top_srcdir/tests/functions.sh"
 
-clones=$(rounds 10000 200)
+clones=$(rounds 10000 100)
 mkdir "$tmp/images"
 make_base "$tmp/images/golden" $((4 * 1024 * 1024))
 
