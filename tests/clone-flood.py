@@ -6,7 +6,7 @@
 # image's first sector, writes a tag of its own at three places (one
 # of them a partial block) and reads it back, then disconnects.  After
 # each of SAMPLES evenly spaced clones it notes nbdkit's open
-# descriptors and resident memory.  Prints one JSON object: the clones
+# descriptors, resident memory and the disk space of its overlay files.  Prints one JSON object: the clones
 # served, refused, and the samples.
 import json
 import os
@@ -20,10 +20,18 @@ pid = int(open(pidfile).read())
 
 
 def usage():
-    fds = len(os.listdir('/proc/%d/fd' % pid))
+    fds = os.listdir('/proc/%d/fd' % pid)
+    overlay = 0
+    for fd in fds:
+        path = '/proc/%d/fd/%s' % (pid, fd)
+        try:
+            if '/nbdkit-cow-' in os.readlink(path):
+                overlay += os.stat(path).st_blocks // 2
+        except OSError:
+            pass    # a connection's socket, closed meanwhile
     with open('/proc/%d/status' % pid) as f:
         rss = [int(line.split()[1]) for line in f if line.startswith('VmRSS:')]
-    return {'fds': fds, 'rss_kib': rss[0]}
+    return {'fds': len(fds), 'rss_kib': rss[0], 'overlay_kib': overlay}
 
 
 golden = None
