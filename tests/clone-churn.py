@@ -7,7 +7,8 @@
 # must read as the model or, if its overlay ended meanwhile, as the
 # golden image; a kept one as the model), then write, zero, trim,
 # flush, cache and read their own half of the disk at once, then
-# disconnect and wait up to twice the grace.  Meanwhile a thread turns
+# disconnect, and reconnect at once or after three times the grace, in
+# turn at random.  Meanwhile a thread turns
 # cow-on-read on and off.  Prints one JSON object: sessions, how many
 # found their overlay ended, and how many found it alive.
 import json
@@ -109,7 +110,7 @@ def worker(name, seed):
     try:
         while time.monotonic() < stop:
             session(name, model, rng)
-            time.sleep(rng.uniform(0, 2 * grace))
+            time.sleep(rng.choice([0, 3 * grace]))
     except Exception as e:
         failures.append('%s: %r' % (name, e))
 
