@@ -138,6 +138,22 @@ expect_exit ()
   echo "exit $got as expected: $*: $(grep -E -- "$pattern" "$tmp/out" | head -1)"
 }
 
+# has_plugin NAME, has_filter NAME: whether the nbdkit in use has that
+# plugin or filter (an nbdkit built without curl or ssh lacks them).
+has_plugin () { "$system_nbdkit" "$1" --dump-plugin >/dev/null 2>&1; }
+has_filter () { "$system_nbdkit" --filter="$1" null --dump-plugin >/dev/null 2>&1; }
+
+# requires_plugin NAME, requires_filter NAME: skip the test, saying
+# why, where the nbdkit in use lacks it (as nbdkit's own tests do).
+requires_plugin ()
+{
+  has_plugin "$1" || skip "$("$system_nbdkit" --version) has no $1 plugin"
+}
+requires_filter ()
+{
+  has_filter "$1" || skip "$("$system_nbdkit" --version) has no $1 filter"
+}
+
 # A base file of SIZE bytes: random data with a hole in the middle.
 make_base ()
 {

@@ -6,6 +6,7 @@
 # the parameter opens a handle per client connection; the copy is the
 # base.
 . "$abs_top_srcdir/tests/functions.sh"
+requires_plugin curl
 
 mkdir "$tmp/www"
 "$PYTHON" -c "

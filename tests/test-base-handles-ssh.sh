@@ -5,6 +5,7 @@
 # without the parameter opens a session per client connection; the
 # copy is the base.
 . "$abs_top_srcdir/tests/functions.sh"
+requires_plugin ssh
 
 [ "$(id -u)" -eq 0 ] || skip "sshd needs root"
 [ -x /usr/sbin/sshd ] || skip "no sshd (Debian's openssh-server)"

@@ -3,6 +3,7 @@
 # made writable, modified in place by qemu-io, copied out by nbdcopy
 # over 4 connections; the output is the image with the change.
 . "$abs_top_srcdir/tests/functions.sh"
+requires_filter xz
 
 command -v xz >/dev/null || skip "xz is not installed"
 head -c $(( 4 * 1024 * 1024 )) /dev/urandom > "$tmp/disk.img"

@@ -29,6 +29,7 @@
 #include "exports.h"
 #include "launch.h"
 #include "lifetime.h"
+#include "notice.h"
 #include "params.h"
 #include "servertls.h"
 #include "stats.h"
@@ -42,7 +43,17 @@ struct conn {
   nbdkit_next *shared;          /* a context of overlay->pool, or NULL */
   pthread_mutex_t *call_lock;   /*   its call lock (basepool.h) */
   struct base_io base;          /* made by cow_prepare */
+  bool served;                  /* cow_prepare succeeded */
 };
+
+/* Whether nbdkit gives a context opened for sharing its export's name
+ * (from 1.43.9 on); before, the plugin is told none.
+ */
+#define SHARED_KNOWS_NAME \
+  (NBDKIT_VERSION_MAJOR > 1 || \
+   (NBDKIT_VERSION_MAJOR == 1 && NBDKIT_VERSION_MINOR > 43) || \
+   (NBDKIT_VERSION_MAJOR == 1 && NBDKIT_VERSION_MINOR == 43 && \
+    NBDKIT_VERSION_MICRO >= 9))
 
 /* Whether a context opened for sharing sees TLS (servertls.h). */
 static bool shared_sees_tls;
@@ -57,7 +68,10 @@ cow_config (nbdkit_next_config *next, nbdkit_backend *nxdata,
 {
   int r = params_parse (key, value);
 
-  return r == 1 ? next (nxdata, key, value) : r;
+  if (r != 1)
+    return r;
+  params_note_plugin_key (key);
+  return next (nxdata, key, value);
 }
 
 static int
@@ -77,6 +91,11 @@ cow_get_ready (int thread_model)
 {
   launch_note_start ();
   basepool_set_thread_model (thread_model);
+  if (params.base_handles && !SHARED_KNOWS_NAME && params.plugin_dir)
+    notice ("cow-base-handles=%u: every connection opens the plugin itself: "
+            "nbdkit %s opens a shared handle without an export name, which "
+            "the plugin's dir= needs (1.44 tells it)", params.base_handles,
+            NBDKIT_VERSION_STRING);
   shared_sees_tls = servertls_required ();
   if (exports_init () == -1)
     return -1;
@@ -168,7 +187,7 @@ open_shared (struct conn *c, nbdkit_context *context, const char *exportname,
   if (c->overlay && opened)
     shardctr_add (&c->overlay->requests, STATS_PLUGIN_OPENS, opened);
   if (c->overlay && c->shared == NULL)
-    exports_close (c->overlay);
+    exports_close (c->overlay, false);
   return c->shared ? 0 : -1;
 }
 
@@ -189,42 +208,34 @@ open_own (struct conn *c, nbdkit_next_open *next, nbdkit_context *context,
   return 0;
 }
 
-/* Whether nbdkit gives a context opened for sharing its export's name
- * (from 1.43.9 on); before, the plugin is told none.
- */
-#define SHARED_KNOWS_NAME \
-  (NBDKIT_VERSION_MAJOR > 1 || \
-   (NBDKIT_VERSION_MAJOR == 1 && NBDKIT_VERSION_MINOR > 43) || \
-   (NBDKIT_VERSION_MAJOR == 1 && NBDKIT_VERSION_MINOR == 43 && \
-    NBDKIT_VERSION_MICRO >= 9))
-
 /* Whether a connection shares its export's contexts, saying once why
  * not: not one with TLS where a shared context sees none (--tls=on),
- * for the plugin may serve it by its TLS; and not one of a named
- * export where nbdkit would open the shared context without the name
- * (a plugin serving exports by name, such as file dir=, would fail or
- * crash).
+ * for the plugin may serve it by its TLS; and, where nbdkit opens a
+ * shared context without the export's name, not one of a named export
+ * (a plugin serving exports by name would fail), nor any when the
+ * plugin is given dir= (the file plugin's exports by name crash on a
+ * missing name: cow_get_ready said so).
  */
 static bool
 shares_base (int is_tls, const char *exportname)
 {
   static atomic_bool said_tls, said_name;
 
-  if (params.base_handles == 0)
+  if (params.base_handles == 0 || (!SHARED_KNOWS_NAME && params.plugin_dir))
     return false;
   if (is_tls && !shared_sees_tls) {
     if (!atomic_exchange (&said_tls, true))
-      nbdkit_error ("cow-base-handles=%u: a client with TLS gets a plugin "
-                    "handle of its own: without --tls=require a shared one "
-                    "sees no TLS (said once)", params.base_handles);
+      notice ("cow-base-handles=%u: a client with TLS gets a plugin handle "
+              "of its own: without --tls=require a shared one sees no TLS "
+              "(said once)", params.base_handles);
     return false;
   }
   if (!SHARED_KNOWS_NAME && exportname[0] != '\0') {
     if (!atomic_exchange (&said_name, true))
-      nbdkit_error ("cow-base-handles=%u: a named export gets a plugin "
-                    "handle per connection: nbdkit %s opens a shared one "
-                    "without the export's name (1.44 tells it; said once)",
-                    params.base_handles, NBDKIT_VERSION_STRING);
+      notice ("cow-base-handles=%u: a named export gets a plugin handle per "
+              "connection: nbdkit %s opens a shared one without the "
+              "export's name (1.44 tells it; said once)",
+              params.base_handles, NBDKIT_VERSION_STRING);
     return false;
   }
   return true;
@@ -247,6 +258,13 @@ cow_open (nbdkit_next_open *next, nbdkit_context *context,
     free (base);
     return NULL;
   }
+  if (refusal_repeated (exportname)) {
+    nbdkit_debug ("cow: export \"%s\" refused again (said above)",
+                  exportname);
+    free (c);
+    free (base);
+    return NULL;
+  }
   if (shares_base (is_tls, base))
     r = open_shared (c, context, exportname, base);
   else
@@ -265,7 +283,7 @@ cow_close (void *handle)
 {
   struct conn *c = handle;
 
-  exports_close (c->overlay);
+  exports_close (c->overlay, c->served);
   free (c);
 }
 
@@ -274,7 +292,8 @@ cow_close (void *handle)
  * line names (cow-file=PATH, the default export's) meets the base at
  * the first connection: if it cannot serve it (made for another size,
  * or too large a disk for its filesystem), nbdkit stops, as it would
- * at start, with status 1 (launch.h).
+ * at start, with status 1 (launch.h).  Any other overlay that refuses
+ * its base is refused alone, said once for the connection (notice.h).
  */
 static int
 cow_prepare (nbdkit_next *next, void *handle, int readonly)
@@ -285,8 +304,11 @@ cow_prepare (nbdkit_next *next, void *handle, int readonly)
   if (baseio_init (&c->base, c->shared ? c->shared : next,
                    c->call_lock) == -1)
     return -1;
-  if (blk_set_size (blk, c->base.size) == 0)
+  if (blk_set_size (blk, c->base.size) == 0) {
+    c->served = true;
     return 0;
+  }
+  refusal_note (c->overlay->exportname);
   if (params.cow_file && exports_is_default (c->overlay) &&
       !blk_is_sized (blk)) {
     nbdkit_error ("cow-file=%s: nbdkit stops: the file cannot serve the "

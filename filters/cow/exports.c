@@ -182,27 +182,48 @@ exports_open (const char *exportname)
   return o;
 }
 
-/* Whether o may end now: no connection, no reader, grace over.
- * Requires overlays_lock.
+/* Whether o may end now: no connection, no reader, and it served none
+ * or its grace is over.  Requires overlays_lock.
  */
 static bool
 may_end (const struct overlay *o, uint64_t now)
 {
   CHECK (held_by_me (&overlays_lock));
-  return params.lifetime_clients && !o->ending && o->connections == 0 &&
-         o->pins == 0 && o->idle_until <= now;
+  if (o->ending || o->connections > 0 || o->pins > 0)
+    return false;
+  return !o->served || (params.lifetime_clients && o->idle_until <= now);
 }
 
-void
-exports_close (struct overlay *o)
+/* Marks o ending if it served no connection and may end: the caller
+ * ends it once it lets the lock go.  Requires overlays_lock.
+ */
+static bool
+end_unserved (struct overlay *o)
 {
+  if (o->served || !may_end (o, 0))
+    return false;
+  o->ending = true;
+  return true;
+}
+
+static void end_overlay (struct overlay *o);
+
+void
+exports_close (struct overlay *o, bool served)
+{
+  bool unserved;
+
   held_lock (&overlays_lock);
   CHECK (o->connections > 0);
+  o->served |= served;
   if (--o->connections == 0 && params.lifetime_clients) {
     o->idle_until = monotonic_ns () + params.grace_ns;
     lifetime_wake ();
   }
+  unserved = end_unserved (o);
   held_unlock (&overlays_lock);
+  if (unserved)
+    end_overlay (o);
 }
 
 bool
@@ -259,7 +280,7 @@ exports_init (void)
   o = exports_open ("");
   if (o == NULL)
     return -1;
-  exports_close (o);    /* its grace starts now */
+  exports_close (o, true);      /* its grace starts now */
   return 0;
 }
 
@@ -349,20 +370,28 @@ pin_overlays (struct overlay **pinned, size_t max)
   return n;
 }
 
+/* Unpins the overlays of pin_overlays, and ends those that served no
+ * connection and may end now: pinned, they could not.  Reuses pinned.
+ */
 static void
 unpin_overlays (struct overlay **pinned, size_t n)
 {
   bool wake = false;
-  size_t i;
+  size_t i, unserved = 0;
 
   held_lock (&overlays_lock);
   for (i = 0; i < n; ++i) {
     pinned[i]->pins--;
-    wake |= may_end (pinned[i], monotonic_ns ());
+    if (end_unserved (pinned[i]))
+      pinned[unserved++] = pinned[i];
+    else
+      wake |= may_end (pinned[i], monotonic_ns ());
   }
   if (wake)
     lifetime_wake ();
   held_unlock (&overlays_lock);
+  for (i = 0; i < unserved; ++i)
+    end_overlay (pinned[i]);
 }
 
 /* The statistics of every overlay not ending, oldest first, each

@@ -36,9 +36,12 @@ struct overlay {
   /* Under overlays_lock (exports.c): the overlay ends only when no
    * connection has it, no statistics walk reads it, and its grace
    * (idle_until, monotonic ns, set when its last connection closed) is
-   * over.  ending: it is being ended, and a client opening its name
+   * over, or at once if it never served a connection (served: one got
+   * past .prepare, or it is the default export's kept one, opened at
+   * start).  ending: it is being ended, and a client opening its name
    * waits for a new one.
    */
+  bool served;
   unsigned connections;
   unsigned pins;
   uint64_t idle_until;
@@ -61,10 +64,13 @@ extern int exports_init (void);
  */
 extern struct overlay *exports_open (const char *exportname);
 
-/* The connection that opened o has closed.  The last one starts the
- * overlay's grace under cow-lifetime=clients.
+/* The connection that opened o has closed, served (it got past
+ * .prepare) or refused.  The last one starts the overlay's grace under
+ * cow-lifetime=clients; an overlay that served no connection ends with
+ * its last, whatever the lifetime, so that a refused name keeps
+ * nothing: no place under cow-max-exports, descriptor, lock or space.
  */
-extern void exports_close (struct overlay *o);
+extern void exports_close (struct overlay *o, bool served);
 
 /* Whether exportname has an overlay that is not ending. */
 extern bool exports_known (const char *exportname);

@@ -50,3 +50,12 @@ kept_file_name (const char *cow_file, const char *name)
     sprintf (path + len, ".#%016" PRIx64, fnv1a (name));
   return path;
 }
+
+bool
+kept_file_names_fit (const char *cow_file)
+{
+  const char *base = strrchr (cow_file, '/') + 1;
+
+  return strlen (base) <= NAME_MAX - KEPT_NAME_SUFFIX &&
+         (size_t) (base - cow_file) + NAME_MAX < PATH_MAX;
+}

@@ -37,6 +37,12 @@ under_run (void)
   return getpid () != start_pid && getppid () == start_pid;
 }
 
+bool
+launch_in_background (void)
+{
+  return start_pid != 0 && getpid () != start_pid && !under_run ();
+}
+
 void
 launch_exit (void)
 {

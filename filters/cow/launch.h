@@ -18,8 +18,16 @@
 #ifndef COW_LAUNCH_H
 #define COW_LAUNCH_H
 
+#include <stdbool.h>
+
 /* In .get_ready: notes the process nbdkit started in. */
 extern void launch_note_start (void);
+
+/* Whether the server runs in the background: forked from the process
+ * nbdkit started in, and not by --run.  Its stderr then leads nowhere
+ * and nbdkit's messages go to syslog.
+ */
+extern bool launch_in_background (void);
 
 /* The process will end with status 1. */
 extern void launch_fail (void);

@@ -5,6 +5,7 @@
 #include <config.h>
 
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 
 #include "blk.h"
 #include "ispowerof2.h"
+#include "keptname.h"
 #include "params.h"
 
 #define MIN_BLOCK_SIZE 4096
@@ -253,9 +255,23 @@ params_parse (const char *key, const char *value)
   return 1;
 }
 
+void
+params_note_plugin_key (const char *key)
+{
+  if (strcmp (key, "dir") == 0)
+    params.plugin_dir = true;
+}
+
 int
 params_check (void)
 {
+  if (params.cow_file && !kept_file_names_fit (params.cow_file)) {
+    nbdkit_error ("cow-file=%s: too long for the files of named exports "
+                  "(PATH.NAME): its file name may have at most %d bytes "
+                  "and its directory %d", params.cow_file,
+                  NAME_MAX - KEPT_NAME_SUFFIX, PATH_MAX - NAME_MAX - 1);
+    return -1;
+  }
   if (params.max_size < params.block_size) {
     nbdkit_error ("cow-max-size=%s: less than one block "
                   "(cow-block-size=%" PRIu32 ")", params.max_size_arg,

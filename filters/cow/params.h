@@ -33,6 +33,8 @@ struct cow_params {
   bool lifetime_clients;        /* cow-lifetime=clients[:GRACE] */
   uint64_t grace_ns;            /*   GRACE, in nanoseconds */
   char clone_separator;         /* cow-clone-separator, or '\0' */
+  bool plugin_dir;              /* the plugin is given dir=: it serves
+                                   exports by name (file, ondemand) */
 };
 
 extern struct cow_params params;
@@ -44,6 +46,11 @@ extern const char params_help[];
  * error naming both, or 1 if key is not ours.
  */
 extern int params_parse (const char *key, const char *value);
+
+/* Notes what the filter must know of a parameter that is not its own,
+ * passed on to the plugin.
+ */
+extern void params_note_plugin_key (const char *key);
 
 /* Checks what depends on several parameters.  Returns 0, or -1 after
  * nbdkit_error.

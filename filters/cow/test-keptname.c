@@ -4,7 +4,9 @@
  * hostile names stay in the directory of PATH, every byte outside
  * [A-Za-z0-9_-] escaped; the longest name that fits is kept, one byte
  * more is hashed; two names differing only in a byte that is escaped
- * get two files; the hash, which names files on disk, is FNV-1a.
+ * get two files; the hash, which names files on disk, is FNV-1a.  A
+ * PATH whose file name leaves no room for the hashed names, or whose
+ * directory none for a whole file name, is said not to fit.
  */
 
 #include <config.h>
@@ -57,5 +59,29 @@ main (void)
   name[room] = 'x';
   name[room + 1] = '\0';
   expect (name, PATH ".#4406fbf748a5ac1f");
+
+  /* The longest file name of PATH that fits, and one byte more. */
+  name[0] = '/';
+  memset (name + 1, 'k', NAME_MAX - KEPT_NAME_SUFFIX);
+  name[1 + NAME_MAX - KEPT_NAME_SUFFIX] = '\0';
+  if (!kept_file_names_fit (name)) {
+    fprintf (stderr, "test-keptname: a file name of %d bytes does not fit\n",
+             NAME_MAX - KEPT_NAME_SUFFIX);
+    failed = 1;
+  }
+  strcat (name, "k");
+  if (kept_file_names_fit (name)) {
+    fprintf (stderr, "test-keptname: a file name of %d bytes fits\n",
+             NAME_MAX - KEPT_NAME_SUFFIX + 1);
+    failed = 1;
+  }
+  memset (want, 'd', PATH_MAX - NAME_MAX);
+  want[0] = '/';
+  strcpy (want + PATH_MAX - NAME_MAX, "/k");
+  if (kept_file_names_fit (want)) {
+    fprintf (stderr, "test-keptname: a directory of %d bytes fits\n",
+             PATH_MAX - NAME_MAX);
+    failed = 1;
+  }
   return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
