@@ -89,3 +89,19 @@ slotalloc_take (struct slotalloc *a, uint64_t *slot)
   *slot = s;
   return 0;
 }
+
+void
+slotalloc_release (struct slotalloc *a, uint64_t slot)
+{
+  assert (slotalloc_is_taken (a, slot));
+  a->taken[slot / 64] &= ~(UINT64_C (1) << (slot % 64));
+  if (slot < a->next)
+    a->next = slot;
+  /* Whole free words at a time, then bit by bit. */
+  while (a->end > 0 && !slotalloc_is_taken (a, a->end - 1)) {
+    if (a->end % 64 == 0 && a->taken[a->end / 64 - 1] == 0)
+      a->end -= 64;
+    else
+      a->end--;
+  }
+}

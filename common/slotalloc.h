@@ -1,11 +1,13 @@
 /* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
 
 /* The slot numbers of a packed data area (a kept overlay of format
- * version 3, docs/overlay-format.md): which are taken, and the lowest
- * free one, handed out next.  Nothing is ever given back: the filter
+ * version 3, docs/overlay-format.md, or a temporary file of the
+ * throw-away overlays): which are taken, and the lowest free one,
+ * handed out next.  A kept overlay never gives one back: the filter
  * retires a slot by forgetting its block, and the slot stays taken
  * until the file is opened again (so no read racing the retirement can
- * find another block's data there).
+ * find another block's data there).  The temporary files give back the
+ * slots of an overlay that has ended, which no one reads any more.
  *
  * Not thread-safe: the caller serializes every call.
  */
@@ -40,6 +42,11 @@ extern int slotalloc_mark (struct slotalloc *a, uint64_t slot);
  * set: ENOSPC when every number below limit is taken, ENOMEM.
  */
 extern int slotalloc_take (struct slotalloc *a, uint64_t *slot);
+
+/* Gives back slot, which is taken: taken again before any higher one,
+ * and the end lowered past it if it was the highest.
+ */
+extern void slotalloc_release (struct slotalloc *a, uint64_t slot);
 
 /* One past the highest slot taken: the slots the data area spans. */
 static inline uint64_t

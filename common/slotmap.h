@@ -2,15 +2,19 @@
 
 /* A table of uint32_t values for a fixed number of entries, every
  * entry starting at 0, in leaves of 1024 entries (4 KiB) allocated on
- * first use behind a directory of 8 bytes per leaf.  A kept overlay of
- * format version 3 holds in it the slot of each block
- * (docs/overlay-format.md).
+ * first use.  Memory grows with the leaves reserved, never with the
+ * number of entries: leaves hang under inner nodes of 512 pointers,
+ * as many levels as the entries need, below a root of at most 4096.
+ * A kept overlay of format version 3 holds in it the slot of each
+ * block (docs/overlay-format.md); a throw-away overlay the slot of
+ * each chunk of its disk in the temporary files.
  *
  * slotmap_get takes no lock and may run beside one slotmap_reserve or
- * slotmap_set: leaves are published with release and read with
- * acquire, entries are read and written whole (relaxed atomics), so a
- * reader sees an entry's old or new value.  The caller serializes
- * slotmap_reserve, slotmap_set and slotmap_free among themselves.
+ * slotmap_set: nodes and leaves are published with release and read
+ * with acquire, entries are read and written whole (relaxed atomics),
+ * so a reader sees an entry's old or new value.  The caller serializes
+ * slotmap_reserve, slotmap_set and slotmap_free among themselves, and
+ * slotmap_each with them.
  */
 
 #ifndef COMMON_SLOTMAP_H
@@ -20,14 +24,19 @@
 #include <stdint.h>
 
 #define SLOTMAP_LEAF_ENTRIES 1024
+#define SLOTMAP_NODE_CHILDREN 512
+#define SLOTMAP_ROOT_MAX 4096
 
 struct slotmap {
   uint64_t entries;
-  uint32_t **leaves;            /* entries / 1024 rounded up; NULL: none */
+  void **root;                  /* root_children of them */
+  uint64_t root_children;
+  unsigned height;              /* levels of inner nodes below the root */
   size_t bytes;                 /* memory held */
 };
 
-#define SLOTMAP_INIT { .entries = 0, .leaves = NULL, .bytes = 0 }
+#define SLOTMAP_INIT { .entries = 0, .root = NULL, .root_children = 0, \
+                       .height = 0, .bytes = 0 }
 
 /* An empty map of entries entries.  Returns 0, or -1 with errno set
  * (ENOMEM).
@@ -46,6 +55,14 @@ extern int slotmap_reserve (struct slotmap *map, uint64_t i, uint64_t n);
  * allocates.
  */
 extern void slotmap_set (struct slotmap *map, uint64_t i, uint32_t value);
+
+/* Calls fn (i, value, opaque) for every entry whose value is not 0, in
+ * ascending order.  Stops at and returns the first non-zero return;
+ * returns 0.
+ */
+typedef int slotmap_each_fn (uint64_t i, uint32_t value, void *opaque);
+extern int slotmap_each (const struct slotmap *map, slotmap_each_fn *fn,
+                         void *opaque);
 
 extern void slotmap_free (struct slotmap *map);
 

@@ -1,5 +1,6 @@
 /* Unit test of slotalloc.h: the lowest free slot first, marks from a
- * load, the end of the data area, and ENOSPC at the limit.
+ * load, the end of the data area, ENOSPC at the limit, and slots given
+ * back: taken again lowest first, the end lowered past them.
  */
 
 #include <config.h>
@@ -78,6 +79,27 @@ main (void)
     take (&a);
   if (slotalloc_take (&a, &s) != -1 || errno != ENOSPC)
     fail ("no ENOSPC at the limit", 1000);
+  slotalloc_free (&a);
+
+  /* Given back: the lowest is taken first; giving back the highest
+   * lowers the end past every slot free below it.
+   */
+  slotalloc_init (&a, 1000);
+  for (i = 0; i < 300; ++i)
+    take (&a);
+  slotalloc_release (&a, 17);
+  slotalloc_release (&a, 5);
+  if (slotalloc_is_taken (&a, 5) || (s = take (&a)) != 5 ||
+      (s = take (&a)) != 17 || (s = take (&a)) != 300)
+    fail ("slots given back not taken lowest first", s);
+  for (i = 100; i <= 300; ++i)
+    slotalloc_release (&a, i);
+  if (slotalloc_end (&a) != 100)
+    fail ("end after giving back the top", slotalloc_end (&a));
+  for (i = 0; i < 100; ++i)
+    slotalloc_release (&a, i);
+  if (slotalloc_end (&a) != 0 || (s = take (&a)) != 0)
+    fail ("an area given back whole is not empty", slotalloc_end (&a));
   slotalloc_free (&a);
   return EXIT_SUCCESS;
 }

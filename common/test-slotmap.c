@@ -1,7 +1,9 @@
 /* Unit test of slotmap.h: random sets against a flat model across
- * leaf edges, unreserved leaves reading 0, and a reader thread beside
- * a writer seeing each entry's old or new value only (run under TSan
- * in CI).
+ * leaf edges, walked in order by slotmap_each; unreserved leaves
+ * reading 0; memory that grows with the leaves reserved, for a map of
+ * 2^51 entries too (an 8 EiB disk of 4K blocks); and a reader thread
+ * beside a writer seeing each entry's old or new value only (run under
+ * TSan in CI).
  */
 
 #include <config.h>
@@ -35,6 +37,36 @@ check_model (const struct slotmap *map)
       fail ("get differs from the model", i);
 }
 
+/* slotmap_each must visit exactly the non-zero entries, in order. */
+struct walk {
+  uint64_t next;                /* the entry after the last visited */
+};
+
+static int
+visit (uint64_t i, uint32_t value, void *opaque)
+{
+  struct walk *walk = opaque;
+
+  for (; walk->next < i; walk->next++)
+    if (model[walk->next] != 0)
+      fail ("each skipped a non-zero entry", walk->next);
+  if (i != walk->next || value == 0 || model[i] != value)
+    fail ("each visited a wrong entry", i);
+  walk->next = i + 1;
+  return 0;
+}
+
+static void
+check_each (const struct slotmap *map)
+{
+  struct walk walk = { .next = 0 };
+
+  slotmap_each (map, visit, &walk);
+  for (; walk.next < ENTRIES; walk.next++)
+    if (model[walk.next] != 0)
+      fail ("each missed a non-zero entry", walk.next);
+}
+
 static void
 test_model (void)
 {
@@ -56,30 +88,44 @@ test_model (void)
     model[i] = v;
   }
   check_model (&map);
+  check_each (&map);
   if (slotmap_reserve (&map, ENTRIES - 3, 3) == -1)
     fail ("reserve of the last leaf", ENTRIES - 3);
   slotmap_free (&map);
 }
 
-/* Leaves cost memory only once reserved. */
+/* The memory of one more leaf: the leaf, and at most a node per level
+ * above it.
+ */
+static size_t
+one_leaf (const struct slotmap *map)
+{
+  return SLOTMAP_LEAF_ENTRIES * sizeof (uint32_t) +
+         map->height * SLOTMAP_NODE_CHILDREN * sizeof (void *);
+}
+
+/* Leaves, and the nodes above them, cost memory only once reserved,
+ * however many entries the map has.
+ */
 static void
-test_memory (void)
+test_memory (uint64_t big)
 {
   struct slotmap map;
-  uint64_t big = UINT64_C (1) << 30;  /* a 64 TiB base of 64K blocks */
   size_t before;
 
   if (slotmap_init (&map, big) == -1)
     fail ("init of a large map", 0);
   before = map.bytes;
+  if (before > SLOTMAP_ROOT_MAX * sizeof (void *))
+    fail ("a root larger than its maximum", big);
   slotmap_set (&map, big - 1, 0);
   if (slotmap_get (&map, big - 1) != 0 || map.bytes != before)
     fail ("clearing allocated", big - 1);
   if (slotmap_reserve (&map, big - 2, 2) == -1)
     fail ("reserve", big - 2);
   slotmap_set (&map, big - 1, 7);
-  if (slotmap_get (&map, big - 1) != 7 ||
-      map.bytes != before + SLOTMAP_LEAF_ENTRIES * sizeof (uint32_t))
+  if (slotmap_get (&map, big - 1) != 7 || slotmap_get (&map, big - 2) != 0 ||
+      slotmap_get (&map, 0) != 0 || map.bytes > before + one_leaf (&map))
     fail ("one leaf", big - 1);
   slotmap_free (&map);
 }
@@ -139,7 +185,8 @@ int
 main (void)
 {
   test_model ();
-  test_memory ();
+  test_memory (UINT64_C (1) << 30);     /* a 64 TiB base of 64K blocks */
+  test_memory (UINT64_C (1) << 51);     /* an 8 EiB base of 4K blocks */
   test_race ();
   return EXIT_SUCCESS;
 }

@@ -5,8 +5,9 @@
  * model.
  *
  * Each input is a geometry (block size and stripes, the store:
- * throw-away, its region of the files after another's or not, or kept;
- * disk size; built with stripes of one block, so requests cross them)
+ * throw-away, its slots of the files among another overlay's or not,
+ * or kept; disk size; built with chunks of one block, so requests
+ * cross stripes and slots)
  * followed by a sequence of operations: reads (plain and cow-on-read),
  * writes, zeroes with and without trim, trims and copy-ups at any
  * offset and length, each optionally with a fault: the n-th base read
@@ -23,8 +24,9 @@
  * last flushed, and opened again) lets each byte read as it did at the
  * last flush or as it does now, or as zeros where a discard punched
  * it.  Every read, and every extent the layer reports as zero, is
- * checked against the model; a mismatch aborts, which libFuzzer
- * reports with the input that caused it.
+ * checked against the model, and a request may fail only where a fault
+ * was injected into it; a mismatch or such a failure aborts, which
+ * libFuzzer reports with the input that caused it.
  *
  * Build: clang -fsanitize=fuzzer,address,undefined with
  * -Wl,--wrap=pread_full,--wrap=pwrite_full,--wrap=fallocate and
@@ -49,6 +51,7 @@
 #include "blk.h"
 #include "fullio.h"
 #include "space.h"
+#include "stripes.h"
 #include "tempfiles.h"
 
 #define MAX_DISK (256 * 1024)
@@ -73,11 +76,18 @@ nbdkit_debug (const char *fs, ...)
 
 static unsigned fail_base_read_at, fail_overlay_read_at, fail_overlay_write_at;
 static bool punch_unsupported;
+/* Whether a fault struck the request running: one that fails without
+ * one is a bug.
+ */
+static bool injected;
 
 static bool
 trips (unsigned *at)
 {
-  return *at != 0 && --*at == 0;
+  if (*at == 0 || --*at != 0)
+    return false;
+  injected = true;
+  return true;
 }
 
 int __real_pread_full (int fd, void *buf, size_t count, off_t offset);
@@ -123,6 +133,7 @@ int
 __wrap_fallocate (int fd, int mode, off_t offset, off_t len)
 {
   if (punch_unsupported) {
+    injected = true;
     errno = EOPNOTSUPP;
     return -1;
   }
@@ -398,6 +409,36 @@ overlay_open (struct overlay *o)
     abort ();
 }
 
+/* Another throw-away overlay of o's files and size, which writes
+ * every other chunk of its disk, the last first: o's chunks then take
+ * the slots between and after its own.
+ */
+static struct blk *
+interleaved_overlay (struct overlay *o)
+{
+  static uint8_t junk[MAX_DISK];
+  static struct space space;
+  uint64_t chunk_bytes = UINT64_C (1) << o->files->chunk_shift;
+  uint64_t chunk = (disk_size + chunk_bytes - 1) / chunk_bytes;
+  struct blk *other;
+  int err;
+
+  space_init (&space, SPACECAP_NO_LIMIT);
+  other = blk_new (block_size, o->stripes, o->files, &space);
+  if (other == NULL || blk_set_size (other, disk_size) == -1)
+    abort ();
+  memset (junk, 0xee, sizeof junk);
+  while (chunk-- > 0)
+    if (chunk % 2 == 0) {
+      uint64_t at = chunk * chunk_bytes;
+      uint64_t n = disk_size - at < chunk_bytes ? disk_size - at : chunk_bytes;
+
+      if (blk_write (other, &base, junk, n, at, &err) == -1)
+        abort ();
+    }
+  return other;
+}
+
 /* Copies the file at from to to, its holes left holes. */
 static void
 copy_file (const char *from, const char *to)
@@ -469,6 +510,7 @@ run_op (struct overlay *o, unsigned i, struct input *in, uint8_t *buf)
   fail_overlay_write_at = (fault & 3) == 2 ? 1 + (fault >> 2) % 4 : 0;
   fail_overlay_read_at = (fault & 3) == 3 ? 1 + (fault >> 2) % 4 : 0;
   punch_unsupported = (fault & 0x80) != 0;
+  injected = false;
 
   switch (op) {
   case F_READ:
@@ -522,6 +564,8 @@ run_op (struct overlay *o, unsigned i, struct input *in, uint8_t *buf)
   }
   if (r == -1 && err == 0)
     abort ();                   /* failures must carry an errno */
+  if (r == -1 && !injected)
+    abort ();                   /* and be caused */
   fail_base_read_at = fail_overlay_read_at = fail_overlay_write_at = 0;
   punch_unsupported = false;
 }
@@ -533,8 +577,8 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   struct input in = { .p = data, .n = size };
   const char *tmpdir = getenv ("TMPDIR") ? getenv ("TMPDIR") : "/tmp";
   struct overlay o = { .files = NULL };
-  const int *skipped_fds;
-  uint64_t skipped, x, geometry;
+  struct blk *other = NULL;
+  uint64_t x, geometry;
   unsigned i;
 
   geometry = take (&in, 1);
@@ -548,8 +592,10 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   model_flushed ();
 
   /* 0x40: a kept overlay, in a new file.  Else 0x80: another
-   * throw-away overlay's region comes first, so that this one's starts
-   * past the files' first byte.
+   * throw-away overlay holds every other slot of the files, taken in
+   * the reverse order of its chunks, so that this one's chunks land in
+   * slots between them, out of order; it ends after this one's last
+   * read.
    */
   if (geometry & 0x40) {
     snprintf (o.path, sizeof o.path, "%s/fuzz-blk-%d.cow", tmpdir,
@@ -557,12 +603,12 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     unlink (o.path);
   }
   else {
-    o.files = temp_files_new (tmpdir, o.stripes);
+    o.files = temp_files_new (tmpdir, o.stripes,
+                              stripes_chunk_shift (__builtin_ctz (block_size)));
     if (o.files == NULL)
       abort ();
-    if (geometry & 0x80 &&
-        temp_files_region (o.files, disk_size, &skipped_fds, &skipped) == -1)
-      abort ();
+    if (geometry & 0x80)
+      other = interleaved_overlay (&o);
   }
   overlay_open (&o);
   for (i = 0; i < MAX_OPS && in.n > 0; ++i) {
@@ -574,6 +620,8 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     abort ();
   check_read (buf, 0, disk_size);
   blk_free (o.blk);
+  if (other)
+    blk_free (other);
   if (o.files)
     temp_files_free (o.files);
   else

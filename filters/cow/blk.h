@@ -22,16 +22,13 @@ struct blk;
 struct space;
 struct temp_files;
 
-/* The most stripes an overlay is cut into (cow-stripes). */
-#define BLK_MAX_STRIPES 64
-
 /* Both make an overlay of blocks of block_size bytes (a power of two),
  * its disk cut into stripes stripes (stripes.h), whose disk space
  * counts against space (space.h), which every overlay of the server
  * shares (cow-max-size).  Each returns NULL after nbdkit_error.
  *
- * blk_new: a throw-away overlay in a region of files (tempfiles.h),
- * one per stripe.
+ * blk_new: a throw-away overlay in slots of the files every throw-away
+ * overlay shares (tempfiles.h), one per stripe.
  */
 extern struct blk *blk_new (uint32_t block_size, unsigned stripes,
                             struct temp_files *files, struct space *space);
@@ -46,7 +43,7 @@ extern struct blk *blk_new_kept (uint32_t block_size, unsigned stripes,
                                  struct space *space);
 
 /* Frees the overlay, giving back its space (cow-max-size) and its
- * store: a throw-away one's region of the files, punched; a kept one
+ * store: a throw-away one's slots of the files, punched; a kept one
  * flushed and closed.  No other call may run on it.  Returns 0, or -1
  * after nbdkit_error if the flush failed.
  */

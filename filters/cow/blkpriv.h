@@ -51,8 +51,8 @@ struct blk {
   struct rangelock rmw_locks;
 
   /* Protects sized: serializes the first blk_set_size, which fixes the
-   * size and starts the store (I/O: a kept file's header, a region of
-   * the temporary files); later calls and the statistics only look.
+   * size and starts the store (I/O: a kept file's header; a throw-away
+   * store's map of slots); later calls and the statistics only look.
    */
   pthread_mutex_t start_lock;
   bool sized;

@@ -12,6 +12,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* The most stripes an overlay is cut into (cow-stripes). */
+#define BLK_MAX_STRIPES 64
+
 /* The states of a block of the overlay (docs/design.md, "Block
  * states").
  */

@@ -16,6 +16,7 @@
 #include "monotonic.h"
 #include "params.h"
 #include "space.h"
+#include "stripes.h"
 #include "tempfiles.h"
 
 /* The disk space of every overlay, counted against cow-max-size. */
@@ -274,7 +275,8 @@ exports_init (void)
   space_init (&space, params.max_size);
   if (params.cow_file == NULL) {
     temp_files = temp_files_new (tmpdir ? tmpdir : "/var/tmp",
-                                 params.stripes);
+                                 params.stripes,
+                                 stripes_chunk_shift (__builtin_ctz (params.block_size)));
     return temp_files ? 0 : -1;
   }
   o = exports_open ("");
@@ -285,7 +287,7 @@ exports_init (void)
 }
 
 /* Ends o, marked ending, which no one else touches now: frees its
- * overlay (a throw-away one's region and space given back, a kept one
+ * overlay (a throw-away one's slots and space given back, a kept one
  * flushed and closed cleanly), closes the plugin contexts it shared,
  * then takes it off the list and wakes the clients waiting to open its
  * name.
@@ -458,6 +460,8 @@ exports_free (void)
 {
   int r = 0;
 
+  if (temp_files)
+    temp_files_exiting (temp_files);
   while (overlays) {
     struct overlay *o = overlays;
     overlays = o->next;

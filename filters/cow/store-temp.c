@@ -1,22 +1,30 @@
 /* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
 
-/* The throw-away store (store.h): a region of the temporary files
- * that all throw-away overlays of the server share (tempfiles.h), one
- * file per stripe.  Disk byte x lives at byte x of the region, in the
- * file of its chunk's stripe; the other stripes' chunks are holes in
- * that file that nothing writes.
+/* The throw-away store (store.h): slots of the temporary files that
+ * all throw-away overlays of the server share (tempfiles.h), one file
+ * per stripe.  Each chunk of the disk gets a slot of its stripe's file
+ * when it is first written, and keeps it until the overlay ends:
+ * within a chunk offsets map one to one, so a request meets as many
+ * pieces as chunks, as with a file per disk, while the files take
+ * space as they are written, whatever the size of the disk.
  */
 
 #include <config.h>
 
 #include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <nbdkit-filter.h>
 
 #include "checks.h"
+#include "divround.h"
 #include "fullio.h"
 #include "punch.h"
+#include "slotmap.h"
 #include "store.h"
 #include "storeio.h"
 #include "tempfiles.h"
@@ -24,11 +32,17 @@
 struct store_temp {
   struct store store;
   struct temp_files *files;
-  /* Set by start: the files of the region (stripe i's is fds[i]), and
-   * where it starts in them.
+  unsigned shift;               /* log2 of a chunk's bytes: a slot's */
+  bool started;
+  /* The slot of each chunk in its stripe's file, plus 1 (0: none yet),
+   * set once, when the chunk is first written, under the chunk's write
+   * lock and slot_lock, which serializes the map's growth; given back
+   * when the store closes.  Read without a lock: a chunk's slot is set
+   * before any block of it is said to be allocated (under state_lock),
+   * and never changes while the overlay lives.
    */
-  const int *fds;
-  uint64_t base, size;
+  pthread_mutex_t slot_lock;
+  struct slotmap slots;
 };
 
 static struct store_temp *
@@ -38,90 +52,172 @@ temp_of (struct store *st)
 }
 
 static int
-fd_of (struct store *st, uint64_t offset)
-{
-  return temp_of (st)->fds[stripes_of_offset (st->stripes, offset)];
-}
-
-static int
 temp_start (struct store *st, uint64_t size, uint64_t *overhead)
 {
   struct store_temp *t = temp_of (st);
 
   *overhead = 0;
-  if (temp_files_region (t->files, size, &t->fds, &t->base) == -1)
+  if (slotmap_init (&t->slots, div_round_up (size, UINT64_C (1) << t->shift))
+      == -1) {
+    nbdkit_error ("cow: the map of the overlay's chunks: %m");
     return -1;
-  t->size = size;
+  }
+  t->started = true;
   return 0;
+}
+
+/* A piece of a request: the part of [at, end) in at's chunk. */
+struct piece {
+  uint64_t chunk, length;
+  unsigned file;                /* the stripe's */
+  uint64_t slot;                /* plus 1; 0: none */
+};
+
+static struct piece
+piece_at (struct store_temp *t, uint64_t at, uint64_t end)
+{
+  uint64_t next = ((at >> t->shift) + 1) << t->shift;
+  struct piece p = {
+    .chunk = at >> t->shift,
+    .length = (next < end ? next : end) - at,
+    .file = stripes_of_offset (t->store.stripes, at),
+  };
+
+  p.slot = slotmap_get (&t->slots, p.chunk);
+  return p;
+}
+
+/* Where byte at of a piece with a slot lies in its file. */
+static uint64_t
+file_offset (const struct store_temp *t, const struct piece *p, uint64_t at)
+{
+  return ((p->slot - 1) << t->shift) + (at & ((UINT64_C (1) << t->shift) - 1));
 }
 
 static int
 temp_read (struct store *st, void *buf, uint64_t count, uint64_t offset,
            int *err)
 {
-  uint64_t end = offset + count, at = offset, stop;
+  struct store_temp *t = temp_of (st);
+  uint64_t end = offset + count, at;
   char *p = buf;
 
-  for (; at < end; at = stop) {
-    stop = stripes_piece_end (st->stripes, at, end);
-    if (pread_full (fd_of (st, at), p, stop - at, temp_of (st)->base + at)
-        == -1) {
+  for (at = offset; at < end; ) {
+    struct piece piece = piece_at (t, at, end);
+    int fd = t->files->files[piece.file].fd;
+
+    /* A chunk never written holds no allocated block: only a read that
+     * raced a discard of its blocks may land here.
+     */
+    if (piece.slot == 0)
+      memset (p, 0, piece.length);
+    else if (pread_full (fd, p, piece.length, file_offset (t, &piece, at))
+             == -1) {
       storeio_report ("read", count, offset, err);
       return -1;
     }
-    p += stop - at;
+    p += piece.length;
+    at += piece.length;
   }
   return 0;
+}
+
+/* Gives piece, whose chunk has none, a slot of its stripe's file.
+ * Requires the chunk's write lock.  Returns 0, or -1 with errno set.
+ */
+static int
+take_slot (struct store_temp *t, struct piece *piece)
+{
+  uint64_t slot;
+  int r = -1;
+
+  held_lock (&t->slot_lock);
+  if (slotmap_reserve (&t->slots, piece->chunk, 1) == 0 &&
+      temp_files_take (t->files, piece->file, &slot) == 0) {
+    slotmap_set (&t->slots, piece->chunk, slot + 1);
+    piece->slot = slot + 1;
+    r = 0;
+  }
+  held_unlock (&t->slot_lock);
+  return r;
 }
 
 static int
 temp_write (struct store *st, const void *buf, uint64_t count,
             uint64_t offset, int *err)
 {
-  uint64_t end = offset + count, at = offset, stop;
+  struct store_temp *t = temp_of (st);
+  uint64_t end = offset + count, at;
   const char *p = buf;
 
   CHECK (stripes_held (st->stripes, offset, count));
-  for (; at < end; at = stop) {
-    stop = stripes_piece_end (st->stripes, at, end);
-    if (storeio_write (fd_of (st, at), p, stop - at, temp_of (st)->base + at)
+  for (at = offset; at < end; ) {
+    struct piece piece = piece_at (t, at, end);
+    int fd = t->files->files[piece.file].fd;
+
+    if (piece.slot == 0 && take_slot (t, &piece) == -1) {
+      *err = errno;
+      nbdkit_error ("cow: the overlay files in TMPDIR=%s cannot take %"
+                    PRIu64 " more bytes: %m", t->files->tmpdir,
+                    UINT64_C (1) << t->shift);
+      return -1;
+    }
+    if (storeio_write (fd, p, piece.length, file_offset (t, &piece, at))
         == -1) {
       storeio_report (buf ? "write" : "write of zeros", count, offset, err);
       return -1;
     }
     if (p)
-      p += stop - at;
+      p += piece.length;
+    at += piece.length;
   }
   return 0;
 }
 
-/* A punch of the stripes' files: the last errno of one that failed. */
+/* The span of each file a punch has met and not punched yet, so that
+ * the slots of consecutive chunks of one stripe are punched at once.
+ */
 struct punch {
   struct store_temp *t;
-  int err;
+  uint64_t from[BLK_MAX_STRIPES], to[BLK_MAX_STRIPES];
+  int err;                      /* errno of the last that failed */
 };
 
-/* Punches [from, to) of stripe i's file, once over the span of its
- * chunks in the range (the other stripes' chunks are holes in it
- * already).
- */
-static int
-punch_span (unsigned i, uint64_t from, uint64_t to, void *opaque)
+static void
+punch_flush (struct punch *punch, unsigned i)
 {
-  struct punch *punch = opaque;
-
-  if (punch_hole (punch->t->fds[i], punch->t->base + from, to - from) == -1)
+  if (punch->to[i] > punch->from[i] &&
+      punch_hole (punch->t->files->files[i].fd, punch->from[i],
+                  punch->to[i] - punch->from[i]) == -1)
     punch->err = errno;
-  return 0;
+  punch->from[i] = punch->to[i] = 0;
 }
 
 static int
 temp_punch (struct store *st, uint64_t count, uint64_t offset)
 {
-  struct punch punch = { .t = temp_of (st) };
+  struct store_temp *t = temp_of (st);
+  struct punch punch = { .t = t };
+  uint64_t end = offset + count, at;
+  unsigned i;
 
   CHECK (stripes_held (st->stripes, offset, count));
-  stripes_each_span (st->stripes, offset, count, punch_span, &punch);
+  for (at = offset; at < end; ) {
+    struct piece piece = piece_at (t, at, end);
+
+    if (piece.slot != 0) {
+      uint64_t from = file_offset (t, &piece, at);
+
+      if (punch.to[piece.file] != from)
+        punch_flush (&punch, piece.file);
+      if (punch.to[piece.file] == 0)
+        punch.from[piece.file] = from;
+      punch.to[piece.file] = from + piece.length;
+    }
+    at += piece.length;
+  }
+  for (i = 0; i < t->files->nr; ++i)
+    punch_flush (&punch, i);
   errno = punch.err;
   return punch.err ? -1 : 0;
 }
@@ -139,14 +235,27 @@ temp_bytes (struct store *st)
   return temp_files_bytes (temp_of (st)->files);
 }
 
-/* The region, if the overlay had one, is given back to the files. */
+static int
+give_back (uint64_t chunk, uint32_t slot, void *opaque)
+{
+  struct store_temp *t = opaque;
+
+  temp_files_give_back (t->files, chunk % t->files->nr, slot - 1);
+  return 0;
+}
+
+/* Every slot the overlay took is given back to the files, punched. */
 static int
 temp_close (struct store *st)
 {
   struct store_temp *t = temp_of (st);
 
-  if (t->fds)
-    temp_files_release (t->files, t->fds, t->base, t->size);
+  if (t->started) {
+    slotmap_each (&t->slots, give_back, t);
+    temp_files_cut (t->files);
+    slotmap_free (&t->slots);
+  }
+  pthread_mutex_destroy (&t->slot_lock);
   free (t);
   return 0;
 }
@@ -167,6 +276,7 @@ store_temp_new (struct temp_files *files, const struct stripes *stripes)
   struct store_temp *t = calloc (1, sizeof *t);
 
   CHECK (stripes->nr == files->nr);
+  CHECK (stripes->nr == 1 || stripes->chunk_shift == files->chunk_shift);
   if (t == NULL) {
     nbdkit_error ("cow: calloc: %m");
     return NULL;
@@ -174,5 +284,7 @@ store_temp_new (struct temp_files *files, const struct stripes *stripes)
   t->store.ops = &temp_ops;
   t->store.stripes = stripes;
   t->files = files;
+  t->shift = files->chunk_shift;
+  pthread_mutex_init (&t->slot_lock, NULL);
   return &t->store;
 }

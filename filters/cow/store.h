@@ -4,9 +4,10 @@
  * stores sit behind this one interface, as dm-snapshot keeps its
  * transient and persistent exception stores:
  *
- *   store-temp.c  throw-away: a region of the temporary files all
- *                 throw-away overlays share (tempfiles.h), one per
- *                 stripe, disk byte x at byte x of the region;
+ *   store-temp.c  throw-away: slots of the temporary files all
+ *                 throw-away overlays share (tempfiles.h), one file
+ *                 per stripe, taken by the chunks of the disk as they
+ *                 are first written;
  *   store-kept.c  kept (cow-file=PATH): one file in the kept format
  *                 (kept/kept.h), crash-safe once flushed, which keeps
  *                 its own copy of the block states it writes there.
@@ -39,7 +40,7 @@ typedef int store_found_states (void *opaque, uint64_t first, uint64_t n,
 
 struct store_ops {
   /* Makes the store ready for a base of size bytes (> 0): throw-away,
-   * takes its region of the files; kept, makes the file's header, or
+   * makes its map of slots; kept, makes the file's header, or
    * checks that the file was made for this size.  Sets *overhead to
    * the bytes it takes beyond its blocks' (a kept file's header and
    * state area), counted against cow-max-size.  Called once, by the
@@ -111,8 +112,8 @@ struct store {
 
 struct temp_files;
 
-/* A throw-away store in files, striped as stripes says; its region is
- * given out by start.  Returns NULL after nbdkit_error.
+/* A throw-away store in slots of files, striped as stripes says.
+ * Returns NULL after nbdkit_error.
  */
 extern struct store *store_temp_new (struct temp_files *files,
                                      const struct stripes *stripes);

@@ -17,7 +17,7 @@
 int
 stripes_init (struct stripes *s, unsigned nr, unsigned block_shift)
 {
-  unsigned chunk_shift = __builtin_ctz (STRIPE_CHUNK), i;
+  unsigned i;
 
   s->locks = calloc (nr, sizeof *s->locks);
   if (s->locks == NULL)
@@ -25,9 +25,8 @@ stripes_init (struct stripes *s, unsigned nr, unsigned block_shift)
   for (i = 0; i < nr; ++i)
     pthread_mutex_init (&s->locks[i], NULL);
   s->nr = nr;
-  if (block_shift > chunk_shift)
-    chunk_shift = block_shift;
-  s->chunk_shift = nr > 1 ? chunk_shift : ONE_CHUNK_SHIFT;
+  s->chunk_shift = nr > 1 ? stripes_chunk_shift (block_shift)
+                          : ONE_CHUNK_SHIFT;
   return 0;
 }
 

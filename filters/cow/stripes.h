@@ -28,6 +28,19 @@
 #define STRIPE_CHUNK (1024 * 1024)
 #endif
 
+/* log2 of a chunk's bytes for blocks of 2^block_shift bytes:
+ * STRIPE_CHUNK, or one block if blocks are larger.  The throw-away
+ * store packs its files by these chunks, with one stripe too, where
+ * the stripes split nothing.
+ */
+static inline unsigned
+stripes_chunk_shift (unsigned block_shift)
+{
+  unsigned shift = __builtin_ctz (STRIPE_CHUNK);
+
+  return block_shift > shift ? block_shift : shift;
+}
+
 struct stripes {
   unsigned nr;
   unsigned chunk_shift;         /* 63 for one stripe: nothing is split */

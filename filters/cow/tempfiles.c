@@ -6,8 +6,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,12 +13,15 @@
 
 #include <nbdkit-filter.h>
 
+#include "checks.h"
 #include "diskbytes.h"
 #include "punch.h"
 #include "tempfiles.h"
 
-/* Regions start at multiples of this: whole blocks of any filesystem. */
-#define REGION_ALIGN (1024 * 1024)
+/* A file grown for a new slot is grown this many slots beyond it. */
+#define SLOTS_AHEAD 8
+
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
 
 /* The largest offset of a file (off_t). */
 #define MAX_OFFSET ((uint64_t) INT64_MAX)
@@ -52,269 +53,145 @@ temp_file (const char *tmpdir)
   return fd;
 }
 
-/* A run of a set's files given back, between regions still out. */
-struct temp_hole {
-  struct temp_hole *next;       /* the next one up */
-  uint64_t start, end;
-};
-
-/* One set of files, where the regions given out in it end, and the
- * runs before that end given back (in order, none touching another or
- * the end).
- */
-struct temp_set {
-  struct temp_set *next;        /* the set made before */
-  unsigned nr;
-  uint64_t end;
-  struct temp_hole *holes;
-  int fds[];                    /* nr of them */
-};
-
-static void
-set_free (struct temp_set *set)
-{
-  unsigned i;
-
-  while (set->holes) {
-    struct temp_hole *hole = set->holes;
-    set->holes = hole->next;
-    free (hole);
-  }
-  for (i = 0; i < set->nr; ++i)
-    close (set->fds[i]);
-  free (set);
-}
-
-/* A set of nr new files, or NULL after nbdkit_error. */
-static struct temp_set *
-set_new (const char *tmpdir, unsigned nr)
-{
-  struct temp_set *set = calloc (1, sizeof *set + nr * sizeof set->fds[0]);
-
-  if (set == NULL) {
-    nbdkit_error ("cow: calloc: %m");
-    return NULL;
-  }
-  for (; set->nr < nr; ++set->nr) {
-    set->fds[set->nr] = temp_file (tmpdir);
-    if (set->fds[set->nr] == -1) {
-      set_free (set);
-      return NULL;
-    }
-  }
-  return set;
-}
-
 struct temp_files *
-temp_files_new (const char *tmpdir, unsigned nr)
+temp_files_new (const char *tmpdir, unsigned nr, unsigned chunk_shift)
 {
   struct temp_files *files = calloc (1, sizeof *files);
 
-  if (files == NULL || (files->tmpdir = strdup (tmpdir)) == NULL) {
+  if (files == NULL || (files->tmpdir = strdup (tmpdir)) == NULL ||
+      (files->files = calloc (nr, sizeof *files->files)) == NULL) {
     nbdkit_error ("cow: calloc: %m");
+    if (files)
+      free (files->tmpdir);
     free (files);
     return NULL;
   }
-  files->nr = nr;
-  pthread_mutex_init (&files->regions_lock, NULL);
-  files->sets = set_new (tmpdir, nr);
-  if (files->sets == NULL) {
-    temp_files_free (files);
-    return NULL;
+  pthread_mutex_init (&files->slots_lock, NULL);
+  files->chunk_shift = chunk_shift;
+  for (; files->nr < nr; ++files->nr) {
+    struct temp_file *f = &files->files[files->nr];
+
+    /* Slot numbers stay below what an offset can hold, and what an
+     * overlay's map of slots does (store-temp.c).
+     */
+    slotalloc_init (&f->slots, MIN (MAX_OFFSET >> chunk_shift, UINT32_MAX));
+    f->fd = temp_file (tmpdir);
+    if (f->fd == -1) {
+      temp_files_free (files);
+      return NULL;
+    }
   }
-  files->nr_sets = 1;
   return files;
 }
 
 void
 temp_files_free (struct temp_files *files)
 {
+  unsigned i;
+
   if (files == NULL)
     return;
-  while (files->sets) {
-    struct temp_set *set = files->sets;
-    files->sets = set->next;
-    set_free (set);
+  for (i = 0; i < files->nr; ++i) {
+    close (files->files[i].fd);
+    slotalloc_free (&files->files[i].slots);
   }
-  pthread_mutex_destroy (&files->regions_lock);
+  pthread_mutex_destroy (&files->slots_lock);
+  free (files->files);
   free (files->tmpdir);
   free (files);
 }
 
-/* The end of a region ending at end, rounded up to REGION_ALIGN but
- * never past the largest offset a file can have.
- */
-static uint64_t
-region_end (uint64_t end)
-{
-  if (end > MAX_OFFSET - (REGION_ALIGN - 1))
-    return MAX_OFFSET;
-  return (end + REGION_ALIGN - 1) & ~(uint64_t) (REGION_ALIGN - 1);
-}
-
-/* The bytes a region of size bytes starting at start takes. */
-static uint64_t
-region_length (uint64_t start, uint64_t size)
-{
-  return region_end (start + size) - start;
-}
-
-/* Gives out the first run given back in set that holds size bytes.
- * The files hold it already.
- */
-static bool
-reuse (struct temp_set *set, uint64_t size, uint64_t *start)
-{
-  struct temp_hole **p, *hole;
-  uint64_t length;
-
-  for (p = &set->holes; (hole = *p) != NULL; p = &hole->next) {
-    length = region_length (hole->start, size);
-    if (length > hole->end - hole->start)
-      continue;
-    *start = hole->start;
-    hole->start += length;
-    if (hole->start == hole->end) {
-      *p = hole->next;
-      free (hole);
-    }
-    return true;
-  }
-  return false;
-}
-
-/* Gives out the next region of size bytes in set, the files grown over
- * it.  If the filesystem cannot grow them that far, a set that holds
- * regions already refuses (returns false); an empty one takes the
- * region anyway, its files left short.
- */
-static bool
-place (struct temp_set *set, uint64_t size, uint64_t *start)
-{
-  uint64_t end;
-  unsigned i;
-
-  if (size > MAX_OFFSET - set->end)
-    return false;
-  end = region_end (set->end + size);
-  for (i = 0; i < set->nr; ++i)
-    if (ftruncate (set->fds[i], end) == -1) {
-      nbdkit_debug ("cow: overlay files not sized to %" PRIu64 " bytes: %m",
-                    end);
-      if (set->end > 0)
-        return false;
-    }
-  *start = set->end;
-  set->end = end;
-  return true;
-}
-
-int
-temp_files_region (struct temp_files *files, uint64_t size,
-                   const int **fds, uint64_t *start)
-{
-  struct temp_set *set;
-  int r = 0;
-
-  pthread_mutex_lock (&files->regions_lock);
-  for (set = files->sets; set; set = set->next)
-    if (reuse (set, size, start))
-      break;
-  if (set == NULL && !place (files->sets, size, start)) {
-    set = set_new (files->tmpdir, files->nr);
-    if (set == NULL)
-      r = -1;
-    else {
-      set->next = files->sets;
-      files->sets = set;
-      files->nr_sets++;
-      place (set, size, start);
-    }
-  }
-  if (r == 0)
-    *fds = set ? set->fds : files->sets->fds;
-  pthread_mutex_unlock (&files->regions_lock);
-  return r;
-}
-
-/* Adds [start, end) to the runs given back in set, joined to its
- * neighbours, and to the end of the regions if it reaches it.  Returns
- * -1 if there is no memory to note it (the run is then lost to the
- * server, its disk space not).  Requires regions_lock.
+/* Grows f over slot, and SLOTS_AHEAD slots beyond where the filesystem
+ * allows.  Returns 0, or -1 with errno set.  Requires slots_lock.
  */
 static int
-give_back (struct temp_set *set, uint64_t start, uint64_t end)
+grow (struct temp_files *files, struct temp_file *f, uint64_t slot)
 {
-  struct temp_hole **p, *hole, *next;
+  uint64_t need = (slot + 1) << files->chunk_shift;
+  uint64_t ahead = (slot + 1 + SLOTS_AHEAD) << files->chunk_shift;
 
-  for (p = &set->holes; *p && (*p)->end < start; p = &(*p)->next)
-    ;
-  hole = *p;
-  if (hole && hole->end == start)
-    hole->end = end;
-  else {
-    if ((hole = malloc (sizeof *hole)) == NULL)
-      return -1;
-    hole->start = start;
-    hole->end = end;
-    hole->next = *p;
-    *p = hole;
+  if (need <= f->length)
+    return 0;
+  if (ahead <= MAX_OFFSET && ftruncate (f->fd, ahead) == 0) {
+    f->length = ahead;
+    return 0;
   }
-  next = hole->next;
-  if (next && next->start == hole->end) {
-    hole->end = next->end;
-    hole->next = next->next;
-    free (next);
-  }
-  if (hole->end == set->end) {
-    set->end = hole->start;
-    *p = hole->next;
-    free (hole);
-  }
+  if (ftruncate (f->fd, need) == -1)
+    return -1;
+  f->length = need;
   return 0;
 }
 
-void
-temp_files_release (struct temp_files *files, const int *fds,
-                    uint64_t start, uint64_t size)
+int
+temp_files_take (struct temp_files *files, unsigned i, uint64_t *slot)
 {
-  uint64_t end = start + region_length (start, size);
-  struct temp_set *set;
+  struct temp_file *f = &files->files[i];
+  int r, saved;
+
+  held_lock (&files->slots_lock);
+  r = slotalloc_take (&f->slots, slot);
+  if (r == 0 && grow (files, f, *slot) == -1) {
+    saved = errno;
+    slotalloc_release (&f->slots, *slot);
+    errno = saved;
+    r = -1;
+  }
+  held_unlock (&files->slots_lock);
+  return r;
+}
+
+void
+temp_files_give_back (struct temp_files *files, unsigned i, uint64_t slot)
+{
+  struct temp_file *f = &files->files[i];
+
+  if (files->exiting)
+    return;
+  if (punch_hole (f->fd, slot << files->chunk_shift,
+                  UINT64_C (1) << files->chunk_shift) == -1)
+    nbdkit_debug ("cow: a slot of the overlay files not punched: %m");
+  held_lock (&files->slots_lock);
+  slotalloc_release (&f->slots, slot);
+  held_unlock (&files->slots_lock);
+}
+
+void
+temp_files_cut (struct temp_files *files)
+{
   unsigned i;
 
-  for (i = 0; i < files->nr; ++i)
-    if (punch_hole (fds[i], start, end - start) == -1)
-      nbdkit_debug ("cow: a region of the overlay files not punched: %m");
-  pthread_mutex_lock (&files->regions_lock);
-  for (set = files->sets; set->fds != fds; set = set->next)
-    ;
-  if (give_back (set, start, end) == -1)
-    nbdkit_debug ("cow: a region of the overlay files not given back: %m");
-  pthread_mutex_unlock (&files->regions_lock);
+  if (files->exiting)
+    return;
+  held_lock (&files->slots_lock);
+  for (i = 0; i < files->nr; ++i) {
+    struct temp_file *f = &files->files[i];
+    uint64_t end = slotalloc_end (&f->slots) << files->chunk_shift;
+
+    if (end < f->length && ftruncate (f->fd, end) == 0)
+      f->length = end;
+  }
+  held_unlock (&files->slots_lock);
+}
+
+void
+temp_files_exiting (struct temp_files *files)
+{
+  files->exiting = true;
 }
 
 unsigned
 temp_files_count (struct temp_files *files)
 {
-  unsigned n;
-
-  pthread_mutex_lock (&files->regions_lock);
-  n = files->nr * files->nr_sets;
-  pthread_mutex_unlock (&files->regions_lock);
-  return n;
+  return files->nr;
 }
 
 uint64_t
 temp_files_bytes (struct temp_files *files)
 {
-  struct temp_set *set;
   uint64_t bytes = 0;
   unsigned i;
 
-  pthread_mutex_lock (&files->regions_lock);
-  for (set = files->sets; set; set = set->next)
-    for (i = 0; i < set->nr; ++i)
-      bytes += disk_bytes (set->fds[i]);
-  pthread_mutex_unlock (&files->regions_lock);
+  for (i = 0; i < files->nr; ++i)
+    bytes += disk_bytes (files->files[i].fd);
   return bytes;
 }

@@ -3,56 +3,73 @@
 /* The temporary files that every throw-away overlay of the server
  * shares: cow-stripes files in $TMPDIR, created 0600, unlinked at
  * once, close-on-exec, so that they vanish with the process however it
- * ends.  Each overlay is given a region of its own, at the same offset
- * in every file: the first run given back by an overlay that ended
- * that holds it, else after the regions given out before: however many
- * exports clients open, the server keeps one set of descriptors for
- * all of them, and another set only where a filesystem cannot hold
- * one more region in files of the lengths they have (ext4 stops at
- * 16 TiB).
+ * ends.  Each file is cut into slots of one chunk of the stripes
+ * (stripes.h), handed out to the overlays' chunks of that stripe as
+ * they are first written, the lowest free one first, and given back,
+ * punched, when an overlay ends.  So the files are about as long as
+ * the data written, whatever the size of the disks, and however many
+ * exports clients open, the server keeps one set of descriptors.
  */
 
 #ifndef COW_TEMPFILES_H
 #define COW_TEMPFILES_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 
-struct temp_set;
+#include "slotalloc.h"
+
+struct temp_file {
+  int fd;
+  uint64_t length;              /* its length, a multiple of a slot */
+  struct slotalloc slots;       /* the slots taken */
+};
 
 struct temp_files {
   char *tmpdir;
-  unsigned nr;                  /* files in a set */
-  pthread_mutex_t regions_lock; /* protects sets and their regions */
-  struct temp_set *sets;        /* the newest first, never empty */
-  unsigned nr_sets;             /* how many */
+  unsigned nr;                  /* files, one per stripe */
+  unsigned chunk_shift;         /* log2 of the bytes of a slot */
+  pthread_mutex_t slots_lock;   /* protects length and slots of each file */
+  struct temp_file *files;      /* nr of them */
+  bool exiting;                 /* set by temp_files_exiting */
 };
 
-/* nr files (1 to 64) in tmpdir, one set.  Returns NULL after
- * nbdkit_error, which names TMPDIR.
+/* nr files (1 to 64) in tmpdir, in slots of 2^chunk_shift bytes.
+ * Returns NULL after nbdkit_error, which names TMPDIR.
  */
-extern struct temp_files *temp_files_new (const char *tmpdir, unsigned nr);
+extern struct temp_files *temp_files_new (const char *tmpdir, unsigned nr,
+                                          unsigned chunk_shift);
 extern void temp_files_free (struct temp_files *files);
 
-/* Gives out a region of size bytes (> 0): sets *fds to the nr files
- * that hold it and *start to its first byte.  The files grow,
- * sparsely, over it, so that no write has to change a file's size.
- * A region that the newest set cannot hold goes at the start of a new
- * set; a filesystem that cannot hold even that leaves its files short,
- * and writes beyond fail with EFBIG.  Takes regions_lock.  Returns 0,
- * or -1 after nbdkit_error if a new set cannot be made.
+/* Takes the lowest free slot of file i into *slot, the file grown,
+ * sparsely, over it (and a few slots ahead), so that writes seldom
+ * change its length.  Takes slots_lock.  Returns 0, or -1 with errno
+ * set where the file cannot grow that far (EFBIG: the filesystem's
+ * largest file) or the slots run out.
  */
-extern int temp_files_region (struct temp_files *files, uint64_t size,
-                              const int **fds, uint64_t *start);
+extern int temp_files_take (struct temp_files *files, unsigned i,
+                            uint64_t *slot);
 
-/* Gives back the region of size bytes at start in the files fds, as
- * temp_files_region gave it: its disk space at once (punched), its
- * offsets to a later region.  Takes regions_lock.
+/* Gives back slot of file i, which its overlay no longer reads or
+ * writes: its disk space at once (punched), the slot to the next
+ * chunk written.  Takes slots_lock.
  */
-extern void temp_files_release (struct temp_files *files, const int *fds,
-                                uint64_t start, uint64_t size);
+extern void temp_files_give_back (struct temp_files *files, unsigned i,
+                                  uint64_t slot);
 
-/* The files of every set, and the disk space they take in bytes. */
+/* Cuts each file after its highest slot taken, once an overlay has
+ * given its slots back.  Takes slots_lock.
+ */
+extern void temp_files_cut (struct temp_files *files);
+
+/* nbdkit exits, and the files vanish with it: the overlays freed from
+ * now on give nothing back (no punch, no cut).  Called by the one
+ * thread left, before it frees the overlays.
+ */
+extern void temp_files_exiting (struct temp_files *files);
+
+/* The files, and the disk space they take in bytes. */
 extern unsigned temp_files_count (struct temp_files *files);
 extern uint64_t temp_files_bytes (struct temp_files *files);
 
