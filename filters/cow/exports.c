@@ -11,6 +11,7 @@
 #include <nbdkit-filter.h>
 
 #include "checks.h"
+#include "defaultname.h"
 #include "exports.h"
 #include "keptname.h"
 #include "monotonic.h"
@@ -38,17 +39,13 @@ static struct temp_files *temp_files;
  */
 static pthread_mutex_t overlays_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct overlay *overlays;
-static unsigned named_overlays;     /* those of names other than "" */
+static unsigned named_overlays;     /* those made not as the default export's */
 static uint64_t refused_names;      /* opens of new names refused */
 static uint64_t discarded, closed;  /* overlays ended: throw-away, kept */
 /* Signalled when an overlay has ended, for clients waiting to open its
  * name again.
  */
 static pthread_cond_t overlay_ended = PTHREAD_COND_INITIALIZER;
-/* The name nbdkit hands .open for the default export, from the first
- * client that asked for it; NULL before.
- */
-static char *default_name;
 
 static struct blk *
 new_blk (const char *exportname)
@@ -72,14 +69,15 @@ new_blk (const char *exportname)
 /* Whether a name with no overlay yet is refused, the server having
  * made all the overlays cow-max-exports allows; the first refusal is
  * logged as an error, the others only counted, so that a client
- * sending names cannot fill the log.  The default export "" always has
- * room.  Requires overlays_lock.
+ * sending names cannot fill the log.  The default export's overlay
+ * always has room.  Requires overlays_lock.
  */
 static bool
 new_name_refused (const char *exportname)
 {
   CHECK (held_by_me (&overlays_lock));
-  if (exportname[0] == '\0' || named_overlays < params.max_exports - 1)
+  if (strcmp (exportname, defaultname_overlay ()) == 0 ||
+      named_overlays < params.max_exports - 1)
     return false;
   if (refused_names++ == 0)
     nbdkit_error ("cow-max-exports=%u: a new export name is refused: the "
@@ -108,18 +106,14 @@ find_overlay (const char *name)
   return NULL;
 }
 
-/* The name of the overlay of exportname: "" for the default export's
- * name but where an overlay has that very name (opened by it before
- * any client asked for the default export).  Requires overlays_lock.
+/* The name of the overlay of exportname (defaultname.h).  Requires
+ * overlays_lock.
  */
 static const char *
 overlay_name (const char *exportname)
 {
   CHECK (held_by_me (&overlays_lock));
-  if (default_name && strcmp (exportname, default_name) == 0 &&
-      find_overlay (exportname) == NULL)
-    return "";
-  return exportname;
+  return defaultname_overlay_of (exportname);
 }
 
 static void
@@ -165,7 +159,8 @@ get_overlay (const char *exportname)
   }
   o->next = overlays;
   overlays = o;
-  if (exportname[0] != '\0')
+  o->named = strcmp (exportname, defaultname_overlay ()) != 0;
+  if (o->named)
     ++named_overlays;
   return o;
 }
@@ -240,30 +235,26 @@ exports_known (const char *exportname)
   return known;
 }
 
-/* A client that opened the default export's name before any asked for
- * the default export keeps its overlay, which is then the default
- * export's until nbdkit restarts (said once, for cow-file puts its data
- * beside the default export's file).
- */
 void
 exports_learn_default (const char *name)
 {
+  struct overlay *o;
+
   held_lock (&overlays_lock);
-  if (default_name == NULL) {
-    default_name = strdup (name);
-    if (default_name && name[0] != '\0' && find_overlay (name))
-      nbdkit_error ("cow: the default export is \"%s\", which a client "
-                    "opened by that name before any asked for the default "
-                    "export: its overlay of that name serves both until "
-                    "nbdkit restarts", name);
-  }
+  o = find_overlay (name);
+  defaultname_learn (name, o && !o->ending);
   held_unlock (&overlays_lock);
 }
 
 bool
 exports_is_default (const struct overlay *o)
 {
-  return o->exportname[0] == '\0';
+  bool is_default;
+
+  held_lock (&overlays_lock);
+  is_default = strcmp (o->exportname, defaultname_overlay ()) == 0;
+  held_unlock (&overlays_lock);
+  return is_default;
 }
 
 int
@@ -273,13 +264,19 @@ exports_init (void)
   struct overlay *o;
 
   space_init (&space, params.max_size);
+  if (defaultname_load (params.cow_file) == -1)
+    return -1;
   if (params.cow_file == NULL) {
     temp_files = temp_files_new (tmpdir ? tmpdir : "/var/tmp",
                                  params.stripes,
                                  stripes_chunk_shift (__builtin_ctz (params.block_size)));
     return temp_files ? 0 : -1;
   }
-  o = exports_open ("");
+  held_lock (&overlays_lock);
+  o = get_overlay (defaultname_overlay ());
+  if (o)
+    o->connections++;
+  held_unlock (&overlays_lock);
   if (o == NULL)
     return -1;
   exports_close (o, true);      /* its grace starts now */
@@ -309,7 +306,7 @@ end_overlay (struct overlay *o)
   for (p = &overlays; *p != o; p = &(*p)->next)
     ;
   *p = o->next;
-  if (o->exportname[0] != '\0')
+  if (o->named)
     --named_overlays;
   if (params.cow_file)
     closed++;
@@ -470,6 +467,6 @@ exports_free (void)
     free_overlay (o);
   }
   temp_files_free (temp_files);
-  free (default_name);
+  defaultname_free ();
   return r;
 }

@@ -6,10 +6,11 @@
  * earlier writes; or, with cow-lifetime=clients, until its last
  * connection has closed and the grace has passed with none opening it
  * again (a throw-away overlay is then discarded, a kept one closed
- * cleanly, to be opened again by the next client of its name).  Export names reach .open canonical: nbdkit has
- * replaced "" by the plugin's .default_export, which exports_learn_default
- * learns, so that the default export's overlay is the one named "" by
- * whatever name it comes.  At most cow-max-exports overlays, one of
+ * cleanly, to be opened again by the next client of its name).  Export
+ * names reach .open canonical: nbdkit has replaced "" by the plugin's
+ * .default_export, which exports_learn_default learns, so that the
+ * default export is one overlay by whatever name it comes
+ * (defaultname.h).  At most cow-max-exports overlays, one of
  * them kept for the default export: past that a new name is refused,
  * the first refusal logged and every one counted.  The server's space
  * cap (cow-max-size) and the files every throw-away overlay shares are
@@ -42,6 +43,7 @@ struct overlay {
    * waits for a new one.
    */
   bool served;
+  bool named;                   /* counted against cow-max-exports */
   unsigned connections;
   unsigned pins;
   uint64_t idle_until;
@@ -81,7 +83,9 @@ extern bool exports_known (const char *exportname);
  */
 extern lifetime_end_due exports_end_due;
 
-/* The name nbdkit gives the default export, as the plugin said it. */
+/* The name nbdkit gives the default export, as the plugin said it
+ * (defaultname.h).
+ */
 extern void exports_learn_default (const char *name);
 
 /* Whether o is the default export's overlay. */
