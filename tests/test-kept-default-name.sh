@@ -7,6 +7,9 @@
 # restart, whichever name comes first.
 . "$abs_top_srcdir/tests/functions.sh"
 requires_filter exportname
+touch "$tmp/xattr"
+"$PYTHON" -c "import os; os.setxattr('$tmp/xattr', 'user.test', b'1')" ||
+  skip "the filesystem of $tmp keeps no extended attributes"
 
 mkdir "$tmp/dir"
 truncate -s 1M "$tmp/dir/golden"
