@@ -272,11 +272,7 @@ exports_init (void)
                                  stripes_chunk_shift (__builtin_ctz (params.block_size)));
     return temp_files ? 0 : -1;
   }
-  held_lock (&overlays_lock);
-  o = get_overlay (defaultname_overlay ());
-  if (o)
-    o->connections++;
-  held_unlock (&overlays_lock);
+  o = exports_open (defaultname_overlay ());
   if (o == NULL)
     return -1;
   exports_close (o, true);      /* its grace starts now */

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
-#include <unistd.h>
 
 #include <nbdkit-filter.h>
 
