@@ -55,7 +55,7 @@ slotmap_init (struct slotmap *map, uint64_t entries)
 }
 
 uint32_t
-slotmap_get (const struct slotmap *map, uint64_t i)
+slotmap_get_walk (const struct slotmap *map, uint64_t i)
 {
   uint64_t leaf = i / SLOTMAP_LEAF_ENTRIES;
   unsigned level = map->height;

@@ -43,8 +43,27 @@ struct slotmap {
  */
 extern int slotmap_init (struct slotmap *map, uint64_t entries);
 
-/* Entry i, i < entries. */
-extern uint32_t slotmap_get (const struct slotmap *map, uint64_t i);
+/* Entry i, i < entries, walking the inner nodes: slotmap_get's path
+ * for a map that has them.
+ */
+extern uint32_t slotmap_get_walk (const struct slotmap *map, uint64_t i);
+
+/* Entry i, i < entries.  Inline for the common map with no inner
+ * nodes (up to 4M entries): a read of the root and one of the leaf.
+ */
+static inline uint32_t
+slotmap_get (const struct slotmap *map, uint64_t i)
+{
+  const uint32_t *leaf;
+
+  if (map->height > 0)
+    return slotmap_get_walk (map, i);
+  leaf = __atomic_load_n (&map->root[i / SLOTMAP_LEAF_ENTRIES],
+                          __ATOMIC_ACQUIRE);
+  if (leaf == NULL)
+    return 0;
+  return __atomic_load_n (&leaf[i % SLOTMAP_LEAF_ENTRIES], __ATOMIC_RELAXED);
+}
 
 /* Allocates the leaves of entries [i, i+n), so that slotmap_set on
  * them cannot fail.  Returns 0, or -1 with errno set (ENOMEM).

@@ -66,32 +66,35 @@ temp_start (struct store *st, uint64_t size, uint64_t *overhead)
   return 0;
 }
 
-/* A piece of a request: the part of [at, end) in at's chunk. */
-struct piece {
-  uint64_t chunk, length;
-  unsigned file;                /* the stripe's */
-  uint64_t slot;                /* plus 1; 0: none */
-};
-
-static struct piece
-piece_at (struct store_temp *t, uint64_t at, uint64_t end)
+/* The bytes of [at, end) that lie in at's chunk. */
+static inline uint64_t
+piece_length (const struct store_temp *t, uint64_t at, uint64_t end)
 {
   uint64_t next = ((at >> t->shift) + 1) << t->shift;
-  struct piece p = {
-    .chunk = at >> t->shift,
-    .length = (next < end ? next : end) - at,
-    .file = stripes_of_offset (t->store.stripes, at),
-  };
 
-  p.slot = slotmap_get (&t->slots, p.chunk);
-  return p;
+  return (next < end ? next : end) - at;
 }
 
-/* Where byte at of a piece with a slot lies in its file. */
-static uint64_t
-file_offset (const struct store_temp *t, const struct piece *p, uint64_t at)
+/* The stripe of a chunk, whose file holds the chunk's slot. */
+static inline unsigned
+stripe_of (const struct store_temp *t, uint64_t chunk)
 {
-  return ((p->slot - 1) << t->shift) + (at & ((UINT64_C (1) << t->shift) - 1));
+  return chunk % t->files->nr;
+}
+
+static inline int
+fd_of (const struct store_temp *t, uint64_t chunk)
+{
+  return t->files->files[stripe_of (t, chunk)].fd;
+}
+
+/* Where byte at lies in its chunk's file, the chunk's slot plus 1
+ * being slot.
+ */
+static inline uint64_t
+file_offset (const struct store_temp *t, uint64_t slot, uint64_t at)
+{
+  return ((slot - 1) << t->shift) + (at & ((UINT64_C (1) << t->shift) - 1));
 }
 
 static int
@@ -99,47 +102,45 @@ temp_read (struct store *st, void *buf, uint64_t count, uint64_t offset,
            int *err)
 {
   struct store_temp *t = temp_of (st);
-  uint64_t end = offset + count, at;
+  uint64_t end = offset + count, at, length;
   char *p = buf;
 
-  for (at = offset; at < end; ) {
-    struct piece piece = piece_at (t, at, end);
-    int fd = t->files->files[piece.file].fd;
+  for (at = offset; at < end; at += length, p += length) {
+    uint64_t chunk = at >> t->shift;
+    uint64_t slot = slotmap_get (&t->slots, chunk);
 
+    length = piece_length (t, at, end);
     /* A chunk never written holds no allocated block: only a read that
      * raced a discard of its blocks may land here.
      */
-    if (piece.slot == 0)
-      memset (p, 0, piece.length);
-    else if (pread_full (fd, p, piece.length, file_offset (t, &piece, at))
-             == -1) {
+    if (slot == 0)
+      memset (p, 0, length);
+    else if (pread_full (fd_of (t, chunk), p, length,
+                         file_offset (t, slot, at)) == -1) {
       storeio_report ("read", count, offset, err);
       return -1;
     }
-    p += piece.length;
-    at += piece.length;
   }
   return 0;
 }
 
-/* Gives piece, whose chunk has none, a slot of its stripe's file.
- * Requires the chunk's write lock.  Returns 0, or -1 with errno set.
+/* Gives chunk, which has none, a slot of its stripe's file.  Requires
+ * the chunk's write lock.  Returns the slot plus 1, or 0 with errno
+ * set.
  */
-static int
-take_slot (struct store_temp *t, struct piece *piece)
+static uint64_t __attribute__ ((noinline))
+take_slot (struct store_temp *t, uint64_t chunk)
 {
   uint64_t slot;
-  int r = -1;
 
   held_lock (&t->slot_lock);
-  if (slotmap_reserve (&t->slots, piece->chunk, 1) == 0 &&
-      temp_files_take (t->files, piece->file, &slot) == 0) {
-    slotmap_set (&t->slots, piece->chunk, slot + 1);
-    piece->slot = slot + 1;
-    r = 0;
-  }
+  if (slotmap_reserve (&t->slots, chunk, 1) == -1 ||
+      temp_files_take (t->files, stripe_of (t, chunk), &slot) == -1)
+    slot = 0;
+  else
+    slotmap_set (&t->slots, chunk, ++slot);
   held_unlock (&t->slot_lock);
-  return r;
+  return slot;
 }
 
 static int
@@ -147,29 +148,29 @@ temp_write (struct store *st, const void *buf, uint64_t count,
             uint64_t offset, int *err)
 {
   struct store_temp *t = temp_of (st);
-  uint64_t end = offset + count, at;
+  uint64_t end = offset + count, at, length;
   const char *p = buf;
 
   CHECK (stripes_held (st->stripes, offset, count));
-  for (at = offset; at < end; ) {
-    struct piece piece = piece_at (t, at, end);
-    int fd = t->files->files[piece.file].fd;
+  for (at = offset; at < end; at += length) {
+    uint64_t chunk = at >> t->shift;
+    uint64_t slot = slotmap_get (&t->slots, chunk);
 
-    if (piece.slot == 0 && take_slot (t, &piece) == -1) {
+    length = piece_length (t, at, end);
+    if (slot == 0 && (slot = take_slot (t, chunk)) == 0) {
       *err = errno;
       nbdkit_error ("cow: the overlay files in TMPDIR=%s cannot take %"
                     PRIu64 " more bytes: %m", t->files->tmpdir,
                     UINT64_C (1) << t->shift);
       return -1;
     }
-    if (storeio_write (fd, p, piece.length, file_offset (t, &piece, at))
-        == -1) {
+    if (storeio_write (fd_of (t, chunk), p, length,
+                       file_offset (t, slot, at)) == -1) {
       storeio_report (buf ? "write" : "write of zeros", count, offset, err);
       return -1;
     }
     if (p)
-      p += piece.length;
-    at += piece.length;
+      p += length;
   }
   return 0;
 }
@@ -198,23 +199,25 @@ temp_punch (struct store *st, uint64_t count, uint64_t offset)
 {
   struct store_temp *t = temp_of (st);
   struct punch punch = { .t = t };
-  uint64_t end = offset + count, at;
+  uint64_t end = offset + count, at, length;
   unsigned i;
 
   CHECK (stripes_held (st->stripes, offset, count));
-  for (at = offset; at < end; ) {
-    struct piece piece = piece_at (t, at, end);
+  for (at = offset; at < end; at += length) {
+    uint64_t chunk = at >> t->shift;
+    uint64_t slot = slotmap_get (&t->slots, chunk);
+    unsigned file = stripe_of (t, chunk);
 
-    if (piece.slot != 0) {
-      uint64_t from = file_offset (t, &piece, at);
+    length = piece_length (t, at, end);
+    if (slot != 0) {
+      uint64_t from = file_offset (t, slot, at);
 
-      if (punch.to[piece.file] != from)
-        punch_flush (&punch, piece.file);
-      if (punch.to[piece.file] == 0)
-        punch.from[piece.file] = from;
-      punch.to[piece.file] = from + piece.length;
+      if (punch.to[file] != from)
+        punch_flush (&punch, file);
+      if (punch.to[file] == 0)
+        punch.from[file] = from;
+      punch.to[file] = from + length;
     }
-    at += piece.length;
   }
   for (i = 0; i < t->files->nr; ++i)
     punch_flush (&punch, i);
@@ -240,7 +243,7 @@ give_back (uint64_t chunk, uint32_t slot, void *opaque)
 {
   struct store_temp *t = opaque;
 
-  temp_files_give_back (t->files, chunk % t->files->nr, slot - 1);
+  temp_files_give_back (t->files, stripe_of (t, chunk), slot - 1);
   return 0;
 }
 

@@ -18,7 +18,11 @@
 #include "punch.h"
 #include "tempfiles.h"
 
-/* A file grown for a new slot is grown this many slots beyond it. */
+/* A file grown for a new slot is grown beyond it by an eighth of its
+ * slots, at least SLOTS_AHEAD: sparsely, so the length runs ahead of
+ * the space taken, and a file written in order is grown once per 8
+ * slots at first, then ever more rarely.
+ */
 #define SLOTS_AHEAD 8
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -101,14 +105,15 @@ temp_files_free (struct temp_files *files)
   free (files);
 }
 
-/* Grows f over slot, and SLOTS_AHEAD slots beyond where the filesystem
- * allows.  Returns 0, or -1 with errno set.  Requires slots_lock.
+/* Grows f over slot, and beyond it where the filesystem allows.
+ * Returns 0, or -1 with errno set.  Requires slots_lock.
  */
 static int
 grow (struct temp_files *files, struct temp_file *f, uint64_t slot)
 {
   uint64_t need = (slot + 1) << files->chunk_shift;
-  uint64_t ahead = (slot + 1 + SLOTS_AHEAD) << files->chunk_shift;
+  uint64_t beyond = slot / 8 > SLOTS_AHEAD ? slot / 8 : SLOTS_AHEAD;
+  uint64_t ahead = (slot + 1 + beyond) << files->chunk_shift;
 
   if (need <= f->length)
     return 0;
