@@ -19,6 +19,8 @@
 #include <pthread.h>
 #include <stdbool.h>
 
+#include "tsa.h"
+
 #ifdef COW_CHECKS
 
 #define CHECKS_MAX_HELD 128
@@ -43,15 +45,18 @@ static inline bool held_by_me (const void *lock) { (void) lock; return true; }
 
 #endif
 
+/* The analysis cannot see pthread_mutex_lock take the lock: held_lock
+ * is where it learns of it.
+ */
 static inline void
-held_lock (pthread_mutex_t *mutex)
+held_lock (mutex_t *mutex) ACQUIRE (*mutex) NO_TSA
 {
   pthread_mutex_lock (mutex);
   held_add (mutex);
 }
 
 static inline void
-held_unlock (pthread_mutex_t *mutex)
+held_unlock (mutex_t *mutex) RELEASE (*mutex) NO_TSA
 {
   held_remove (mutex);
   pthread_mutex_unlock (mutex);

@@ -19,7 +19,7 @@ lockwaits_free (struct lockwaits *w)
 }
 
 void
-lockwaits_wait (struct lockwaits *w, unsigned kind, pthread_mutex_t *mutex)
+lockwaits_wait (struct lockwaits *w, unsigned kind, mutex_t *mutex)
 {
   lockwaits_add (w, kind, timed_lock_wait (mutex));
   held_add (mutex);

@@ -48,7 +48,7 @@ lockwaits_add (struct lockwaits *w, unsigned kind, uint64_t ns)
 
 /* Tries mutex: returns true if it is now held, without waiting. */
 static inline bool
-lockwaits_try (pthread_mutex_t *mutex)
+lockwaits_try (mutex_t *mutex) TRY_ACQUIRE (true, *mutex) NO_TSA
 {
   if (pthread_mutex_trylock (mutex) != 0)
     return false;
@@ -62,13 +62,14 @@ lockwaits_try (pthread_mutex_t *mutex)
  * pointer reads the pointer only when it waits.
  */
 extern void lockwaits_wait (struct lockwaits *w, unsigned kind,
-                            pthread_mutex_t *mutex);
+                            mutex_t *mutex) ACQUIRE (*mutex);
 
 /* Locks mutex, a lock of kind kind, counting the wait if there was
  * one.
  */
 static inline void
-lockwaits_lock (struct lockwaits *w, unsigned kind, pthread_mutex_t *mutex)
+lockwaits_lock (struct lockwaits *w, unsigned kind, mutex_t *mutex)
+  ACQUIRE (*mutex)
 {
   if (!lockwaits_try (mutex))
     lockwaits_wait (w, kind, mutex);

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 
+#include "checks.h"
 #include "monotonic.h"
 #include "rangelock.h"
 
@@ -54,9 +55,13 @@ unlink_range (struct rangelock *locks, struct rangelock_range *range)
     locks->tail = range->prev;
 }
 
+/* The analysis sees the whole set as one lock (rangelock.h), taken
+ * here and let go of in rangelock_unlock, while the list's own mutex
+ * is taken and let go of within each.
+ */
 uint64_t
 rangelock_lock (struct rangelock *locks, struct rangelock_range *range,
-                uint64_t first, uint64_t n)
+                uint64_t first, uint64_t n) NO_TSA
 {
   const struct rangelock_range *r;
   uint64_t waited = 0;
@@ -65,7 +70,7 @@ rangelock_lock (struct rangelock *locks, struct rangelock_range *range,
   range->end = first + n;
   range->blockers = 0;
 
-  pthread_mutex_lock (&locks->lock);
+  held_lock (&locks->lock);
   for (r = locks->head; r; r = r->next)
     if (overlap (r, range))
       range->blockers++;
@@ -87,21 +92,22 @@ rangelock_lock (struct rangelock *locks, struct rangelock_range *range,
 #ifdef COW_CHECKS
   range->owner = pthread_self ();
 #endif
-  pthread_mutex_unlock (&locks->lock);
+  held_unlock (&locks->lock);
   return waited;
 }
 
 void
 rangelock_unlock (struct rangelock *locks, struct rangelock_range *range)
+  NO_TSA
 {
   struct rangelock_range *r;
 
-  pthread_mutex_lock (&locks->lock);
+  held_lock (&locks->lock);
   for (r = range->next; r; r = r->next)
     if (overlap (r, range) && --r->blockers == 0)
       pthread_cond_signal (&r->unblocked);
   unlink_range (locks, range);
-  pthread_mutex_unlock (&locks->lock);
+  held_unlock (&locks->lock);
 }
 
 bool
@@ -112,11 +118,11 @@ rangelock_held (struct rangelock *locks, uint64_t first, uint64_t n)
   const struct rangelock_range *r;
 
   held = false;
-  pthread_mutex_lock (&locks->lock);
+  held_lock (&locks->lock);
   for (r = locks->head; r && !held; r = r->next)
     held = r->blockers == 0 && pthread_equal (r->owner, pthread_self ()) &&
            r->first <= first && first + n <= r->end;
-  pthread_mutex_unlock (&locks->lock);
+  held_unlock (&locks->lock);
 #endif
   return held;
 }

@@ -42,6 +42,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "tsa.h"
+
 struct rangelock_range {
   uint64_t first, end;          /* blocks [first, end) */
   unsigned blockers;            /* overlapping ranges ahead in the list */
@@ -52,8 +54,11 @@ struct rangelock_range {
 #endif
 };
 
-struct rangelock {
-  pthread_mutex_t lock;         /* protects the list and its entries */
+/* One capability for the analysis (tsa.h): a function that REQUIRES
+ * (locks) holds a range of them covering what it works on.
+ */
+struct CAPABILITY ("range lock") rangelock {
+  mutex_t lock;                 /* protects the list and its entries */
   struct rangelock_range *head, *tail;   /* in arrival order */
 };
 
@@ -67,11 +72,12 @@ extern void rangelock_destroy (struct rangelock *locks);
  * callers can report lock contention at no cost without it.
  */
 extern uint64_t rangelock_lock (struct rangelock *locks,
-                            struct rangelock_range *range,
-                            uint64_t first, uint64_t n);
+                                struct rangelock_range *range,
+                                uint64_t first, uint64_t n) ACQUIRE (*locks);
 
 extern void rangelock_unlock (struct rangelock *locks,
-                              struct rangelock_range *range);
+                              struct rangelock_range *range)
+  RELEASE (*locks);
 
 /* Whether the calling thread holds a range covering [first, first+n),
  * in checked builds (checks.h); true otherwise.

@@ -7,8 +7,9 @@
 #include "monotonic.h"
 #include "timedlock.h"
 
+/* pthread_mutex_lock takes the lock unseen by the analysis. */
 uint64_t
-timed_lock_wait (pthread_mutex_t *mutex)
+timed_lock_wait (mutex_t *mutex) NO_TSA
 {
   uint64_t start = monotonic_ns (), waited;
 

@@ -20,6 +20,7 @@
 
 #include "blktypes.h"
 #include "blocklimits.h"
+#include "tsa.h"
 
 /* The plugin as a connection reads it: next, the limits and size of
  * its stack, and the block layer's view of it (blktypes.h), whose
@@ -33,7 +34,7 @@ struct base_io {
    * calls into one context must not overlap (a shared context under a
    * thread model that serializes requests); NULL where they may.
    */
-  pthread_mutex_t *call_lock;
+  mutex_t *call_lock;
   struct block_limits limits;
   uint64_t size;
   struct blk_base blk;
@@ -43,9 +44,7 @@ struct base_io {
  * after nbdkit_error.
  */
 extern int baseio_init (struct base_io *io, nbdkit_next *next,
-                        pthread_mutex_t *call_lock);
-
-/* The plugin's description of the export (NULL for none). */
+                        mutex_t *call_lock);/* The plugin's description of the export (NULL for none). */
 extern const char *baseio_export_description (const struct base_io *io);
 
 /* Adds to extents the plugin's extents of [offset, offset+count), or

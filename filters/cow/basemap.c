@@ -30,7 +30,7 @@ basemap_free (struct basemap *map)
 }
 
 static void
-lock_map (struct basemap *map)
+lock_map (struct basemap *map) ACQUIRE (map->base_map_lock)
 {
   if (!lockwaits_try (&map->base_map_lock))
     lockwaits_wait (map->waits, BLK_LOCK_BASE_MAP, &map->base_map_lock);

@@ -34,7 +34,7 @@ struct basemap {
   /* Protects known; never held over describe, nothing taken inside.
    * Its waits count in waits, the layer's, as BLK_LOCK_BASE_MAP.
    */
-  pthread_mutex_t base_map_lock;
+  mutex_t base_map_lock;
   struct statemap known;        /* what is known of each block */
   struct lockwaits *waits;
 };

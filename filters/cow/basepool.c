@@ -13,14 +13,14 @@
 
 struct base_slot {
   nbdkit_next *next;            /* NULL until opened */
-  pthread_mutex_t call_lock;    /* see baseio.h */
+  mutex_t call_lock;            /* see baseio.h */
 };
 
 struct base_pool {
   /* Protects next of every slot and turn; held while a context is
    * opened, which only connections being set up wait for.
    */
-  pthread_mutex_t open_lock;
+  mutex_t open_lock;
   unsigned turn;                /* the slot of the next connection */
   unsigned n;
   struct base_slot slots[];
@@ -97,7 +97,7 @@ basepool_close (nbdkit_next *next)
 nbdkit_next *
 basepool_connect (struct base_pool *pool, nbdkit_backend *backend,
                   const char *exportname, nbdkit_next **spare,
-                  pthread_mutex_t **call_lock, unsigned *opened)
+                  mutex_t **call_lock, unsigned *opened)
 {
   struct base_slot *slot;
   nbdkit_next *next;

@@ -24,6 +24,8 @@
 
 #include <nbdkit-filter.h>
 
+#include "tsa.h"
+
 struct base_pool;
 
 /* .get_ready: whether calls into one context must be serialized, from
@@ -54,11 +56,12 @@ extern nbdkit_next *basepool_connect (struct base_pool *pool,
                                       nbdkit_backend *backend,
                                       const char *exportname,
                                       nbdkit_next **spare,
-                                      pthread_mutex_t **call_lock,
+                                      mutex_t **call_lock,
                                       unsigned *opened);
 
-/* Finalizes and closes every open context (in .cleanup, while the
- * backend lives, after the last connection) and frees pool.
+/* Finalizes and closes every open context and frees pool: when its
+ * overlay ends (cow-lifetime=clients), or in .cleanup, while the
+ * backend lives, after the last connection.
  */
 extern void basepool_free (struct base_pool *pool);
 

@@ -44,7 +44,7 @@
 
 static void
 lock_rmw (struct blk *blk, struct rangelock_range *held,
-          uint64_t first, uint64_t n)
+          uint64_t first, uint64_t n) ACQUIRE (blk->rmw_locks)
 {
   lockwaits_add (&blk->waits, BLK_LOCK_RMW,
                  rangelock_lock (&blk->rmw_locks, held, first, n));
@@ -62,6 +62,7 @@ rmw_held (struct blk *blk, uint64_t first, uint64_t n)
 /* The write locks of the stripes of [offset, offset+count). */
 static void
 lock_stripes (struct blk *blk, uint64_t count, uint64_t offset)
+  ACQUIRE (blk->stripes)
 {
   lockwaits_add (&blk->waits, BLK_LOCK_WRITE,
                  stripes_lock (&blk->stripes, offset, count));
@@ -69,6 +70,7 @@ lock_stripes (struct blk *blk, uint64_t count, uint64_t offset)
 
 static void
 unlock_stripes (struct blk *blk, uint64_t count, uint64_t offset)
+  RELEASE (blk->stripes)
 {
   stripes_unlock (&blk->stripes, offset, count);
 }
@@ -118,10 +120,11 @@ reserve_states (struct blk *blk, uint64_t first, uint64_t n, int *err)
 }
 
 /* Sets blocks [first, first+n) to state, in the map and then in the
- * store.  Requires their rmw locks and reserve_states.
+ * store.  Requires reserve_states of them.
  */
 static inline void
 set_states (struct blk *blk, uint64_t first, uint64_t n, enum blk_state state)
+  REQUIRES (blk->rmw_locks)
 {
   CHECK (rmw_held (blk, first, n));
   blkmap_set (&blk->map, first, n, state);
@@ -150,11 +153,11 @@ blk_state_run (struct blk *blk, uint64_t offset, uint64_t end,
  * overlay.  Blocks that read as zeros only become BLK_ZERO: a copy-up
  * of a sparse image then costs no space and no writes.  The others are
  * written, a run of them with one system call, and become allocated.
- * Requires their rmw locks and their states reserved.
+ * Requires their states reserved.
  */
 static int
 store_copy_up (struct blk *blk, const char *buf, uint64_t first, uint64_t n,
-               int *err)
+               int *err) REQUIRES (blk->rmw_locks)
 {
   const struct blockgeom *g = &blk->map.geom;
   uint64_t size = blockgeom_block_size (g), i = 0, j;
@@ -181,11 +184,11 @@ store_copy_up (struct blk *blk, const char *buf, uint64_t first, uint64_t n,
 
 /* Copies blocks [first, first+n), all BLK_NOT_ALLOCATED, from the base
  * into the overlay and marks them allocated, counting them in kind.
- * Requires their rmw locks.
  */
 static int
 copy_up_run (struct blk *blk, const struct blk_base *base,
              uint64_t first, uint64_t n, enum counter kind, int *err)
+  REQUIRES (blk->rmw_locks)
 {
   const struct blockgeom *g = &blk->map.geom;
   uint64_t chunk = COPY_UP_CHUNK >> g->shift;
@@ -338,12 +341,13 @@ block_part (const struct blk *blk, uint64_t b, uint64_t offset, uint64_t end,
 
 /* Whether block b, in the given state, reads as zeros without being in
  * the overlay: zeroed before, or over a part of the base its extents
- * say reads as zeros (basemap.h).  Requires the rmw lock of b and no
- * other lock: it may ask the base.
+ * say reads as zeros (basemap.h).  Holds no lock but b's rmw lock: it
+ * may ask the base.
  */
 static bool
 reads_zeros_outside (struct blk *blk, const struct blk_base *base,
                      enum blk_state state, uint64_t b)
+  REQUIRES (blk->rmw_locks)
 {
   CHECK (rmw_held (blk, b, 1));
   return state == BLK_ZERO ||
@@ -360,12 +364,12 @@ reads_zeros_outside (struct blk *blk, const struct blk_base *base,
  * of zeros, up to 1M of them, only to find they are zeros.  Nor are
  * zeros written into data for it: with *zero_rest, write_block reads
  * only the bytes of [offset, end).  state is b's state, never
- * BLK_ALLOCATED.  Requires the rmw lock of b.
+ * BLK_ALLOCATED.
  */
 static int
 rmw_fill (struct blk *blk, const struct blk_base *base, enum blk_state state,
           uint64_t b, const char *buf, uint64_t offset, uint64_t end,
-          char *data, bool *zero_rest, int *err)
+          char *data, bool *zero_rest, int *err) REQUIRES (blk->rmw_locks)
 {
   uint64_t start = blockgeom_start (&blk->map.geom, b);
   uint64_t len = blockgeom_end (&blk->map.geom, b) - start;
@@ -404,11 +408,11 @@ is_partial (const struct blk *blk, uint64_t b, uint64_t offset, uint64_t end)
  * written, if they are not zeros too: copying 64K of zeros for every
  * 4K write into a fresh block was the largest cost of small random
  * writes (docs/performance.md).
- * Requires the rmw lock of b, which keeps punches away from it.
+ * The rmw lock of b keeps punches away from it.
  */
 static int
 write_block (struct blk *blk, uint64_t b, const char *data, bool zero_rest,
-             uint64_t offset, uint64_t end, int *err)
+             uint64_t offset, uint64_t end, int *err) REQUIRES (blk->rmw_locks)
 {
   uint64_t start = blockgeom_start (&blk->map.geom, b);
   uint64_t len = blockgeom_end (&blk->map.geom, b) - start;
@@ -429,8 +433,8 @@ write_block (struct blk *blk, uint64_t b, const char *data, bool zero_rest,
 
 /* Writes [offset, end) of buf (zeros if NULL) into blocks [first, last]
  * and marks them allocated, read-modify-writing a partial block at
- * either end that is not in the overlay yet.  Requires the rmw locks
- * of [first, last], which keep all their states stable here.  The
+ * either end that is not in the overlay yet.  The rmw locks of
+ * [first, last] keep all their states stable here.  The
  * space of the blocks not allocated yet is taken first (from *hold,
  * if not NULL, then from the budget), then come base reads, overlay
  * writes and the state change: a failure at any step changes no state
@@ -439,7 +443,7 @@ write_block (struct blk *blk, uint64_t b, const char *data, bool zero_rest,
 static int
 write_locked (struct blk *blk, const struct blk_base *base, const char *buf,
               uint64_t offset, uint64_t end, uint64_t first, uint64_t last,
-              uint64_t *hold, int *err)
+              uint64_t *hold, int *err) REQUIRES (blk->rmw_locks)
 {
   char *head = NULL, *tail = NULL, *data;
   bool head_zero_rest = false, tail_zero_rest = false;
@@ -527,14 +531,14 @@ write_allocated (struct blk *blk, const void *buf, uint64_t count,
 /* Whether the rmw path may only make blocks [first, last] allocated
  * and leave a write's bytes to the fast path (write_rmw): when they are
  * allocated already, or when the write is a part of one block (first)
- * that reads as zeros outside the overlay.  state is first's.
- * Requires the rmw locks of [first, last].
+ * that reads as zeros outside the overlay.  state is first's.  Holds
+ * the rmw locks of [first, last].
  */
 static bool
 leaves_bytes_to_fast_path (struct blk *blk, const struct blk_base *base,
                            const char *buf, uint64_t offset, uint64_t end,
                            uint64_t first, uint64_t last,
-                           enum blk_state state)
+                           enum blk_state state) REQUIRES (blk->rmw_locks)
 {
   if (state == BLK_ALLOCATED)
     return blkmap_all_in (&blk->map, first, last - first + 1, BLK_ALLOCATED);
@@ -618,10 +622,11 @@ blk_write (struct blk *blk, const struct blk_base *base,
  * punches them out of the overlay, under the write locks of the range.
  * The state change comes first: from then on reads return zeros
  * whatever the overlay holds, so a filesystem that cannot punch holes
- * costs space, never correctness.  Requires their rmw locks.
+ * costs space, never correctness.
  */
 static int
 discard_locked (struct blk *blk, uint64_t first, uint64_t n, int *err)
+  REQUIRES (blk->rmw_locks)
 {
   uint64_t start = blockgeom_start (&blk->map.geom, first);
   uint64_t len = blockgeom_end (&blk->map.geom, first + n - 1) - start, freed;
@@ -645,12 +650,13 @@ discard_locked (struct blk *blk, uint64_t first, uint64_t n, int *err)
  * without being in the overlay is left as it is: zeroing part of it
  * changes nothing, and writing it would take a block of space for
  * zeros.  The space the others need is taken first, so that a zero
- * refused for space changes nothing.  Requires the rmw locks of both
- * blocks, which keep their states, and so the space they need, stable.
+ * refused for space changes nothing.  The rmw locks of both blocks
+ * keep their states, and so the space they need, stable.
  */
 static int
 zero_ends_locked (struct blk *blk, const struct blk_base *base,
                   uint64_t offset, uint64_t end, int *err)
+  REQUIRES (blk->rmw_locks)
 {
   uint64_t ends[2] = { blockgeom_block (&blk->map.geom, offset),
                        blockgeom_block (&blk->map.geom, end - 1) };

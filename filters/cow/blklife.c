@@ -145,10 +145,9 @@ blk_free (struct blk *blk)
 
 /* Starts the store for a base of size bytes, and charges what it holds
  * (a kept file's header, states and blocks) against cow-max-size.
- * Requires start_lock.
  */
 static int
-start_store (struct blk *blk, uint64_t size)
+start_store (struct blk *blk, uint64_t size) REQUIRES (blk->start_lock)
 {
   uint64_t overhead;
 

@@ -32,7 +32,7 @@ struct blkmap {
    * one update, never over I/O, and nothing is taken inside it.  Its
    * waits count in waits, the layer's, as BLK_LOCK_STATE.
    */
-  pthread_mutex_t state_lock;
+  mutex_t state_lock;
   struct statemap states;       /* enum blk_state of each block */
   struct lockwaits *waits;
 };
@@ -42,14 +42,14 @@ extern void blkmap_init (struct blkmap *map, uint32_t block_size,
 extern void blkmap_free (struct blkmap *map);
 
 static inline void
-blkmap_lock (struct blkmap *map)
+blkmap_lock (struct blkmap *map) ACQUIRE (map->state_lock)
 {
   if (!lockwaits_try (&map->state_lock))
     lockwaits_wait (map->waits, BLK_LOCK_STATE, &map->state_lock);
 }
 
 static inline void
-blkmap_unlock (struct blkmap *map)
+blkmap_unlock (struct blkmap *map) RELEASE (map->state_lock)
 {
   held_unlock (&map->state_lock);
 }
@@ -129,12 +129,12 @@ blkmap_space (const struct blkmap *map, uint64_t first, uint64_t n)
 }
 
 /* The charge of the blocks of [first, first+n) in state want.
- * blkmap_space_in_locked requires state_lock; blkmap_space_in takes
- * it, and its answer is stable only under the blocks' rmw locks.
+ * blkmap_space_in takes state_lock; its answer is stable only under
+ * the blocks' rmw locks.
  */
 static inline uint64_t
 blkmap_space_in_locked (struct blkmap *map, uint64_t first, uint64_t n,
-                        enum blk_state want)
+                        enum blk_state want) REQUIRES (map->state_lock)
 {
   uint64_t b = first, stop = first + n, space = 0;
 

@@ -54,14 +54,12 @@ struct blk {
    * size and starts the store (I/O: a kept file's header; a throw-away
    * store's map of slots); later calls and the statistics only look.
    */
-  pthread_mutex_t start_lock;
+  mutex_t start_lock;
   bool sized;
   uint64_t store_overhead;      /* the store's bytes besides blocks */
 
   /* Lets one flush of a kept store run at a time. */
-  pthread_mutex_t flush_lock;
-
-  /* The disk space counted against cow-max-size, the server's. */
+  mutex_t flush_lock;           /* The disk space counted against cow-max-size, the server's. */
   struct space *space;
 
   /* Statistics, added to without any lock: enum counter, and the

@@ -41,7 +41,7 @@
 struct conn {
   struct overlay *overlay;
   nbdkit_next *shared;          /* a context of overlay->pool, or NULL */
-  pthread_mutex_t *call_lock;   /*   its call lock (basepool.h) */
+  mutex_t *call_lock;           /*   its call lock (basepool.h) */
   struct base_io base;          /* made by cow_prepare */
   bool served;                  /* cow_prepare succeeded */
 };

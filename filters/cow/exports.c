@@ -37,11 +37,15 @@ static struct temp_files *temp_files;
  * unlink them; a new kept overlay's file is opened holding it.  Held
  * over nothing slower, and never while an overlay ends.
  */
-static pthread_mutex_t overlays_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct overlay *overlays;
-static unsigned named_overlays;     /* those made not as the default export's */
-static uint64_t refused_names;      /* opens of new names refused */
-static uint64_t discarded, closed;  /* overlays ended: throw-away, kept */
+static mutex_t overlays_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct overlay *overlays GUARDED_BY (overlays_lock);
+/* Those made not as the default export's. */
+static unsigned named_overlays GUARDED_BY (overlays_lock);
+/* Opens of new names refused. */
+static uint64_t refused_names GUARDED_BY (overlays_lock);
+/* Overlays ended: throw-away, kept. */
+static uint64_t discarded GUARDED_BY (overlays_lock);
+static uint64_t closed GUARDED_BY (overlays_lock);
 /* Signalled when an overlay has ended, for clients waiting to open its
  * name again.
  */
@@ -70,10 +74,10 @@ new_blk (const char *exportname)
  * made all the overlays cow-max-exports allows; the first refusal is
  * logged as an error, the others only counted, so that a client
  * sending names cannot fill the log.  The default export's overlay
- * always has room.  Requires overlays_lock.
+ * always has room.
  */
 static bool
-new_name_refused (const char *exportname)
+new_name_refused (const char *exportname) REQUIRES (overlays_lock)
 {
   CHECK (held_by_me (&overlays_lock));
   if (strcmp (exportname, defaultname_overlay ()) == 0 ||
@@ -93,9 +97,8 @@ new_name_refused (const char *exportname)
   return true;
 }
 
-/* Requires overlays_lock. */
 static struct overlay *
-find_overlay (const char *name)
+find_overlay (const char *name) REQUIRES (overlays_lock)
 {
   struct overlay *o;
 
@@ -106,11 +109,10 @@ find_overlay (const char *name)
   return NULL;
 }
 
-/* The name of the overlay of exportname (defaultname.h).  Requires
- * overlays_lock.
+/* The name of the overlay of exportname (defaultname.h).
  */
 static const char *
-overlay_name (const char *exportname)
+overlay_name (const char *exportname) REQUIRES (overlays_lock)
 {
   CHECK (held_by_me (&overlays_lock));
   return defaultname_overlay_of (exportname);
@@ -126,11 +128,10 @@ free_overlay (struct overlay *o)
 }
 
 /* The overlay of exportname, made if it is new and not refused; one
- * that is ending is waited for, and made again.  Requires
- * overlays_lock.
+ * that is ending is waited for, and made again.
  */
 static struct overlay *
-get_overlay (const char *exportname)
+get_overlay (const char *exportname) REQUIRES (overlays_lock)
 {
   struct overlay *o;
 
@@ -179,10 +180,10 @@ exports_open (const char *exportname)
 }
 
 /* Whether o may end now: no connection, no reader, and it served none
- * or its grace is over.  Requires overlays_lock.
+ * or its grace is over.
  */
 static bool
-may_end (const struct overlay *o, uint64_t now)
+may_end (const struct overlay *o, uint64_t now) REQUIRES (overlays_lock)
 {
   CHECK (held_by_me (&overlays_lock));
   if (o->ending || o->connections > 0 || o->pins > 0)
@@ -191,10 +192,10 @@ may_end (const struct overlay *o, uint64_t now)
 }
 
 /* Marks o ending if it served no connection and may end: the caller
- * ends it once it lets the lock go.  Requires overlays_lock.
+ * ends it once it lets the lock go.
  */
 static bool
-end_unserved (struct overlay *o)
+end_unserved (struct overlay *o) REQUIRES (overlays_lock)
 {
   if (o->served || !may_end (o, 0))
     return false;
@@ -343,10 +344,10 @@ exports_end_due (uint64_t now)
 }
 
 /* Pins the overlays that are not ending into pinned[], oldest first,
- * and sets *n to how many (at most max).  Requires overlays_lock.
+ * and returns how many (at most max).
  */
 static size_t
-pin_overlays (struct overlay **pinned, size_t max)
+pin_overlays (struct overlay **pinned, size_t max) REQUIRES (overlays_lock)
 {
   struct overlay *o;
   size_t n = 0, i;
@@ -435,21 +436,29 @@ exports_gather (struct export_stats **exports, size_t *n,
   return 0;
 }
 
+/* No connection is left and the thread that ends overlays has
+ * stopped, so the list no longer changes: the contexts are finalized
+ * after overlays_lock is let go, as it is held over nothing slower.
+ */
 void
 exports_close_bases (void)
 {
   struct overlay *o;
 
   held_lock (&overlays_lock);
-  for (o = overlays; o; o = o->next) {
+  o = overlays;
+  held_unlock (&overlays_lock);
+  for (; o; o = o->next) {
     basepool_free (o->pool);
     o->pool = NULL;
   }
-  held_unlock (&overlays_lock);
 }
 
+/* Runs alone, at unload, every other thread of the filter stopped:
+ * no lock, and none over the overlays' slow ends.
+ */
 int
-exports_free (void)
+exports_free (void) NO_TSA
 {
   int r = 0;
 

@@ -2,7 +2,7 @@
 
 /* The filter's parameters (cow-*): each parsed, checked together, and
  * the help text nbdkit --help shows.  Adding a parameter is a line in
- * struct cow_params, its parsing in params.c and its help line here,
+ * struct cow_params, its parsing and its help line in params.c,
  * then the man page and the README's table, which
  * tests/test-params-documented.sh holds to the same list.
  *

@@ -9,17 +9,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <nbdkit-filter.h>
 
+#include "bgthread.h"
 #include "dirpath.h"
 #include "json.h"
 #include "monotonic.h"
@@ -220,78 +219,45 @@ stats_init (const char *path, stats_gather *gather)
   return write_report ();
 }
 
-/* stop, under stats_lock, tells the thread to end; wake wakes it
- * early.
+/* The thread writing the report every STATS_INTERVAL seconds
+ * (bgthread.h), and when the next is due: each an interval after the
+ * one before, however long writing took.
  */
-static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t wake;                 /* on CLOCK_MONOTONIC */
-static bool stop;
-static pthread_t thread;
-static bool running;                        /* main thread only */
+static struct bgthread thread = BGTHREAD_INIT;
+static uint64_t next_report;
 
-static void *
-report_loop (void *arg)
+static uint64_t
+report_due (uint64_t now, void *opaque)
 {
-  struct timespec next;
-
-  clock_gettime (CLOCK_MONOTONIC, &next);
-  pthread_mutex_lock (&stats_lock);
-  while (!stop) {
-    next.tv_sec += STATS_INTERVAL;
-    while (!stop && pthread_cond_timedwait (&wake, &stats_lock, &next) == 0)
-      ;
-    if (stop)
-      break;
-    pthread_mutex_unlock (&stats_lock);
+  if (now >= next_report) {
     write_report ();
-    pthread_mutex_lock (&stats_lock);
+    next_report += UINT64_C (1000000000) * STATS_INTERVAL;
   }
-  pthread_mutex_unlock (&stats_lock);
-  return NULL;
+  return next_report;
 }
 
 int
 stats_start (void)
 {
-  int err;
-
-  monotonic_cond_init (&wake);
-  err = pthread_create (&thread, NULL, report_loop, NULL);
-  if (err != 0) {
-    errno = err;
+  next_report = monotonic_ns () + UINT64_C (1000000000) * STATS_INTERVAL;
+  if (bgthread_start (&thread, report_due, NULL) == -1) {
     nbdkit_error ("cow-stats=%s: cannot start a thread: %m", report_path);
-    pthread_cond_destroy (&wake);
     return -1;
   }
-  running = true;
   return 0;
-}
-
-static void
-stop_thread (void)
-{
-  if (!running)
-    return;
-  pthread_mutex_lock (&stats_lock);
-  stop = true;
-  pthread_cond_signal (&wake);
-  pthread_mutex_unlock (&stats_lock);
-  pthread_join (thread, NULL);
-  pthread_cond_destroy (&wake);
-  running = false;
 }
 
 void
 stats_finish (void)
 {
-  stop_thread ();
+  bgthread_stop (&thread);
   write_report ();
 }
 
 void
 stats_stop (void)
 {
-  stop_thread ();
+  bgthread_stop (&thread);
   free (report_path);
   report_path = NULL;
 }

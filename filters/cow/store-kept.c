@@ -18,8 +18,8 @@
  * block with no slot (one punched meanwhile) as zeros.  The file is
  * extended ahead of its slots, sparsely, GROW_BYTES at a time.  Files
  * of versions 1 and 2 keep block b at data_offset + b * block size.
- * Each layout has its own table of operations; kept_data_run (kept.h)
- * is where the data of blocks lies in either.
+ * One table of operations serves both layouts; kept_data_run (kept.h)
+ * says where the data of blocks lies in either.
  */
 
 #include <config.h>
@@ -68,7 +68,7 @@ struct store_kept {
    * states or one copy of state pages, over no I/O; slot lookups
    * (lock-free) are the one thing done inside it.
    */
-  pthread_mutex_t page_lock;
+  mutex_t page_lock;
   struct statemap states;       /* enum kept_state of each block */
   struct statemap dirty_pages;  /* per state page: 1 if changed since
                                    written */
@@ -78,7 +78,7 @@ struct store_kept {
    * block layer's write locks of the blocks whose slots change, and
    * nothing is taken inside it.
    */
-  pthread_mutex_t slot_lock;
+  mutex_t slot_lock;
   uint64_t sized_slots;
 };
 
@@ -235,10 +235,10 @@ kept_read (struct store *st, void *buf, uint64_t count, uint64_t offset,
  * writes of the next GROW_BYTES of new slots leave its length alone.
  * Best effort: a write past the end extends the file anyway.  The
  * length only grows, to past every slot taken, so it never cuts off a
- * write of another stripe.  Requires slot_lock.
+ * write of another stripe.
  */
 static void
-grow_ahead (struct store_kept *k)
+grow_ahead (struct store_kept *k) REQUIRES (k->slot_lock)
 {
   const struct blockgeom *g = geom_of (k);
   uint64_t step = GROW_BYTES >> g->shift, sized;
@@ -258,13 +258,15 @@ grow_ahead (struct store_kept *k)
 /* Packed: gives every block of [offset, end) that has none a slot, in
  * order, so that blocks written together lie together.  Done before
  * any byte is written, so that a write that cannot have its slots
- * fails having written nothing.  Requires the write locks of the range
- * (so no other thread changes these blocks' slots) and takes slot_lock
+ * fails having written nothing.  The write locks of the range keep
+ * other threads from changing these blocks' slots; it takes slot_lock
  * only if a block has no slot.
  */
 static int
-take_slots (struct store_kept *k, uint64_t offset, uint64_t end)
+take_slots (struct store *st, uint64_t offset, uint64_t end)
+  REQUIRES (*st->stripes)
 {
+  struct store_kept *k = kept_of (st);
   const struct blockgeom *g = geom_of (k);
   struct kept_slots *slots = &k->kept.slots;
   uint64_t b = blockgeom_block (g, offset), last = blockgeom_block (g, end - 1);
@@ -289,7 +291,7 @@ take_slots (struct store_kept *k, uint64_t offset, uint64_t end)
 
 static int
 kept_write (struct store *st, const void *buf, uint64_t count,
-            uint64_t offset, int *err)
+            uint64_t offset, int *err) REQUIRES (*st->stripes)
 {
   struct store_kept *k = kept_of (st);
   uint64_t end = offset + count, pos = offset, stop, at;
@@ -297,7 +299,7 @@ kept_write (struct store *st, const void *buf, uint64_t count,
   bool found;
 
   CHECK (stripes_held (st->stripes, offset, count));
-  if (take_slots (k, offset, end) == -1)
+  if (take_slots (st, offset, end) == -1)
     goto fail;
   for (; pos < end; pos = stop) {
     stop = data_run (k, pos, end, &found, &at);
@@ -314,10 +316,10 @@ kept_write (struct store *st, const void *buf, uint64_t count,
 
 /* Punches the data of the blocks of [offset, offset+count), a run of
  * the file at a time, and a packed file's slots are retired.
- * Requires the write locks of the range.
  */
 static int
 kept_punch (struct store *st, uint64_t count, uint64_t offset)
+  REQUIRES (*st->stripes)
 {
   struct store_kept *k = kept_of (st);
   const struct blockgeom *g = geom_of (k);

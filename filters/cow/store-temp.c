@@ -41,7 +41,7 @@ struct store_temp {
    * before any block of it is said to be allocated (under state_lock),
    * and never changes while the overlay lives.
    */
-  pthread_mutex_t slot_lock;
+  mutex_t slot_lock;
   struct slotmap slots;
 };
 
@@ -124,13 +124,13 @@ temp_read (struct store *st, void *buf, uint64_t count, uint64_t offset,
   return 0;
 }
 
-/* Gives chunk, which has none, a slot of its stripe's file.  Requires
- * the chunk's write lock.  Returns the slot plus 1, or 0 with errno
- * set.
+/* Gives chunk, which has none, a slot of its stripe's file.  Returns
+ * the slot plus 1, or 0 with errno set.
  */
 static uint64_t __attribute__ ((noinline))
-take_slot (struct store_temp *t, uint64_t chunk)
+take_slot (struct store *st, uint64_t chunk) REQUIRES (*st->stripes)
 {
+  struct store_temp *t = temp_of (st);
   uint64_t slot;
 
   held_lock (&t->slot_lock);
@@ -145,7 +145,7 @@ take_slot (struct store_temp *t, uint64_t chunk)
 
 static int
 temp_write (struct store *st, const void *buf, uint64_t count,
-            uint64_t offset, int *err)
+            uint64_t offset, int *err) REQUIRES (*st->stripes)
 {
   struct store_temp *t = temp_of (st);
   uint64_t end = offset + count, at, length;
@@ -157,7 +157,7 @@ temp_write (struct store *st, const void *buf, uint64_t count,
     uint64_t slot = slotmap_get (&t->slots, chunk);
 
     length = piece_length (t, at, end);
-    if (slot == 0 && (slot = take_slot (t, chunk)) == 0) {
+    if (slot == 0 && (slot = take_slot (st, chunk)) == 0) {
       *err = errno;
       nbdkit_error ("cow: the overlay files in TMPDIR=%s cannot take %"
                     PRIu64 " more bytes: %m", t->files->tmpdir,
@@ -196,6 +196,7 @@ punch_flush (struct punch *punch, unsigned i)
 
 static int
 temp_punch (struct store *st, uint64_t count, uint64_t offset)
+  REQUIRES (*st->stripes)
 {
   struct store_temp *t = temp_of (st);
   struct punch punch = { .t = t };

@@ -108,8 +108,9 @@ stripes_of_range (const struct stripes *s, uint64_t offset, uint64_t count)
   return stripes_of (s, chunk_of (s, offset), chunk_of (s, offset + count - 1));
 }
 
+/* The analysis sees the stripes as one lock, not each of them. */
 uint64_t
-stripes_lock (struct stripes *s, uint64_t offset, uint64_t count)
+stripes_lock (struct stripes *s, uint64_t offset, uint64_t count) NO_TSA
 {
   struct stripe_runs runs = stripes_of_range (s, offset, count);
   uint64_t waited = 0;
@@ -123,7 +124,7 @@ stripes_lock (struct stripes *s, uint64_t offset, uint64_t count)
 }
 
 void
-stripes_unlock (struct stripes *s, uint64_t offset, uint64_t count)
+stripes_unlock (struct stripes *s, uint64_t offset, uint64_t count) NO_TSA
 {
   struct stripe_runs runs = stripes_of_range (s, offset, count);
   unsigned i;

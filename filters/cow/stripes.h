@@ -21,6 +21,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "tsa.h"
+
 /* A chunk's bytes: a request of up to 1M meets one or two of them.
  * The fuzzer makes it smaller, to cross stripes on its small disks.
  */
@@ -41,10 +43,13 @@ stripes_chunk_shift (unsigned block_shift)
   return block_shift > shift ? block_shift : shift;
 }
 
-struct stripes {
+/* One capability for the analysis (tsa.h): a function that REQUIRES
+ * (*stripes) holds the write locks of the range it works on.
+ */
+struct CAPABILITY ("stripes") stripes {
   unsigned nr;
   unsigned chunk_shift;         /* 63 for one stripe: nothing is split */
-  pthread_mutex_t *locks;       /* nr of them */
+  mutex_t *locks;               /* nr of them */
 };
 
 /* nr stripes (1 to 64) of a disk of blocks of 2^block_shift bytes.
@@ -76,9 +81,9 @@ stripes_piece_end (const struct stripes *s, uint64_t offset, uint64_t end)
  * waiting, 0 if none.
  */
 extern uint64_t stripes_lock (struct stripes *s, uint64_t offset,
-                              uint64_t count);
+                              uint64_t count) ACQUIRE (*s);
 extern void stripes_unlock (struct stripes *s, uint64_t offset,
-                            uint64_t count);
+                            uint64_t count) RELEASE (*s);
 
 /* Whether the calling thread holds the write locks of [offset,
  * offset+count), in checked builds (checks.h); true otherwise.

@@ -106,10 +106,11 @@ temp_files_free (struct temp_files *files)
 }
 
 /* Grows f over slot, and beyond it where the filesystem allows.
- * Returns 0, or -1 with errno set.  Requires slots_lock.
+ * Returns 0, or -1 with errno set.
  */
 static int
 grow (struct temp_files *files, struct temp_file *f, uint64_t slot)
+  REQUIRES (files->slots_lock)
 {
   uint64_t need = (slot + 1) << files->chunk_shift;
   uint64_t beyond = slot / 8 > SLOTS_AHEAD ? slot / 8 : SLOTS_AHEAD;

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "slotalloc.h"
+#include "tsa.h"
 
 struct temp_file {
   int fd;
@@ -30,7 +31,7 @@ struct temp_files {
   char *tmpdir;
   unsigned nr;                  /* files, one per stripe */
   unsigned chunk_shift;         /* log2 of the bytes of a slot */
-  pthread_mutex_t slots_lock;   /* protects length and slots of each file */
+  mutex_t slots_lock;           /* protects length and slots of each file */
   struct temp_file *files;      /* nr of them */
   bool exiting;                 /* set by temp_files_exiting */
 };

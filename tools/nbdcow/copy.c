@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "checks.h"
 #include "copy.h"
 #include "fullio.h"
 #include "progress.h"
@@ -32,7 +33,7 @@ struct copy {
   bool consecutive;             /* copy_overlay_consecutive */
 
   /* Under lock: */
-  pthread_mutex_t lock;
+  mutex_t lock;
   pthread_cond_t finished_cond;
   uint64_t next_block;          /* the cursor */
   uint64_t next_data;           /* consecutive: where the next data
@@ -60,7 +61,7 @@ take_piece (struct copy *c, uint64_t *offset, uint64_t *length,
   uint64_t blocks = kept_blocks (&c->ov->kept);
   bool found = false;
 
-  pthread_mutex_lock (&c->lock);
+  held_lock (&c->lock);
   while (!c->failed && c->next_block < blocks) {
     uint64_t b = c->next_block;
     uint64_t end = statemap_run (&c->ov->states, b, blocks, state);
@@ -83,7 +84,7 @@ take_piece (struct copy *c, uint64_t *offset, uint64_t *length,
     found = true;
     break;
   }
-  pthread_mutex_unlock (&c->lock);
+  held_unlock (&c->lock);
   return found;
 }
 
@@ -164,12 +165,12 @@ worker_run (void *arg)
       progress_add (&c->progress, length);
   }
   free (buf);
-  pthread_mutex_lock (&c->lock);
+  held_lock (&c->lock);
   if (!ok)
     c->failed = true;
   c->finished++;
   pthread_cond_signal (&c->finished_cond);
-  pthread_mutex_unlock (&c->lock);
+  held_unlock (&c->lock);
   return NULL;
 }
 
@@ -191,7 +192,7 @@ wait_for_workers (struct copy *c, unsigned started)
 {
   struct timespec until;
 
-  pthread_mutex_lock (&c->lock);
+  held_lock (&c->lock);
   while (c->finished < started) {
     clock_gettime (CLOCK_REALTIME, &until);
     until.tv_nsec += PROGRESS_MS * 1000000L;
@@ -200,11 +201,11 @@ wait_for_workers (struct copy *c, unsigned started)
       until.tv_nsec -= 1000000000L;
     }
     pthread_cond_timedwait (&c->finished_cond, &c->lock, &until);
-    pthread_mutex_unlock (&c->lock);
+    held_unlock (&c->lock);
     progress_show (&c->progress);
-    pthread_mutex_lock (&c->lock);
+    held_lock (&c->lock);
   }
-  pthread_mutex_unlock (&c->lock);
+  held_unlock (&c->lock);
 }
 
 /* copy_overlay, or copy_overlay_consecutive from data_offset. */
@@ -243,9 +244,9 @@ copy_pieces (struct overlay_file *ov, struct target *t, bool consecutive,
   if (err != 0) {
     errno = err;
     nbdcow_error ("pthread_create: %m");
-    pthread_mutex_lock (&c.lock);
+    held_lock (&c.lock);
     c.failed = true;
-    pthread_mutex_unlock (&c.lock);
+    held_unlock (&c.lock);
   }
   wait_for_workers (&c, started);
   for (i = 0; i < started; ++i)
