@@ -271,7 +271,7 @@ class Bench:
         scenarios = SCENARIOS
         if self.args.quick:         # one scenario runs the machinery
             scenarios = scenarios[:1]
-        jobs = [1, 8] if self.args.quick else JOBS
+        jobs = [8] if self.args.quick else JOBS
         rounds = 1 if self.args.quick else 2
         for scen, base, slow, block, peers in scenarios:
             for wname, rw, bs in WORKLOADS:

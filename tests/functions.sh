@@ -67,6 +67,25 @@ def expect_eio(what, fn):
     raise AssertionError("%s succeeded while the base failed" % what)
 '
 
+# Python for nbdsh -c "$BY_NAME" -c ...: conn(SOCK, NAME) connects to
+# export NAME on the Unix socket SOCK; refused(SOCK, NAME) is true when
+# the server refuses NAME (failing the script unless with ENOENT), false
+# when it serves it.
+BY_NAME='
+def conn(sock, name):
+    h = nbd.NBD()
+    h.set_export_name(name)
+    h.connect_unix(sock)
+    return h
+def refused(sock, name):
+    try:
+        conn(sock, name)
+    except nbd.Error as e:
+        assert e.errno == "ENOENT", "%r refused with %s" % (name, e.errno)
+        return True
+    return False
+'
+
 # instrumented: true when nbdkit runs under valgrind or a sanitizer
 # runtime, where starting it is ten times slower: the crash and torture
 # tests then take fewer rounds (the plain suite keeps them all).

@@ -16,18 +16,15 @@ touch "$tmp/inject"
 start_nbdkit "$tmp/sock" --filter=cow --filter=log --filter=error \
   file "$tmp/base" cow-base-handles=1 logfile="$tmp/log" \
   error-pread-rate=1 error-pread-file="$tmp/inject"
-nbdsh -c "$EXPECT_EIO" -c "
-def conn():
-    h = nbd.NBD()
-    h.connect_unix('$tmp/sock')
-    return h
-a, b = conn(), conn()
+nbdsh -c "$EXPECT_EIO" -c "$BY_NAME" -c "
+sock = '$tmp/sock'
+a, b = conn(sock, ''), conn(sock, '')
 expect_eio('a read by the first client', lambda: a.pread(9, 0))
 expect_eio('a read by the second client', lambda: b.pread(9, 0))
 os.unlink('$tmp/inject')
 assert a.pread(9, 0) == b'base data'
 assert b.pread(9, 0) == b'base data'
-assert conn().pread(9, 0) == b'base data'
+assert conn(sock, '').pread(9, 0) == b'base data'
 " || fail "errors of the shared handle"
 [ "$(grep -c 'Connect export=' "$tmp/log")" -eq 1 ] ||
   fail "the shared handle was opened $(grep -c 'Connect export=' "$tmp/log") times"

@@ -50,22 +50,12 @@ cp "$tmp/base" "$tmp/dir/a"
 cp "$tmp/base" "$tmp/dir/b"
 start_nbdkit "$tmp/sock4" --filter=cow --filter=log file dir="$tmp/dir" \
   logfile="$tmp/log4" cow-base-handles=1 cow-max-exports=2
-nbdsh -c "
-def conn(name):
-    h = nbd.NBD()
-    h.set_export_name(name)
-    h.connect_unix('$tmp/sock4')
-    return h
-def refused(name):
-    try:
-        conn(name)
-    except nbd.Error as e:
-        return e.errno == 'ENOENT'
-    return False
-conn('a').pwrite(b'A', 0)
-assert refused('nosuchfile'), 'a name the plugin has not'
-assert refused('b'), 'a name past cow-max-exports'
-assert conn('a').pread(1, 0) == b'A'
+nbdsh -c "$BY_NAME" -c "
+sock = '$tmp/sock4'
+conn(sock, 'a').pwrite(b'A', 0)
+assert refused(sock, 'nosuchfile'), 'a name the plugin has not'
+assert refused(sock, 'b'), 'a name past cow-max-exports'
+assert conn(sock, 'a').pread(1, 0) == b'A'
 " || fail "names refused with cow-base-handles"
 grep -q 'cow-max-exports=2: a new export name is refused' "$tmp/sock4.err" ||
   fail "no refusal logged"

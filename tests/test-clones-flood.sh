@@ -38,24 +38,14 @@ if ! instrumented; then
     "$tmp/flood.json" >/dev/null || fail "memory grew with the clones"
 fi
 
-nbdsh -c "
-def conn(name):
-    h = nbd.NBD()
-    h.connect_uri('nbd+unix:///%s?socket=$tmp/sock' % name)
-    return h
-def refused(name):
-    try:
-        conn(name)
-    except nbd.Error as e:
-        assert e.errno == 'ENOENT', e.errno
-        return True
-    return False
-held = [conn('golden@held%d' % i) for i in range(7)]
-assert refused('golden@late'), 'an eighth overlay was made'
+nbdsh -c "$BY_NAME" -c "
+sock = '$tmp/sock'
+held = [conn(sock, 'golden@held%d' % i) for i in range(7)]
+assert refused(sock, 'golden@late'), 'an eighth overlay was made'
 held.pop().shutdown()
 import time
 for _ in range(100):
-    if not refused('golden@late'):
+    if not refused(sock, 'golden@late'):
         break
     time.sleep(0.1)
 else:

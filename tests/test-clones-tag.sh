@@ -25,18 +25,7 @@ start_nbdkit "$tmp/dir" --filter=cow file dir="$tmp/images" \
   cow-clone-separator=@ cow-stats="$tmp/stats.json"
 start_nbdkit "$tmp/one" --filter=cow file "$tmp/main" cow-clone-separator=+
 
-nbdsh -c "
-def conn(sock, name):
-    h = nbd.NBD()
-    h.set_export_name(name)
-    h.connect_unix(sock)
-    return h
-def refused(sock, name):
-    try:
-        conn(sock, name)
-    except nbd.Error:
-        return True
-    return False
+nbdsh -c "$BY_NAME" -c "
 dir = '$tmp/dir'
 a, b, c = conn(dir, 'disk1@vm1'), conn(dir, 'disk1@vm2'), conn(dir, 'disk2@vm1')
 assert a.pread(5, 0) == b'DISK1' and b.pread(5, 0) == b'DISK1'

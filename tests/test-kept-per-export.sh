@@ -11,14 +11,10 @@ start_nbdkit "$tmp/sock" --filter=cow memory 1M cow-file="$tmp/d/ov"
 
 names_py="names = ['', 'x', '../x', '/', '/etc/passwd', '.', '..', 'sub/x',
          'a/../../b', '%2e%2e', 'x' * 4096, 'caf\u00e9']
-def conn(name):
-    h = nbd.NBD()
-    h.set_export_name(name)
-    h.connect_unix('$tmp/sock')
-    return h"
-nbdsh -c "$names_py
+sock = '$tmp/sock'"
+nbdsh -c "$BY_NAME" -c "$names_py
 for i, name in enumerate(names):
-    conn(name).pwrite(b'%04d' % i, 0)
+    conn(sock, name).pwrite(b'%04d' % i, 0)
 " || fail "writing to odd export names"
 # A name that is not UTF-8: bytes 0xff 0x2f 0x2e, from a percent-encoded URI.
 nbdsh -u "nbd+unix:///%FF%2F%2E?socket=$tmp/sock" -c "h.pwrite(b'9999', 0)" ||
@@ -42,9 +38,9 @@ ls "$tmp/d" | grep -Eq '^ov\.#[0-9a-f]{16}$' || fail "no hashed file for the 409
 
 # After a restart every name reads its own data.
 start_nbdkit "$tmp/sock" --filter=cow memory 1M cow-file="$tmp/d/ov"
-nbdsh -c "$names_py
+nbdsh -c "$BY_NAME" -c "$names_py
 for i, name in enumerate(names):
-    got = conn(name).pread(4, 0)
+    got = conn(sock, name).pread(4, 0)
     assert got == b'%04d' % i, 'export %r reads %r' % (name[:20], got)
 " || fail "kept exports lost or mixed their data"
 nbdsh -u "nbd+unix:///%FF%2F%2E?socket=$tmp/sock" -c "assert h.pread(4, 0) == b'9999'" ||

@@ -15,25 +15,14 @@ done
 
 start_nbdkit "$tmp/sock" --filter=cow memory 1M cow-max-exports=3 \
   cow-stats="$tmp/stats.json"
-nbdsh -c "
-def conn(name):
-    h = nbd.NBD()
-    h.set_export_name(name)
-    h.connect_unix('$tmp/sock')
-    return h
-def refused(name):
-    try:
-        conn(name)
-    except nbd.Error as e:
-        assert e.errno == 'ENOENT', '%r refused with %s' % (name, e.errno)
-        return True
-    return False
+nbdsh -c "$BY_NAME" -c "
+sock = '$tmp/sock'
 for name in ['', 'a', 'b']:
-    conn(name).pwrite(b'tag of %-10s' % name.encode(), 4096)
-assert refused('c'), 'a fourth overlay was made'
-assert refused('d'), 'a fifth overlay was made'
+    conn(sock, name).pwrite(b'tag of %-10s' % name.encode(), 4096)
+assert refused(sock, 'c'), 'a fourth overlay was made'
+assert refused(sock, 'd'), 'a fifth overlay was made'
 for name in ['', 'a', 'b']:
-    h = conn(name)
+    h = conn(sock, name)
     assert h.pread(17, 4096) == b'tag of %-10s' % name.encode(), name
     h.pwrite(b'again', 0)
 " || fail "cow-max-exports=3"

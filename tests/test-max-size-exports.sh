@@ -48,13 +48,9 @@ for name in ['', 'a', 'b']:
   cap=$(( overhead + blocks ))
   start_nbdkit "$sock" --filter=cow memory 8M cow-max-size=$cap $extra \
     cow-stats="$sock.json"
-  nbdsh -c "
+  nbdsh -c "$BY_NAME" -c "
+sock = '$sock'
 B = $B
-def conn(name):
-    h = nbd.NBD()
-    h.set_export_name(name)
-    h.connect_unix('$sock')
-    return h
 def enospc(what, fn):
     try:
         fn()
@@ -62,7 +58,7 @@ def enospc(what, fn):
         assert e.errno == 'ENOSPC', '%s: %s' % (what, e.errno)
         return
     raise AssertionError(what + ' found space past the cap')
-a, b = conn('a'), conn('b')
+a, b = conn(sock, 'a'), conn(sock, 'b')
 # a takes blocks until the cap stops it; b then has no room at all.
 n = 0
 while True:

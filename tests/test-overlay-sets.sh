@@ -17,19 +17,15 @@ TMPDIR=$tmp/fs start_nbdkit "$tmp/sock" --filter=cow memory 10G cow-stripes=2
 files () { overlay_fds "$tmp/sock" | wc -l; }
 [ "$(files)" -eq 2 ] || fail "$(files) files at start, not 2"
 
-nbdsh -c "
+nbdsh -c "$BY_NAME" -c "
+sock = '$tmp/sock'
 size = 10 * 2**30
-def conn(name):
-    h = nbd.NBD()
-    h.set_export_name(name)
-    h.connect_unix('$tmp/sock')
-    return h
 for name in ['', 'a', 'b']:
-    h = conn(name)
+    h = conn(sock, name)
     h.pwrite(b'first of %-5s' % name.encode(), 0)
     h.pwrite(b'last of %-6s' % name.encode(), size - 14)
 for name in ['', 'a', 'b']:
-    h = conn(name)
+    h = conn(sock, name)
     assert h.pread(14, 0) == b'first of %-5s' % name.encode(), name
     assert h.pread(14, size - 14) == b'last of %-6s' % name.encode(), name
 " || fail "exports over several sets of files"

@@ -31,17 +31,13 @@ assert a3.pread(12, 4096) == b'written to a', 'reconnecting to a'
 # The memory plugin accepts any export name.  Each name writes its own
 # tag at the same offset; every name must read back its own tag.
 start_nbdkit "$tmp/msock" --filter=cow memory 1M
-nbdsh -c "
+nbdsh -c "$BY_NAME" -c "
+sock = '$tmp/msock'
 names = ['', 'x', '../x', '/', '/etc/passwd', '.', '..', 'a/../../b',
          '%2e%2e', 'x' * 4096, 'caf\u00e9']
-def conn(name):
-    h = nbd.NBD()
-    h.set_export_name(name)
-    h.connect_unix('$tmp/msock')
-    return h
 for i, name in enumerate(names):
-    conn(name).pwrite(b'%04d' % i, 0)
+    conn(sock, name).pwrite(b'%04d' % i, 0)
 for i, name in enumerate(names):
-    got = conn(name).pread(4, 0)
+    got = conn(sock, name).pread(4, 0)
     assert got == b'%04d' % i, 'export %r reads %r' % (name[:20], got)
 " || fail "exports of the memory plugin share data"

@@ -94,29 +94,30 @@ basepool_close (nbdkit_next *next)
   nbdkit_next_context_close (next);
 }
 
-nbdkit_next *
-basepool_connect (struct base_pool *pool, nbdkit_backend *backend,
-                  const char *exportname, nbdkit_next **spare,
-                  mutex_t **call_lock, unsigned *opened)
+struct base_use
+basepool_take (struct base_pool *pool, nbdkit_backend *backend,
+               const char *exportname, nbdkit_next *opened)
 {
+  struct base_use use = { .next = NULL };
   struct base_slot *slot;
-  nbdkit_next *next;
 
   held_lock (&pool->open_lock);
   slot = &pool->slots[pool->turn];
-  if (slot->next == NULL && *spare) {
-    slot->next = *spare;
-    *spare = NULL;
+  if (slot->next == NULL && opened) {
+    slot->next = opened;
+    opened = NULL;
   }
   else if (slot->next == NULL &&
            (slot->next = basepool_open (backend, exportname)) != NULL)
-    ++*opened;
-  next = slot->next;
-  if (next)
+    use.opened = 1;
+  use.next = slot->next;
+  if (use.next)
     pool->turn = (pool->turn + 1) % pool->n;
   held_unlock (&pool->open_lock);
-  *call_lock = parallel_calls ? NULL : &slot->call_lock;
-  return next;
+  if (opened)
+    basepool_close (opened);
+  use.call_lock = parallel_calls ? NULL : &slot->call_lock;
+  return use;
 }
 
 void

@@ -45,19 +45,26 @@ extern nbdkit_next *basepool_open (nbdkit_backend *backend,
 /* Finalizes and closes a context of basepool_open. */
 extern void basepool_close (nbdkit_next *next);
 
-/* The context the next connection of the export exportname uses, and
- * in *call_lock the lock its calls must hold (NULL if they may
- * overlap).  A slot with no context yet takes *spare (a context of
- * basepool_open, *spare then set to NULL), or opens one, adding 1 to
- * *opened.  Returns NULL after nbdkit_error if no context could be
- * opened: a later connection tries again.
+/* What a connection reads the plugin through: a context of the pool,
+ * the lock its calls must hold (NULL if they may overlap), and how
+ * many contexts were opened to give it (0 or 1).
  */
-extern nbdkit_next *basepool_connect (struct base_pool *pool,
+struct base_use {
+  nbdkit_next *next;            /* NULL after nbdkit_error */
+  mutex_t *call_lock;
+  unsigned opened;
+};
+
+/* The context the next connection of the export exportname uses, the
+ * next slot's in turn.  A slot with no context yet takes opened (a
+ * context of basepool_open the caller made, or NULL), or opens one;
+ * an opened that is not taken is closed.  If no context could be
+ * opened, next is NULL: a later connection tries again.
+ */
+extern struct base_use basepool_take (struct base_pool *pool,
                                       nbdkit_backend *backend,
                                       const char *exportname,
-                                      nbdkit_next **spare,
-                                      mutex_t **call_lock,
-                                      unsigned *opened);
+                                      nbdkit_next *opened);
 
 /* Finalizes and closes every open context and frees pool: when its
  * overlay ends (cow-lifetime=clients), or in .cleanup, while the

@@ -27,6 +27,7 @@
 #include "checks.h"
 #include "clonename.h"
 #include "exports.h"
+#include "gather.h"
 #include "launch.h"
 #include "lifetime.h"
 #include "notice.h"
@@ -39,9 +40,7 @@
  * under cow-base-handles), learned by .prepare.
  */
 struct conn {
-  struct overlay *overlay;
-  nbdkit_next *shared;          /* a context of overlay->pool, or NULL */
-  mutex_t *call_lock;           /*   its call lock (basepool.h) */
+  struct export_conn export;    /* exports.h */
   struct base_io base;          /* made by cow_prepare */
   bool served;                  /* cow_prepare succeeded */
 };
@@ -99,7 +98,7 @@ cow_get_ready (int thread_model)
   shared_sees_tls = servertls_required ();
   if (exports_init () == -1)
     return -1;
-  return params.stats_path ? stats_init (params.stats_path, exports_gather)
+  return params.stats_path ? stats_init (params.stats_path, gather_overlays)
                            : 0;
 }
 
@@ -115,7 +114,7 @@ cow_after_fork (nbdkit_backend *backend)
 {
   if (params.stats_path && stats_start () == -1)
     return -1;
-  return params.lifetime_clients ? lifetime_start (exports_end_due) : 0;
+  return lifetime_start ();
 }
 
 /* All connections are closed: the final statistics, then no overlay
@@ -157,55 +156,6 @@ cow_default_export (nbdkit_next_default_export *next, nbdkit_backend *nxdata,
   if (name != NULL)
     exports_learn_default (name);
   return name;
-}
-
-/* Opens the export's overlay with a context of its pool, reading the
- * plugin's export base: a name new to the server is opened in the
- * plugin first, so that the plugin can refuse it before an overlay is
- * made.  Returns 0, or -1 after nbdkit_error.
- */
-static int
-open_shared (struct conn *c, nbdkit_context *context, const char *exportname,
-             const char *base)
-{
-  nbdkit_backend *backend = nbdkit_context_get_backend (context);
-  nbdkit_next *spare = NULL;
-  unsigned opened = 0;
-
-  if (!exports_known (exportname)) {
-    spare = basepool_open (backend, base);
-    if (spare == NULL)
-      return -1;
-    opened = 1;
-  }
-  c->overlay = exports_open (exportname);
-  if (c->overlay)
-    c->shared = basepool_connect (c->overlay->pool, backend, base,
-                                  &spare, &c->call_lock, &opened);
-  if (spare)
-    basepool_close (spare);
-  if (c->overlay && opened)
-    shardctr_add (&c->overlay->requests, STATS_PLUGIN_OPENS, opened);
-  if (c->overlay && c->shared == NULL)
-    exports_close (c->overlay, false);
-  return c->shared ? 0 : -1;
-}
-
-/* Opens the plugin's export base for this connection alone, read-only,
- * as nbdkit's filter does, before the export's overlay: the plugin
- * refuses exports it does not have before an overlay is made.
- */
-static int
-open_own (struct conn *c, nbdkit_next_open *next, nbdkit_context *context,
-          const char *exportname, const char *base)
-{
-  if (next (context, 1, base) == -1)
-    return -1;
-  c->overlay = exports_open (exportname);
-  if (c->overlay == NULL)
-    return -1;
-  shardctr_add (&c->overlay->requests, STATS_PLUGIN_OPENS, 1);
-  return 0;
 }
 
 /* Whether a connection shares its export's contexts, saying once why
@@ -265,10 +215,8 @@ cow_open (nbdkit_next_open *next, nbdkit_context *context,
     free (base);
     return NULL;
   }
-  if (shares_base (is_tls, base))
-    r = open_shared (c, context, exportname, base);
-  else
-    r = open_own (c, next, context, exportname, base);
+  r = exports_connect (&c->export, exportname, base,
+                       shares_base (is_tls, base), next, context);
   free (base);
   if (r == -1) {
     free (c);
@@ -283,7 +231,7 @@ cow_close (void *handle)
 {
   struct conn *c = handle;
 
-  exports_close (c->overlay, c->served);
+  exports_disconnect (&c->export, c->served);
   free (c);
 }
 
@@ -299,17 +247,17 @@ static int
 cow_prepare (nbdkit_next *next, void *handle, int readonly)
 {
   struct conn *c = handle;
-  struct blk *blk = c->overlay->blk;
+  struct blk *blk = c->export.overlay->blk;
 
-  if (baseio_init (&c->base, c->shared ? c->shared : next,
-                   c->call_lock) == -1)
+  if (baseio_init (&c->base, c->export.shared ? c->export.shared : next,
+                   c->export.call_lock) == -1)
     return -1;
   if (blk_set_size (blk, c->base.size) == 0) {
     c->served = true;
     return 0;
   }
-  refusal_note (c->overlay->exportname);
-  if (params.cow_file && exports_is_default (c->overlay) &&
+  refusal_note (c->export.overlay->exportname);
+  if (params.cow_file && exports_is_default (c->export.overlay) &&
       !blk_is_sized (blk)) {
     nbdkit_error ("cow-file=%s: nbdkit stops: the file cannot serve the "
                   "default export", params.cow_file);
@@ -436,7 +384,7 @@ cow_pread (nbdkit_next *next, void *handle,
            int *err)
 {
   struct conn *c = handle;
-  struct overlay *o = c->overlay;
+  struct overlay *o = c->export.overlay;
 
   CHECK (next == NULL || next == c->base.next);
 
@@ -451,7 +399,7 @@ cow_pwrite (nbdkit_next *next, void *handle,
             int *err)
 {
   struct conn *c = handle;
-  struct overlay *o = c->overlay;
+  struct overlay *o = c->export.overlay;
 
   CHECK (next == NULL || next == c->base.next);
 
@@ -464,7 +412,7 @@ cow_zero (nbdkit_next *next, void *handle,
           uint32_t count, uint64_t offset, uint32_t flags, int *err)
 {
   struct conn *c = handle;
-  struct overlay *o = c->overlay;
+  struct overlay *o = c->export.overlay;
 
   CHECK (next == NULL || next == c->base.next);
 
@@ -477,7 +425,7 @@ static int
 cow_trim (nbdkit_next *next, void *handle,
           uint32_t count, uint64_t offset, uint32_t flags, int *err)
 {
-  struct overlay *o = ((struct conn *) handle)->overlay;
+  struct overlay *o = ((struct conn *) handle)->export.overlay;
 
   stats_count_request (&o->requests, REQ_TRIM, count);
   return blk_trim (o->blk, count, offset, err);
@@ -486,7 +434,7 @@ cow_trim (nbdkit_next *next, void *handle,
 static int
 cow_flush (nbdkit_next *next, void *handle, uint32_t flags, int *err)
 {
-  struct overlay *o = ((struct conn *) handle)->overlay;
+  struct overlay *o = ((struct conn *) handle)->export.overlay;
 
   stats_count_request (&o->requests, REQ_FLUSH, 0);
   return blk_flush (o->blk, err);
@@ -497,7 +445,7 @@ cow_cache (nbdkit_next *next, void *handle,
            uint32_t count, uint64_t offset, uint32_t flags, int *err)
 {
   struct conn *c = handle;
-  struct overlay *o = c->overlay;
+  struct overlay *o = c->export.overlay;
 
   CHECK (next == NULL || next == c->base.next);
 
@@ -513,7 +461,7 @@ cow_extents (nbdkit_next *next, void *handle,
              struct nbdkit_extents *extents, int *err)
 {
   struct conn *c = handle;
-  struct overlay *o = c->overlay;
+  struct overlay *o = c->export.overlay;
   uint64_t end = offset + count;
 
   CHECK (next == NULL || next == c->base.next);

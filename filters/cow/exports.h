@@ -1,20 +1,17 @@
-/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the
+ * licence.
+ */
 
-/* The overlays of the exports: one per export, made when a client
- * first opens it and kept until nbdkit exits, so that data never
+/* The exports as connections see them: a connection gets its export's
+ * overlay, and the plugin as it reads it, in one call, and lets them
+ * go in another.  An overlay is made when a client first opens its
+ * name, if admitted (admission.h), one per export, so that data never
  * crosses exports and a client reconnecting to an export sees its
- * earlier writes; or, with cow-lifetime=clients, until its last
- * connection has closed and the grace has passed with none opening it
- * again (a throw-away overlay is then discarded, a kept one closed
- * cleanly, to be opened again by the next client of its name).  Export
- * names reach .open canonical: nbdkit has replaced "" by the plugin's
+ * earlier writes; it ends as lifetime.h says.  Export names reach
+ * .open canonical: nbdkit has replaced "" by the plugin's
  * .default_export, which exports_learn_default learns, so that the
  * default export is one overlay by whatever name it comes
- * (defaultname.h).  At most cow-max-exports overlays, one of
- * them kept for the default export: past that a new name is refused,
- * the first refusal logged and every one counted.  The server's space
- * cap (cow-max-size) and the files every throw-away overlay shares are
- * here too, as is the statistics' view of all the overlays.
+ * (defaultname.h).
  */
 
 #ifndef COW_EXPORTS_H
@@ -22,66 +19,42 @@
 
 #include <stdbool.h>
 
-#include "basepool.h"
-#include "blk.h"
-#include "lifetime.h"
-#include "shardctr.h"
-#include "stats.h"
+#include <nbdkit-filter.h>
 
-struct overlay {
-  char *exportname;             /* "" for the default export */
-  struct blk *blk;
-  struct shardctr requests;     /* stats.h: requests, plugin opens */
-  struct base_pool *pool;       /* with cow-base-handles; else NULL */
+#include "overlay.h"
 
-  /* Under overlays_lock (exports.c): the overlay ends only when no
-   * connection has it, no statistics walk reads it, and its grace
-   * (idle_until, monotonic ns, set when its last connection closed) is
-   * over, or at once if it never served a connection (served: one got
-   * past .prepare, or it is the default export's kept one, opened at
-   * start).  ending: it is being ended, and a client opening its name
-   * waits for a new one.
-   */
-  bool served;
-  bool named;                   /* counted against cow-max-exports */
-  unsigned connections;
-  unsigned pins;
-  uint64_t idle_until;
-  bool ending;
-  struct overlay *next;
-  struct overlay *next_ending;  /* the ending thread's own list */
+/* What a connection reads and writes. */
+struct export_conn {
+  struct overlay *overlay;
+  nbdkit_next *shared;          /* a context of the overlay's pool, or
+                                   NULL: the connection's own */
+  mutex_t *call_lock;           /* the lock calls into shared hold, or
+                                   NULL (basepool.h) */
 };
 
-/* .get_ready: the space cap, and what every overlay needs from the
- * start: the throw-away overlays' files in $TMPDIR, or the default
- * export's kept overlay (opened, checked, locked).  Returns 0, or -1
- * after nbdkit_error naming the parameter.
+/* .get_ready: what every overlay shares (server.h) and, with cow-file,
+ * the default export's kept overlay, opened, checked and locked from
+ * the start.  Returns 0, or -1 after nbdkit_error naming the parameter.
  */
 extern int exports_init (void);
 
-/* The overlay of exportname for a new connection, made if it is new
- * (or ending: once it has ended), or NULL after nbdkit_error if it is
- * refused or cannot be made.  It lives at least until exports_close of
- * that connection.
+/* Connects c to the overlay of exportname, reading the plugin's export
+ * base: with share, through a context the export's connections share
+ * (a name new to the server is opened in the plugin first, so that the
+ * plugin can refuse it before an overlay is made); else through the
+ * connection's own context, opened read-only with next, nbdkit's open,
+ * before the overlay, as nbdkit's filter does.  Returns 0, or -1 after
+ * nbdkit_error if the name is refused or its overlay cannot be made.
+ * The overlay lives at least until exports_disconnect.
  */
-extern struct overlay *exports_open (const char *exportname);
+extern int exports_connect (struct export_conn *c, const char *exportname,
+                            const char *base, bool share,
+                            nbdkit_next_open *next, nbdkit_context *context);
 
-/* The connection that opened o has closed, served (it got past
- * .prepare) or refused.  The last one starts the overlay's grace under
- * cow-lifetime=clients; an overlay that served no connection ends with
- * its last, whatever the lifetime, so that a refused name keeps
- * nothing: no place under cow-max-exports, descriptor, lock or space.
+/* The connection of c has closed, served (it got past .prepare) or
+ * refused (lifetime.h).
  */
-extern void exports_close (struct overlay *o, bool served);
-
-/* Whether exportname has an overlay that is not ending. */
-extern bool exports_known (const char *exportname);
-
-/* Under cow-lifetime=clients (lifetime.h): ends the overlays whose
- * grace is over at now, and returns when the next one's is, or
- * UINT64_MAX.
- */
-extern lifetime_end_due exports_end_due;
+extern void exports_disconnect (const struct export_conn *c, bool served);
 
 /* The name nbdkit gives the default export, as the plugin said it
  * (defaultname.h).
@@ -91,11 +64,8 @@ extern void exports_learn_default (const char *name);
 /* Whether o is the default export's overlay. */
 extern bool exports_is_default (const struct overlay *o);
 
-/* The statistics of every overlay (stats.h). */
-extern stats_gather exports_gather;
-
 /* .cleanup: closes the plugin contexts the overlays share (the thread
- * that ends overlays has stopped).
+ * that ends overlays has stopped, no connection is left).
  */
 extern void exports_close_bases (void);
 

@@ -1,33 +1,55 @@
-/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the
+ * licence.
+ */
 
-/* The thread that ends overlays whose clients have left, under
- * cow-lifetime=clients: it calls back whoever keeps the overlays when
- * woken, and again at the time that callback says the next one is
- * due.  It knows nothing of overlays.
+/* When an overlay ends.  By default, at nbdkit's exit; under
+ * cow-lifetime=clients, once its last connection has closed and the
+ * grace has passed with none opening it again (a throw-away overlay is
+ * then discarded, a kept one closed cleanly, to be opened again by the
+ * next client of its name), by a thread of its own.  Whatever the
+ * lifetime, an overlay that served no connection ends with its last,
+ * so that a refused name keeps nothing: no place under
+ * cow-max-exports, descriptor, lock or space.  No overlay ends while a
+ * statistics walk reads it (pinned).
  */
 
 #ifndef COW_LIFETIME_H
 #define COW_LIFETIME_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
-/* Ends the overlays due at now (monotonic nanoseconds) and returns
- * when the next is due, or UINT64_MAX if none is.
- */
-typedef uint64_t lifetime_end_due (uint64_t now);
+#include "overlay.h"
 
-/* Starts the thread (after nbdkit has forked).  Returns 0, or -1
- * after nbdkit_error.
+/* Starts the thread under cow-lifetime=clients (after nbdkit has
+ * forked).  Returns 0, or -1 after nbdkit_error.
  */
-extern int lifetime_start (lifetime_end_due *end_due);
-
-/* Makes the thread call end_due again now: an overlay's last client
- * has left, or a reader of one let it go.  Does nothing if the thread
- * does not run.
- */
-extern void lifetime_wake (void);
+extern int lifetime_start (void);
 
 /* Stops the thread, if it runs, and waits for it. */
 extern void lifetime_stop (void);
+
+/* A connection of o has closed (o->connections counts it no more):
+ * the last starts o's grace.  Returns whether o must end now, marked
+ * ending: the caller calls lifetime_end once it has let the lock go.
+ */
+extern bool lifetime_closed (struct overlay *o) REQUIRES (overlays_lock);
+
+/* Keeps o from ending while it is read, and lets it end again;
+ * lifetime_unpin returns as lifetime_closed does.
+ */
+extern void lifetime_pin (struct overlay *o) REQUIRES (overlays_lock);
+extern bool lifetime_unpin (struct overlay *o) REQUIRES (overlays_lock);
+
+/* Ends o, marked ending, which no one else touches now: frees its
+ * block layer (a throw-away one's space given back, a kept one flushed
+ * and closed cleanly) and the plugin contexts it shared, then takes it
+ * off the list, waking the clients waiting to open its name.
+ */
+extern void lifetime_end (struct overlay *o);
+
+/* The overlays ended so far, throw-away and kept. */
+extern void lifetime_ended (uint64_t *discarded, uint64_t *closed)
+  REQUIRES (overlays_lock);
 
 #endif /* COW_LIFETIME_H */

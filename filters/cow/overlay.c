@@ -1,0 +1,92 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the
+ * licence.
+ */
+
+/* The list of the overlays (overlay.h). */
+
+#include <config.h>
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nbdkit-filter.h>
+
+#include "checks.h"
+#include "overlay.h"
+#include "params.h"
+#include "stats.h"
+
+mutex_t overlays_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct overlay *overlays GUARDED_BY (overlays_lock);
+/* Signalled when an overlay is taken off the list. */
+static pthread_cond_t unlinked = PTHREAD_COND_INITIALIZER;
+
+struct overlay *
+overlay_list (void)
+{
+  CHECK (held_by_me (&overlays_lock));
+  return overlays;
+}
+
+struct overlay *
+overlay_find (const char *name)
+{
+  struct overlay *o;
+
+  CHECK (held_by_me (&overlays_lock));
+  for (o = overlays; o; o = o->next)
+    if (strcmp (o->exportname, name) == 0)
+      return o;
+  return NULL;
+}
+
+struct overlay *
+overlay_new (const char *name)
+{
+  struct overlay *o = calloc (1, sizeof *o);
+
+  if (o == NULL || (o->exportname = strdup (name)) == NULL ||
+      shardctr_init (&o->requests, STATS_EXPORT_COUNTERS) == -1 ||
+      (params.base_handles &&
+       (o->pool = basepool_new (params.base_handles)) == NULL)) {
+    nbdkit_error ("cow: %m");
+    if (o)
+      overlay_free (o);
+    return NULL;
+  }
+  return o;
+}
+
+void
+overlay_link (struct overlay *o)
+{
+  o->next = overlays;
+  overlays = o;
+}
+
+void
+overlay_unlink (struct overlay *o)
+{
+  struct overlay **p;
+
+  for (p = &overlays; *p != o; p = &(*p)->next)
+    ;
+  *p = o->next;
+  pthread_cond_broadcast (&unlinked);
+}
+
+void
+overlay_wait_unlinked (void)
+{
+  pthread_cond_wait (&unlinked, &overlays_lock);
+}
+
+void
+overlay_free (struct overlay *o)
+{
+  basepool_free (o->pool);
+  shardctr_free (&o->requests);
+  free (o->exportname);
+  free (o);
+}

@@ -1,0 +1,71 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the
+ * licence.
+ */
+
+/* What every overlay of the server shares (server.h). */
+
+#include <config.h>
+
+#include <stdlib.h>
+
+#include <nbdkit-filter.h>
+
+#include "keptname.h"
+#include "params.h"
+#include "server.h"
+#include "space.h"
+#include "stripes.h"
+#include "tempfiles.h"
+
+/* The disk space of every overlay, counted against cow-max-size. */
+static struct space space;
+
+/* The files of the throw-away overlays; NULL with cow-file. */
+static struct temp_files *temp_files;
+
+int
+server_init (void)
+{
+  const char *tmpdir = getenv ("TMPDIR");
+  unsigned block_shift = __builtin_ctz (params.block_size);
+
+  space_init (&space, params.max_size);
+  if (params.cow_file)
+    return 0;
+  temp_files = temp_files_new (tmpdir ? tmpdir : "/var/tmp", params.stripes,
+                               stripes_chunk_shift (block_shift));
+  return temp_files ? 0 : -1;
+}
+
+struct blk *
+server_new_blk (const char *exportname)
+{
+  struct blk *blk;
+  char *path;
+
+  if (params.cow_file == NULL)
+    return blk_new (params.block_size, params.stripes, temp_files, &space);
+  path = kept_file_name (params.cow_file, exportname);
+  if (path == NULL) {
+    nbdkit_error ("cow: %m");
+    return NULL;
+  }
+  blk = blk_new_kept (params.block_size, params.stripes, path, exportname,
+                      &space);
+  free (path);
+  return blk;
+}
+
+void
+server_exiting (void)
+{
+  if (temp_files)
+    temp_files_exiting (temp_files);
+}
+
+void
+server_free (void)
+{
+  temp_files_free (temp_files);
+  temp_files = NULL;
+}

@@ -1,0 +1,32 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the
+ * licence.
+ */
+
+/* What every overlay of the server shares: the space cap
+ * (cow-max-size), and the temporary files the throw-away overlays keep
+ * their data in; and the block layer of a new overlay, made over them.
+ */
+
+#ifndef COW_SERVER_H
+#define COW_SERVER_H
+
+#include "blk.h"
+
+/* .get_ready: the space cap and, without cow-file, the files in
+ * $TMPDIR.  Returns 0, or -1 after nbdkit_error.
+ */
+extern int server_init (void);
+
+/* The block layer of a new overlay of exportname: throw-away, or kept
+ * in cow-file's file for the name.  NULL after nbdkit_error.
+ */
+extern struct blk *server_new_blk (const char *exportname);
+
+/* nbdkit is exiting: the files vanish with it, so overlays ending now
+ * need not give their space back to them.
+ */
+extern void server_exiting (void);
+
+extern void server_free (void);
+
+#endif /* COW_SERVER_H */
