@@ -26,6 +26,20 @@ lockwaits_wait (struct lockwaits *w, unsigned kind, mutex_t *mutex)
 }
 
 void
+countedlock_init (struct countedlock *l, struct lockwaits *w, unsigned kind)
+{
+  pthread_mutex_init (&l->mutex, NULL);
+  l->waits = w;
+  l->kind = kind;
+}
+
+void
+countedlock_destroy (struct countedlock *l)
+{
+  pthread_mutex_destroy (&l->mutex);
+}
+
+void
 lockwaits_sum (const struct lockwaits *w, unsigned kind, uint64_t *waits,
                uint64_t *ns)
 {

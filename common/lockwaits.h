@@ -75,6 +75,40 @@ lockwaits_lock (struct lockwaits *w, unsigned kind, mutex_t *mutex)
     lockwaits_wait (w, kind, mutex);
 }
 
+/* A mutex counted as one kind of a set: a lock of the block layer
+ * (state_lock, base_map_lock, flush_lock), taken and let go of only
+ * through countedlock_lock and countedlock_unlock.
+ */
+struct CAPABILITY ("mutex") countedlock {
+  mutex_t mutex;
+  struct lockwaits *waits;
+  unsigned kind;
+};
+
+extern void countedlock_init (struct countedlock *l, struct lockwaits *w,
+                              unsigned kind);
+extern void countedlock_destroy (struct countedlock *l);
+
+/* The analysis sees l, not its mutex. */
+static inline void
+countedlock_lock (struct countedlock *l) ACQUIRE (*l) NO_TSA
+{
+  lockwaits_lock (l->waits, l->kind, &l->mutex);
+}
+
+static inline void
+countedlock_unlock (struct countedlock *l) RELEASE (*l) NO_TSA
+{
+  held_unlock (&l->mutex);
+}
+
+/* Whether the calling thread holds l, in checked builds (checks.h). */
+static inline bool
+countedlock_held (struct countedlock *l)
+{
+  return held_by_me (&l->mutex);
+}
+
 /* The waits for locks of kind kind so far, and their nanoseconds. */
 extern void lockwaits_sum (const struct lockwaits *w, unsigned kind,
                            uint64_t *waits, uint64_t *ns);

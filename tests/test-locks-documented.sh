@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The locks are one list: every lock the sources declare (a mutex_t, the
-# stripes' write locks, a range lock) has a row in docs/design.md's
-# table of locks that names it and its owner's file, and every lock the
-# table names is declared.  A lock added, renamed or removed in the code
+# The locks are one list: every lock the sources declare (a mutex_t, a
+# counted lock, the stripes' write locks, a range lock) has a row in
+# docs/design.md's table of locks that names it and its owner's file,
+# and every lock the table names is declared.  A lock added, renamed or removed in the code
 # and not in the table fails here.
 . "$abs_top_srcdir/tests/functions.sh"
 
@@ -15,7 +15,7 @@ table=$(sed -n '/^| lock | owner | guards |$/,/^$/p' "$design" | tail -n +3)
 # "file name" for each lock declared: mutexes, and the capabilities
 # over ranges (common/tsa.h), not pointers to another's lock.
 declared=$(cd "$src" &&
-  grep -HoE '^\s*(static )?(mutex_t|struct rangelock|struct stripes) [a-z_]+( = [A-Z_]+)?;' \
+  grep -HoE '^\s*(static )?(mutex_t|struct countedlock|struct rangelock|struct stripes) [a-z_]+( = [A-Z_]+)?;' \
     filters/cow/*.[ch] common/*.[ch] kept/*.[ch] tools/nbdcow/*.[ch] |
   grep -v '/test-' |
   sed -E 's|^([^:]*/)?([^/:]+):.* ([a-z_]+)( = [A-Z_]+)?;$|\2 \3|' | sort -u)

@@ -44,7 +44,9 @@ struct base_io {
  * after nbdkit_error.
  */
 extern int baseio_init (struct base_io *io, nbdkit_next *next,
-                        mutex_t *call_lock);/* The plugin's description of the export (NULL for none). */
+                        mutex_t *call_lock);
+
+/* The plugin's description of the export (NULL for none). */
 extern const char *baseio_export_description (const struct base_io *io);
 
 /* Adds to extents the plugin's extents of [offset, offset+count), or

@@ -17,23 +17,15 @@ basemap_init (struct basemap *map, const struct blockgeom *geom,
               struct lockwaits *waits)
 {
   map->geom = geom;
-  pthread_mutex_init (&map->base_map_lock, NULL);
+  countedlock_init (&map->base_map_lock, waits, BLK_LOCK_BASE_MAP);
   map->known = (struct statemap) STATEMAP_INIT;
-  map->waits = waits;
 }
 
 void
 basemap_free (struct basemap *map)
 {
   statemap_free (&map->known);
-  pthread_mutex_destroy (&map->base_map_lock);
-}
-
-static void
-lock_map (struct basemap *map) ACQUIRE (map->base_map_lock)
-{
-  if (!lockwaits_try (&map->base_map_lock))
-    lockwaits_wait (map->waits, BLK_LOCK_BASE_MAP, &map->base_map_lock);
+  countedlock_destroy (&map->base_map_lock);
 }
 
 static enum base_known
@@ -41,9 +33,9 @@ get_known (struct basemap *map, uint64_t b)
 {
   enum base_known known;
 
-  lock_map (map);
+  countedlock_lock (&map->base_map_lock);
   known = statemap_get (&map->known, b);
-  held_unlock (&map->base_map_lock);
+  countedlock_unlock (&map->base_map_lock);
   return known;
 }
 
@@ -54,10 +46,10 @@ mark (struct basemap *map, uint64_t first, uint64_t end,
 {
   if (first >= end)
     return;
-  lock_map (map);
+  countedlock_lock (&map->base_map_lock);
   if (statemap_reserve (&map->known, first, end - first) == 0)
     statemap_set (&map->known, first, end - first, known);
-  held_unlock (&map->base_map_lock);
+  countedlock_unlock (&map->base_map_lock);
 }
 
 /* The blk_found_run of describe: a block is zero only if the run

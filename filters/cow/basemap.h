@@ -32,11 +32,10 @@
 struct basemap {
   const struct blockgeom *geom; /* the block map's: the disk's blocks */
   /* Protects known; never held over describe, nothing taken inside.
-   * Its waits count in waits, the layer's, as BLK_LOCK_BASE_MAP.
+   * Its waits count in the layer's, as BLK_LOCK_BASE_MAP.
    */
-  mutex_t base_map_lock;
+  struct countedlock base_map_lock;
   struct statemap known;        /* what is known of each block */
-  struct lockwaits *waits;
 };
 
 /* An empty map of the blocks of geom, whose size must be set before

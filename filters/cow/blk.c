@@ -32,10 +32,10 @@
 #include "iszero.h"
 #include "scratch.h"
 
-/* Copy-ups read the base in chunks of this many bytes (or one block,
+/* Copy-ups read the base in pieces of this many bytes (or one block,
  * if larger), so that one request costs few base calls.
  */
-#define COPY_UP_CHUNK (4 * 1024 * 1024)
+#define COPY_UP_PIECE (4 * 1024 * 1024)
 
 /*----------------------------------------------------------------------
  * The layer's locks, their waits counted (lockwaits.h); the base, its
@@ -191,24 +191,24 @@ copy_up_run (struct blk *blk, const struct blk_base *base,
   REQUIRES (blk->rmw_locks)
 {
   const struct blockgeom *g = &blk->map.geom;
-  uint64_t chunk = COPY_UP_CHUNK >> g->shift;
+  uint64_t piece = COPY_UP_PIECE >> g->shift;
   char *buf;
   int r = 0;
 
   CHECK (rmw_held (blk, first, n));
   CHECK (blkmap_all_in (&blk->map, first, n, BLK_NOT_ALLOCATED));
-  if (chunk == 0)
-    chunk = 1;
-  if (chunk > n)
-    chunk = n;
-  buf = scratch_get (blockgeom_start (g, chunk));
+  if (piece == 0)
+    piece = 1;
+  if (piece > n)
+    piece = n;
+  buf = scratch_get (blockgeom_start (g, piece));
   if (buf == NULL) {
     *err = errno;
     nbdkit_error ("cow: malloc: %m");
     return -1;
   }
   while (n > 0 && r == 0) {
-    uint64_t c = n < chunk ? n : chunk;
+    uint64_t c = n < piece ? n : piece;
     uint64_t start = blockgeom_start (g, first);
     uint64_t len = blockgeom_end (g, first + c - 1) - start;
     uint64_t space = blkmap_space (&blk->map, first, c);

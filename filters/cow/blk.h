@@ -115,15 +115,6 @@ struct blk_stats {
    */
   uint64_t copy_ups_read, copy_ups_cache, copy_ups_rmw;
   uint64_t base_reads, base_read_bytes;   /* calls of base->pread */
-  /* cow-max-size (UINT64_MAX if none), the space counted against it,
-   * and the requests refused with ENOSPC: the server's, shared by every
-   * overlay.
-   */
-  uint64_t space_limit, space_used, space_refusals;
-  /* Requests the overlays' filesystems refused for want of room, the
-   * server's.
-   */
-  uint64_t filesystem_refusals;
   uint64_t lock_waits[BLK_LOCKS];         /* times a thread had to wait */
   uint64_t lock_wait_ns[BLK_LOCKS];       /* and for how long, in total */
 };

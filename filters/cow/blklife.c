@@ -16,7 +16,6 @@
 
 #include "blk.h"
 #include "blkpriv.h"
-#include "storeio.h"
 
 /* A struct blk with no store and no size yet, its disk cut into
  * stripes stripes.
@@ -44,7 +43,7 @@ blk_alloc (uint32_t block_size, unsigned stripes, struct space *space)
   basemap_init (&blk->base_map, &blk->map.geom, &blk->waits);
   rangelock_init (&blk->rmw_locks);
   pthread_mutex_init (&blk->start_lock, NULL);
-  pthread_mutex_init (&blk->flush_lock, NULL);
+  countedlock_init (&blk->flush_lock, &blk->waits, BLK_LOCK_FLUSH);
   blk->space = space;
   return blk;
 }
@@ -133,7 +132,7 @@ blk_free (struct blk *blk)
     r = store_close (blk->store);   /* a kept one flushed first */
   blkmap_free (&blk->map);
   basemap_free (&blk->base_map);
-  pthread_mutex_destroy (&blk->flush_lock);
+  countedlock_destroy (&blk->flush_lock);
   pthread_mutex_destroy (&blk->start_lock);
   rangelock_destroy (&blk->rmw_locks);
   stripes_free (&blk->stripes);
@@ -206,9 +205,9 @@ blk_flush (struct blk *blk, int *err)
 
   if (!store_flushes (blk->store))
     return 0;
-  lockwaits_lock (&blk->waits, BLK_LOCK_FLUSH, &blk->flush_lock);
+  countedlock_lock (&blk->flush_lock);
   r = store_flush (blk->store, err);
-  held_unlock (&blk->flush_lock);
+  countedlock_unlock (&blk->flush_lock);
   return r;
 }
 
@@ -243,10 +242,6 @@ blk_get_stats (struct blk *blk, struct blk_stats *stats)
   stats->copy_ups_rmw = shardctr_sum (&blk->counters, COPY_UPS_RMW);
   stats->base_reads = shardctr_sum (&blk->counters, BASE_READS);
   stats->base_read_bytes = shardctr_sum (&blk->counters, BASE_READ_BYTES);
-  stats->space_limit = space_limit (blk->space);
-  stats->space_used = space_used (blk->space);
-  stats->space_refusals = space_refusals (blk->space);
-  stats->filesystem_refusals = storeio_room_refusals ();
   for (i = 0; i < BLK_LOCKS; ++i)
     lockwaits_sum (&blk->waits, i, &stats->lock_waits[i],
                    &stats->lock_wait_ns[i]);

@@ -13,16 +13,15 @@ void
 blkmap_init (struct blkmap *map, uint32_t block_size, struct lockwaits *waits)
 {
   map->geom = blockgeom_make (block_size, 0);
-  pthread_mutex_init (&map->state_lock, NULL);
+  countedlock_init (&map->state_lock, waits, BLK_LOCK_STATE);
   map->states = (struct statemap) STATEMAP_INIT;
-  map->waits = waits;
 }
 
 void
 blkmap_free (struct blkmap *map)
 {
   statemap_free (&map->states);
-  pthread_mutex_destroy (&map->state_lock);
+  countedlock_destroy (&map->state_lock);
 }
 
 void

@@ -30,11 +30,10 @@ struct blkmap {
 
   /* Protects states, and nothing else.  Held only for one lookup or
    * one update, never over I/O, and nothing is taken inside it.  Its
-   * waits count in waits, the layer's, as BLK_LOCK_STATE.
+   * waits count in the layer's, as BLK_LOCK_STATE.
    */
-  mutex_t state_lock;
+  struct countedlock state_lock;
   struct statemap states;       /* enum blk_state of each block */
-  struct lockwaits *waits;
 };
 
 extern void blkmap_init (struct blkmap *map, uint32_t block_size,
@@ -44,14 +43,13 @@ extern void blkmap_free (struct blkmap *map);
 static inline void
 blkmap_lock (struct blkmap *map) ACQUIRE (map->state_lock)
 {
-  if (!lockwaits_try (&map->state_lock))
-    lockwaits_wait (map->waits, BLK_LOCK_STATE, &map->state_lock);
+  countedlock_lock (&map->state_lock);
 }
 
 static inline void
 blkmap_unlock (struct blkmap *map) RELEASE (map->state_lock)
 {
-  held_unlock (&map->state_lock);
+  countedlock_unlock (&map->state_lock);
 }
 
 /* The lookups, each taking and dropping state_lock. */
@@ -138,7 +136,7 @@ blkmap_space_in_locked (struct blkmap *map, uint64_t first, uint64_t n,
 {
   uint64_t b = first, stop = first + n, space = 0;
 
-  CHECK (held_by_me (&map->state_lock));
+  CHECK (countedlock_held (&map->state_lock));
   while (b < stop) {
     unsigned state;
     uint64_t end = statemap_run (&map->states, b, stop, &state);

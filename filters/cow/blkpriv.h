@@ -59,7 +59,9 @@ struct blk {
   uint64_t store_overhead;      /* the store's bytes besides blocks */
 
   /* Lets one flush of a kept store run at a time. */
-  mutex_t flush_lock;           /* The disk space counted against cow-max-size, the server's. */
+  struct countedlock flush_lock;
+
+  /* The disk space counted against cow-max-size, the server's. */
   struct space *space;
 
   /* Statistics, added to without any lock: enum counter, and the

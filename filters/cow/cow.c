@@ -28,7 +28,7 @@
 #include "clonename.h"
 #include "exports.h"
 #include "gather.h"
-#include "launch.h"
+#include "exitstatus.h"
 #include "lifetime.h"
 #include "notice.h"
 #include "params.h"
@@ -88,7 +88,7 @@ cow_config_complete (nbdkit_next_config_complete *next, nbdkit_backend *nxdata)
 static int
 cow_get_ready (int thread_model)
 {
-  launch_note_start ();
+  exitstatus_note_start ();
   basepool_set_thread_model (thread_model);
   if (params.base_handles && !SHARED_KNOWS_NAME && params.plugin_dir)
     notice ("cow-base-handles=%u: every connection opens the plugin itself: "
@@ -139,9 +139,9 @@ cow_unload (void)
   stats_stop ();
   lifetime_stop ();
   if (exports_free () == -1)
-    launch_fail ();
+    exitstatus_fail ();
   params_free ();
-  launch_exit ();
+  exitstatus_exit ();
 }
 
 /* nbdkit asks this when a client asks for the default export "", and
@@ -240,7 +240,7 @@ cow_close (void *handle)
  * line names (cow-file=PATH, the default export's) meets the base at
  * the first connection: if it cannot serve it (made for another size,
  * or too large a disk for its filesystem), nbdkit stops, as it would
- * at start, with status 1 (launch.h).  Any other overlay that refuses
+ * at start, with status 1 (exitstatus.h).  Any other overlay that refuses
  * its base is refused alone, said once for the connection (notice.h).
  */
 static int
@@ -261,7 +261,7 @@ cow_prepare (nbdkit_next *next, void *handle, int readonly)
       !blk_is_sized (blk)) {
     nbdkit_error ("cow-file=%s: nbdkit stops: the file cannot serve the "
                   "default export", params.cow_file);
-    launch_fail ();
+    exitstatus_fail ();
     nbdkit_shutdown ();
   }
   return -1;

@@ -14,6 +14,7 @@
 #include "gather.h"
 #include "lifetime.h"
 #include "overlay.h"
+#include "server.h"
 
 /* Pins the overlays that are not ending into pinned[], oldest first,
  * and returns how many (at most max).
@@ -75,6 +76,7 @@ gather_overlays (struct export_stats **exports, size_t *n,
   server->alive = *n;
   lifetime_ended (&server->discarded, &server->closed);
   held_unlock (&overlays_lock);
+  server_get_stats (server);
   if (pinned == NULL || *exports == NULL) {
     free (pinned);
     return -1;

@@ -13,7 +13,7 @@
 
 #include <nbdkit-filter.h>
 
-#include "launch.h"
+#include "exitstatus.h"
 #include "notice.h"
 
 void
@@ -29,7 +29,7 @@ notice (const char *fmt, ...)
   if (msg == NULL)
     return;
   nbdkit_debug ("%s", msg);
-  if (launch_in_background ())
+  if (exitstatus_in_background ())
     syslog (LOG_NOTICE, "cow: notice: %s", msg);
   else
     fprintf (stderr, "nbdkit: cow: notice: %s\n", msg);

@@ -14,6 +14,7 @@
 #include "params.h"
 #include "server.h"
 #include "space.h"
+#include "storeio.h"
 #include "stripes.h"
 #include "tempfiles.h"
 
@@ -61,6 +62,15 @@ server_exiting (void)
 {
   if (temp_files)
     temp_files_exiting (temp_files);
+}
+
+void
+server_get_stats (struct server_stats *stats)
+{
+  stats->space_limit = space_limit (&space);
+  stats->space_used = space_used (&space);
+  stats->space_refusals = space_refusals (&space);
+  stats->filesystem_refusals = storeio_room_refusals ();
 }
 
 void

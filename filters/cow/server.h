@@ -11,6 +11,7 @@
 #define COW_SERVER_H
 
 #include "blk.h"
+#include "stats.h"
 
 /* .get_ready: the space cap and, without cow-file, the files in
  * $TMPDIR.  Returns 0, or -1 after nbdkit_error.
@@ -26,6 +27,9 @@ extern struct blk *server_new_blk (const char *exportname);
  * need not give their space back to them.
  */
 extern void server_exiting (void);
+
+/* The space figures of *stats (stats.h). */
+extern void server_get_stats (struct server_stats *stats);
 
 extern void server_free (void);
 

@@ -34,7 +34,8 @@ static const char *const request_names[REQ_TYPES] = {
 };
 
 static void
-write_export (FILE *fp, const struct export_stats *e)
+write_export (FILE *fp, const struct export_stats *e,
+              const struct server_stats *server)
 {
   const struct blk_stats *b = &e->blk;
   unsigned i;
@@ -60,14 +61,14 @@ write_export (FILE *fp, const struct export_stats *e)
            b->overlay_bytes,
            b->copy_ups_read, b->copy_ups_cache, b->copy_ups_rmw,
            b->base_reads, b->base_read_bytes, e->plugin_opens);
-  if (b->space_limit == UINT64_MAX)
+  if (server->space_limit == UINT64_MAX)
     fprintf (fp, "null");
   else
-    fprintf (fp, "%" PRIu64, b->space_limit);
+    fprintf (fp, "%" PRIu64, server->space_limit);
   fprintf (fp, ", \"used\": %" PRIu64 ", \"refused_requests\": %" PRIu64
            ", \"filesystem_refused_requests\": %" PRIu64 " },\n"
-           "      \"requests\": {\n", b->space_used, b->space_refusals,
-           b->filesystem_refusals);
+           "      \"requests\": {\n", server->space_used,
+           server->space_refusals, server->filesystem_refusals);
   for (i = 0; i < REQ_TYPES; ++i)
     fprintf (fp, "        \"%s\": { \"count\": %" PRIu64
              ", \"bytes\": %" PRIu64 " }%s\n",
@@ -131,7 +132,7 @@ write_file (const char *path, double seconds,
            server->alive, server->discarded, server->closed);
   for (i = 0; i < n; ++i) {
     fprintf (fp, i ? ",\n" : "\n");
-    write_export (fp, &exports[i]);
+    write_export (fp, &exports[i], server);
   }
   fprintf (fp, "%s]\n}\n", n ? "\n  " : "");
   if (ferror (fp) | (fclose (fp) != 0) || rename (tmp, path) == -1) {

@@ -53,11 +53,17 @@ extern void stats_sum_counters (const struct shardctr *counters,
 
 /* The server's: the opens of new export names refused
  * (cow-max-exports), and the overlays alive now and ended so far
- * (cow-lifetime=clients): throw-away ones discarded, kept ones closed.
+ * (cow-lifetime=clients): throw-away ones discarded, kept ones closed;
+ * cow-max-size (UINT64_MAX if none), the space counted against it and
+ * the requests refused with ENOSPC, and those the overlays'
+ * filesystems refused for want of room.  The report shows the space
+ * figures in every export's entry too.
  */
 struct server_stats {
   uint64_t refused_names;
   uint64_t alive, discarded, closed;
+  uint64_t space_limit, space_used, space_refusals;
+  uint64_t filesystem_refusals;
 };
 
 /* Sets *exports to a new array of the statistics of every export

@@ -1,6 +1,6 @@
 /* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
 
-/* The exit status the filter gives nbdkit (launch.h). */
+/* The exit status the filter gives nbdkit (exitstatus.h). */
 
 #include <config.h>
 
@@ -10,19 +10,19 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "launch.h"
+#include "exitstatus.h"
 
 static pid_t start_pid;
 static atomic_bool failed;     /* set by any thread, read at the end */
 
 void
-launch_note_start (void)
+exitstatus_note_start (void)
 {
   start_pid = getpid ();
 }
 
 void
-launch_fail (void)
+exitstatus_fail (void)
 {
   failed = true;
 }
@@ -38,13 +38,13 @@ under_run (void)
 }
 
 bool
-launch_in_background (void)
+exitstatus_in_background (void)
 {
   return start_pid != 0 && getpid () != start_pid && !under_run ();
 }
 
 void
-launch_exit (void)
+exitstatus_exit (void)
 {
   if (!failed || under_run ())
     return;

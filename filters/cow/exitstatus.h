@@ -15,26 +15,26 @@
  * background mode forks it and returns.
  */
 
-#ifndef COW_LAUNCH_H
-#define COW_LAUNCH_H
+#ifndef COW_EXITSTATUS_H
+#define COW_EXITSTATUS_H
 
 #include <stdbool.h>
 
 /* In .get_ready: notes the process nbdkit started in. */
-extern void launch_note_start (void);
+extern void exitstatus_note_start (void);
 
 /* Whether the server runs in the background: forked from the process
  * nbdkit started in, and not by --run.  Its stderr then leads nowhere
  * and nbdkit's messages go to syslog.
  */
-extern bool launch_in_background (void);
+extern bool exitstatus_in_background (void);
 
 /* The process will end with status 1. */
-extern void launch_fail (void);
+extern void exitstatus_fail (void);
 
-/* At the very end of .unload: exits with status 1 after launch_fail,
+/* At the very end of .unload: exits with status 1 after exitstatus_fail,
  * unless the server runs under --run; otherwise returns.
  */
-extern void launch_exit (void);
+extern void exitstatus_exit (void);
 
-#endif /* COW_LAUNCH_H */
+#endif /* COW_EXITSTATUS_H */
