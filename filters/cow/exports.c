@@ -216,18 +216,21 @@ exports_close_bases (void)
   }
 }
 
-/* Runs alone, at unload, every other thread of the filter stopped:
- * no lock, and none over the overlays' slow ends.
- */
 int
-exports_free (void) NO_TSA
+exports_free (void)
 {
   struct overlay *o;
   int r = 0;
 
   server_exiting ();
-  while ((o = overlay_list ()) != NULL) {
-    overlay_unlink (o);
+  for (;;) {
+    held_lock (&overlays_lock);
+    o = overlay_list ();
+    if (o)
+      overlay_unlink (o);
+    held_unlock (&overlays_lock);
+    if (o == NULL)
+      break;
     if (blk_free (o->blk) == -1)
       r = -1;
     overlay_free (o);
