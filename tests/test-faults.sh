@@ -22,15 +22,6 @@ for rate in 1 10 50; do
     --run "$torture" || fail "torture with base faults at $rate%"
 done
 
-# Under a sanitizer runtime nbdkit's fork for --run can deadlock in
-# libp11-kit's destructor when it exits (docs/reliability.md); with the
-# overlay faults that left nbdkit hanging.  These two cases run in the
-# plain and valgrind suites.
-if [ -n "${sanitizer_preload:-}" ]; then
-  echo "== overlay faults: skipped under a sanitizer runtime"
-  exit 0
-fi
-
 echo "== overlay writes failing with EIO at 10%"
 touch "$tmp/faults"
 shim=$abs_top_builddir/tests/.libs/overlay-faults.so
