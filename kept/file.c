@@ -116,7 +116,9 @@ lock_and_read (struct kept_overlay *ko, enum kept_mode mode)
   if (st.st_size == 0 || (mode == KEPT_CREATE && holds_no_data (ko->fd))) {
     if (mode == KEPT_CREATE)
       return 0;
-    return kept_fail (ko, false, "empty: not a cow overlay (yet)");
+    return kept_fail (ko, false, "empty: not a cow overlay yet, so it holds "
+                      "no changes (nbdkit lays a kept file out when a "
+                      "client first opens its export)");
   }
   return read_header (ko);
 }

@@ -226,16 +226,21 @@ extern uint64_t kept_min_length (const struct kept_overlay *ko);
  */
 extern int kept_check_length (struct kept_overlay *ko);
 
+/* The blocks whose states cannot be, by kind. */
+struct kept_damage {
+  uint64_t invalid;             /* unpacked: the value 3 */
+  uint64_t shared;              /* packed: a slot another block has too */
+  uint64_t past_end;            /* packed: a slot past the end of the file */
+};
+
 /* Loads the block states into states (empty before), and if the file
  * is packed the blocks' slots into ko->slots.  Refuses a state that
- * cannot be: the value 3 unpacked; packed, a slot that another block
- * has too or whose block lies past the end of the file (damage: the
- * first such block is named).  With bad_blocks non-NULL, damage is
- * counted there instead and the load goes on, the bad blocks loaded
- * as state 3 with no slot.
+ * cannot be (struct kept_damage; the first such block is named).  With
+ * damage non-NULL, it is counted there instead and the load goes on,
+ * the bad blocks loaded as state 3 with no slot.
  */
 extern int kept_load_states (struct kept_overlay *ko, struct statemap *states,
-                             uint64_t *bad_blocks);
+                             struct kept_damage *damage);
 
 /* The bytes of state page page (KEPT_STATE_PAGE of them) as the file
  * stores them, from states and, packed, the slots, into buf.

@@ -41,15 +41,16 @@ count_bad_states (const uint8_t *buf, uint64_t len, uint64_t *first)
 /* A chunk of an unpacked state area, len bytes from byte at of it. */
 static int
 load_unpacked (struct kept_overlay *ko, const uint8_t *buf, uint64_t at,
-               uint64_t len, struct statemap *states, uint64_t *bad_blocks)
+               uint64_t len, struct statemap *states,
+               struct kept_damage *damage)
 {
   uint64_t first_bad = 0, bad = count_bad_states (buf, len, &first_bad);
 
-  if (bad && bad_blocks == NULL)
+  if (bad && damage == NULL)
     return kept_fail (ko, true, "corrupted block states (block %" PRIu64
                  " has the invalid state 3)", 4 * at + first_bad);
-  if (bad_blocks)
-    *bad_blocks += bad;
+  if (damage)
+    damage->invalid += bad;
   if (!is_zero ((const char *) buf, len) &&
       statemap_import (states, 4 * at, 4 * len, buf) == -1)
     return kept_fail (ko, false, "cannot load the block states: %m");
@@ -57,12 +58,13 @@ load_unpacked (struct kept_overlay *ko, const uint8_t *buf, uint64_t at,
 }
 
 /* Gives allocated block b of a packed file its slot, checking that the
- * slot is the block's alone and lies within the file.  Returns 0, 1 if
- * the entry is bad, or -1 after fail().
+ * slot is the block's alone and lies within the file.  Returns 0; or
+ * if the entry is bad, counts it in *damage, or without damage returns
+ * -1 after fail().
  */
 static int
 load_slot (struct kept_overlay *ko, struct kept_slots *slots, uint64_t b,
-           uint64_t slot, uint64_t file_length, bool counting)
+           uint64_t slot, uint64_t file_length, struct kept_damage *damage)
 {
   const struct kept_layout *l = &ko->header.layout;
   uint64_t end = l->data_offset + blockgeom_start (&l->geom, slot)
@@ -70,8 +72,10 @@ load_slot (struct kept_overlay *ko, struct kept_slots *slots, uint64_t b,
   int r;
 
   if (end > file_length) {
-    if (counting)
+    if (damage) {
+      ++damage->past_end;
       return 1;
+    }
     return kept_fail (ko, true, "corrupted block states or truncated file "
                  "(block %" PRIu64 " is in slot %" PRIu64 ", past the end "
                  "of the file)", b, slot);
@@ -79,7 +83,11 @@ load_slot (struct kept_overlay *ko, struct kept_slots *slots, uint64_t b,
   r = kept_slots_assign (slots, b, slot);
   if (r == -1)
     return kept_fail (ko, false, "cannot load the block slots: %m");
-  if (r == 1 && !counting)
+  if (r == 1 && damage) {
+    ++damage->shared;
+    return 1;
+  }
+  if (r == 1)
     return kept_fail (ko, true, "corrupted block states (block %" PRIu64
                  " is in slot %" PRIu64 ", which another block has)",
                  b, slot);
@@ -87,13 +95,13 @@ load_slot (struct kept_overlay *ko, struct kept_slots *slots, uint64_t b,
 }
 
 /* A chunk of a packed state area: entries of blocks [first, first +
- * n).  A bad entry is counted in *bad_blocks and loaded as state 3, or
- * fails the load if bad_blocks is NULL.
+ * n).  A bad entry is counted in *damage and loaded as state 3, or
+ * fails the load if damage is NULL.
  */
 static int
 load_packed (struct kept_overlay *ko, const uint8_t *buf, uint64_t first,
              uint64_t n, uint64_t file_length, struct statemap *states,
-             struct kept_slots *slots, uint64_t *bad_blocks)
+             struct kept_slots *slots, struct kept_damage *damage)
 {
   uint64_t i;
 
@@ -110,13 +118,11 @@ load_packed (struct kept_overlay *ko, const uint8_t *buf, uint64_t first,
     if (entry >= KEPT_ENTRY_SLOT) {
       state = KEPT_ALLOCATED;
       r = load_slot (ko, slots, b, entry - KEPT_ENTRY_SLOT, file_length,
-                     bad_blocks != NULL);
+                     damage);
       if (r == -1)
         return -1;
-      if (r == 1) {
+      if (r == 1)
         state = 3;
-        ++*bad_blocks;
-      }
     }
     if (statemap_reserve (states, b, 1) == -1)
       return kept_fail (ko, false, "cannot load the block states: %m");
@@ -127,7 +133,7 @@ load_packed (struct kept_overlay *ko, const uint8_t *buf, uint64_t first,
 
 int
 kept_load_states (struct kept_overlay *ko, struct statemap *states,
-                  uint64_t *bad_blocks)
+                  struct kept_damage *damage)
 {
   struct kept_slots *slots = &ko->slots;
   const struct kept_layout *l = &ko->header.layout;
@@ -136,8 +142,8 @@ kept_load_states (struct kept_overlay *ko, struct statemap *states,
   struct stat st;
   int r = 0;
 
-  if (bad_blocks)
-    *bad_blocks = 0;
+  if (damage)
+    *damage = (struct kept_damage) { 0 };
   if (fstat (ko->fd, &st) == -1)
     return kept_fail (ko, false, "fstat: %m");
   blocks = kept_blocks (ko);
@@ -153,10 +159,10 @@ kept_load_states (struct kept_overlay *ko, struct statemap *states,
     if (pread_full (ko->fd, buf, len, l->states_offset + at) == -1)
       r = kept_fail (ko, false, "cannot read the block states: %m");
     else if (!l->packed)
-      r = load_unpacked (ko, buf, at, len, states, bad_blocks);
+      r = load_unpacked (ko, buf, at, len, states, damage);
     else if (first < blocks && !is_zero ((const char *) buf, len))
       r = load_packed (ko, buf, first, first + n > blocks ? blocks - first : n,
-                       st.st_size, states, slots, bad_blocks);
+                       st.st_size, states, slots, damage);
   }
   free (buf);
   return r;

@@ -40,6 +40,12 @@ expect_exit 1 "socket=$tmp/s4: the NBD export is read-only" \
   "$NBDCOW" commit "$ov" "nbd+unix:///?socket=$tmp/s4"
 expect_exit 1 "$tmp/none: No such file or directory" \
   "$NBDCOW" commit "$ov" "$tmp/none"
+qemu-img create -q -f qcow2 "$tmp/t.qcow2" $((128 * B))
+expect_exit 1 "$tmp/t.qcow2: a qcow2 image, which nbdcow writes only over NBD: serve it \(qemu-nbd -f qcow2" \
+  "$NBDCOW" commit "$ov" "$tmp/t.qcow2"
+ln -s "$ov" "$tmp/ov-link"
+expect_exit 1 "$tmp/ov-link: this is the overlay itself: commit into a copy of its base" \
+  "$NBDCOW" commit "$ov" "$tmp/ov-link"
 expect_exit 1 "expected FILE and TARGET" "$NBDCOW" commit "$ov"
 expect_exit 1 "--connections=x: must be a number from 1 to 64" \
   "$NBDCOW" commit --connections=x "$ov" "$tmp/t1"

@@ -81,7 +81,19 @@ assert h.pread($B, 22 * $B) == bytes($B)
 stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
 info_is '.format_version == 2 and .closed_cleanly == true' "version 1 upgraded"
 
-# Usage errors exit 1.
+# Usage errors exit 1, with the subcommand's usage; --help exits 0.
 expect_exit 1 "expected one FILE" "$NBDCOW" info
 expect_exit 1 "unknown subcommand 'frob'" "$NBDCOW" frob "$ov"
 "$NBDCOW" --help | grep -q 'nbdcow map' || fail "--help"
+for sub in info map check commit export; do
+  expect_exit 0 "^usage: nbdcow $sub " "$NBDCOW" "$sub" --help
+  expect_exit 1 "^nbdcow: $sub: unrecognized option '--jsn'" \
+    "$NBDCOW" "$sub" --jsn "$ov"
+  grep -q "^usage: nbdcow $sub " "$tmp/out" || fail "$sub --jsn: no usage"
+  ! grep -v "^nbdcow: \|^usage: \|^See nbdcow(1)" "$tmp/out" ||
+    fail "$sub --jsn: a line that is neither nbdcow's message nor the usage"
+done
+expect_exit 1 "^nbdcow: map: option '--json=1' takes no value" \
+  "$NBDCOW" map --json=1 "$ov"
+expect_exit 1 "^nbdcow: commit: option '--connections' needs a value" \
+  "$NBDCOW" commit "$ov" /dev/null --connections

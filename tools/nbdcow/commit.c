@@ -40,6 +40,12 @@ commit_into (struct overlay_file *ov, const char *target_name,
 
   if (t == NULL)
     return -1;
+  if (target_is_file (t, ov->kept.fd)) {
+    nbdcow_error ("%s: this is the overlay itself: commit into a copy of "
+                  "its base", target_name);
+    target_close (t);
+    return -1;
+  }
   if (target_size (t) != l->geom.size) {
     nbdcow_error ("%s: %" PRIu64 " bytes, but the base of %s has %" PRIu64
                   ": not a copy of its base", target_name, target_size (t),
@@ -80,6 +86,7 @@ cmd_commit (int argc, char **argv)
     { "connections", required_argument, NULL, OPT_CONNECTIONS },
     { "empty", no_argument, NULL, OPT_EMPTY },
     { "progress", no_argument, NULL, OPT_PROGRESS },
+    HELP_OPTION,
     { NULL, 0, NULL, 0 },
   };
   unsigned connections = DEFAULT_CONNECTIONS;
@@ -89,19 +96,21 @@ cmd_commit (int argc, char **argv)
   int c, r;
 
   optind = 1;
-  while ((c = getopt_long (argc, argv, "", options, NULL)) != -1) {
+  while ((c = subcommand_getopt (argc, argv, options)) != -1) {
     if (c == OPT_CONNECTIONS && parse_connections (optarg, &connections) == -1)
       return EXIT_ERROR;
     else if (c == OPT_EMPTY)
       empty = true;
     else if (c == OPT_PROGRESS)
       progress = true;
+    else if (c == 'h')
+      return EXIT_OK;
     else if (c == '?')
       return EXIT_ERROR;
   }
   if (argc - optind != 2) {
-    nbdcow_error ("commit: expected FILE and TARGET (nbdcow commit "
-                  "[--connections=N] [--empty] [--progress] FILE TARGET)");
+    nbdcow_error ("commit: expected FILE and TARGET");
+    subcommand_usage ("commit", stderr);
     return EXIT_ERROR;
   }
   r = overlay_file_open (&ov, argv[optind],

@@ -258,6 +258,7 @@ cmd_export (int argc, char **argv)
     { "base", required_argument, NULL, OPT_BASE },
     { "connections", required_argument, NULL, OPT_CONNECTIONS },
     { "progress", no_argument, NULL, OPT_PROGRESS },
+    HELP_OPTION,
     { NULL, 0, NULL, 0 },
   };
   unsigned connections = DEFAULT_CONNECTIONS;
@@ -270,7 +271,7 @@ cmd_export (int argc, char **argv)
   int c, r;
 
   optind = 1;
-  while ((c = getopt_long (argc, argv, "", options, NULL)) != -1) {
+  while ((c = subcommand_getopt (argc, argv, options)) != -1) {
     if (c == OPT_BASE)
       base = optarg;
     else if (c == OPT_CONNECTIONS &&
@@ -278,12 +279,14 @@ cmd_export (int argc, char **argv)
       return EXIT_ERROR;
     else if (c == OPT_PROGRESS)
       progress = true;
+    else if (c == 'h')
+      return EXIT_OK;
     else if (c == '?')
       return EXIT_ERROR;
   }
   if (argc - optind != 2 || base == NULL) {
-    nbdcow_error ("export: expected FILE, --base=BASE and OUT (nbdcow export "
-                  "[--connections=N] [--progress] FILE --base=BASE OUT)");
+    nbdcow_error ("export: expected FILE, --base=BASE and OUT");
+    subcommand_usage ("export", stderr);
     return EXIT_ERROR;
   }
   out = argv[optind + 1];

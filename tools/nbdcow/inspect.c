@@ -18,43 +18,36 @@
 #include "nbdcow.h"
 
 /* Parses the options of info and map (--json) and check (--repair),
- * which each take one FILE.  Returns the FILE, or NULL after a usage
- * message.
+ * which each take one FILE.  Returns the FILE; or NULL with *status
+ * EXIT_OK after --help, EXIT_ERROR after a usage message.
  */
 static const char *
-parse_file_args (int argc, char **argv, const char *flag, bool *set)
+parse_file_args (int argc, char **argv, const char *flag, bool *set,
+                 int *status)
 {
   const struct option options[] = {
     { flag, no_argument, NULL, 'f' },
+    HELP_OPTION,
     { NULL, 0, NULL, 0 },
   };
   int c;
 
   *set = false;
+  *status = EXIT_ERROR;
   optind = 1;
-  while ((c = getopt_long (argc, argv, "", options, NULL)) != -1) {
+  while ((c = subcommand_getopt (argc, argv, options)) != -1) {
+    if (c == 'h')
+      *status = EXIT_OK;
     if (c != 'f')
       return NULL;
     *set = true;
   }
   if (argc - optind != 1) {
-    nbdcow_error ("%s: expected one FILE (nbdcow %s [--%s] FILE)",
-                  argv[0], argv[0], flag);
+    nbdcow_error ("%s: expected one FILE", argv[0]);
+    subcommand_usage (argv[0], stderr);
     return NULL;
   }
   return argv[optind];
-}
-
-/* parse_file_args, then overlay_file_open of the FILE to read it. */
-static int
-open_to_read (int argc, char **argv, const char *flag, bool *set,
-              struct overlay_file *ov)
-{
-  const char *file = parse_file_args (argc, argv, flag, set);
-
-  if (file == NULL)
-    return EXIT_ERROR;
-  return overlay_file_open (ov, file, KEPT_READ);
 }
 
 /* Why a file flagged open was not closed cleanly. */
@@ -151,12 +144,16 @@ print_info_text (const struct overlay_file *ov, const struct counts *c,
 int
 cmd_info (int argc, char **argv)
 {
+  const char *file;
   struct overlay_file ov;
   struct counts c = { 0 };
   bool json;
   int r;
 
-  r = open_to_read (argc, argv, "json", &json, &ov);
+  file = parse_file_args (argc, argv, "json", &json, &r);
+  if (file == NULL)
+    return r;
+  r = overlay_file_open (&ov, file, KEPT_READ);
   if (r != EXIT_OK)
     return r;
   c.geom = &ov.kept.header.layout.geom;
@@ -198,11 +195,15 @@ print_run_json (uint64_t offset, uint64_t length, unsigned state,
 int
 cmd_map (int argc, char **argv)
 {
+  const char *file;
   struct overlay_file ov;
   bool json, first = true;
   int r;
 
-  r = open_to_read (argc, argv, "json", &json, &ov);
+  file = parse_file_args (argc, argv, "json", &json, &r);
+  if (file == NULL)
+    return r;
+  r = overlay_file_open (&ov, file, KEPT_READ);
   if (r != EXIT_OK)
     return r;
   if (json) {
@@ -248,8 +249,8 @@ check_length (struct overlay_file *ov, bool repair)
 
   if (fstat (ov->kept.fd, &st) == -1 || (uint64_t) st.st_size >= want)
     return true;
-  printf ("%s: damaged: %" PRIu64 " bytes long, not %" PRIu64 "\n",
-          ov->kept.path, (uint64_t) st.st_size, want);
+  printf ("%s: damaged: truncated to %" PRIu64 " bytes, its layout takes %"
+          PRIu64 "\n", ov->kept.path, (uint64_t) st.st_size, want);
   if ((uint64_t) st.st_size < l->states_offset + l->states_length) {
     printf ("%s: cannot repair: the block states are cut short, what they "
             "held is lost\n", ov->kept.path);
@@ -301,34 +302,48 @@ check_crash_leftovers (struct overlay_file *ov, bool repair)
   return EXIT_OK;
 }
 
+/* Prints the damage the load counted.  Returns whether there is none. */
+static bool
+report_damage (const char *file, const struct kept_damage *d, uint64_t length)
+{
+  if (d->invalid)
+    printf ("%s: damaged: %" PRIu64 " blocks have the invalid state 3 "
+            "(cannot repair: what they held is unknown)\n", file, d->invalid);
+  if (d->shared)
+    printf ("%s: damaged: %" PRIu64 " blocks have a slot that another block "
+            "has too (cannot repair: what they held is unknown)\n",
+            file, d->shared);
+  if (d->past_end)
+    printf ("%s: damaged: truncated: %" PRIu64 " blocks lie in slots past "
+            "the end of the file (%" PRIu64 " bytes; cannot repair: their "
+            "data is lost)\n", file, d->past_end, length);
+  return d->invalid + d->shared + d->past_end == 0;
+}
+
 int
 cmd_check (int argc, char **argv)
 {
   const char *file;
   struct overlay_file ov = { .states = STATEMAP_INIT };
-  uint64_t bad = 0;
+  struct kept_damage damage;
+  struct stat st;
   bool repair, sound;
   int r;
 
-  file = parse_file_args (argc, argv, "repair", &repair);
+  file = parse_file_args (argc, argv, "repair", &repair, &r);
   if (file == NULL)
-    return EXIT_ERROR;
+    return r;
   if (kept_open (&ov.kept, file, repair ? KEPT_WRITE : KEPT_READ)
       == -1)
     return report_kept (&ov.kept);
-  if (kept_load_states (&ov.kept, &ov.states, &bad) == -1) {
+  if (kept_load_states (&ov.kept, &ov.states, &damage) == -1 ||
+      fstat (ov.kept.fd, &st) == -1) {
     r = report_kept (&ov.kept);
     overlay_file_close (&ov);
     return r;
   }
-  if (bad)
-    printf ("%s: damaged: %" PRIu64 " blocks have %s (cannot repair: what "
-            "they held is unknown)\n", file, bad,
-            ov.kept.header.layout.packed
-            ? "a slot that another block has too or that lies past the end "
-              "of the file"
-            : "the invalid state 3");
-  sound = check_length (&ov, repair) && bad == 0;
+  sound = report_damage (file, &damage, st.st_size);
+  sound = check_length (&ov, repair) && sound;
   r = sound ? check_crash_leftovers (&ov, repair) : EXIT_DAMAGED;
   if (r == EXIT_OK)
     printf ("%s: no errors found\n", file);

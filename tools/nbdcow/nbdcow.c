@@ -5,6 +5,7 @@
 #include <config.h>
 
 #include <errno.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,6 +109,49 @@ static const struct {
   { "export", cmd_export,
     "export [--connections=N] [--progress] FILE --base=BASE OUT.qcow2" },
 };
+
+void
+subcommand_usage (const char *name, FILE *fp)
+{
+  size_t i;
+
+  for (i = 0; i < sizeof commands / sizeof commands[0]; ++i)
+    if (strcmp (name, commands[i].name) == 0)
+      fprintf (fp, "usage: nbdcow %s\n", commands[i].usage);
+  fprintf (fp, "See nbdcow(1).\n");
+}
+
+int
+subcommand_getopt (int argc, char **argv, const struct option *options)
+{
+  int c;
+
+  opterr = 0;                   /* its messages lack the program's name */
+  c = getopt_long (argc, argv, ":h", options, NULL);
+  switch (c) {
+  case 'h':
+    subcommand_usage (argv[0], stdout);
+    return c;
+  case ':':
+    nbdcow_error ("%s: option '%s' needs a value", argv[0],
+                  argv[optind - 1]);
+    break;
+  case '?':
+    if (strncmp (argv[optind - 1], "--", 2) != 0)
+      nbdcow_error ("%s: unrecognized option '-%c'", argv[0], optopt);
+    else if (optopt != 0)
+      nbdcow_error ("%s: option '%s' takes no value", argv[0],
+                    argv[optind - 1]);
+    else
+      nbdcow_error ("%s: unrecognized option '%s'", argv[0],
+                    argv[optind - 1]);
+    break;
+  default:
+    return c;
+  }
+  subcommand_usage (argv[0], stderr);
+  return '?';
+}
 
 static void
 usage (FILE *fp)

@@ -9,8 +9,10 @@
 #ifndef NBDCOW_H
 #define NBDCOW_H
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "kept.h"
 #include "statemap.h"
@@ -60,6 +62,22 @@ extern void nbdcow_error (const char *fmt, ...)
   __attribute__ ((format (printf, 1, 2)));
 
 /* The subcommands: argv[0] is the subcommand's name. */
+
+/* Prints the usage line of subcommand name on fp, and where the manual
+ * is.
+ */
+extern void subcommand_usage (const char *name, FILE *fp);
+
+/* getopt_long for subcommand argv[0], whose options end with
+ * HELP_OPTION.  Returns the next option's value as getopt_long does,
+ * -1 after the last; 'h' after printing the usage on stdout (--help);
+ * '?' after printing what is wrong and the usage on stderr (an option
+ * unknown, or given a value it does not take, or lacking one).
+ */
+#define HELP_OPTION { "help", no_argument, NULL, 'h' }
+extern int subcommand_getopt (int argc, char **argv,
+                              const struct option *options);
+
 extern int cmd_info (int argc, char **argv);
 extern int cmd_map (int argc, char **argv);
 extern int cmd_check (int argc, char **argv);

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <libnbd.h>
@@ -53,12 +54,31 @@ file_size (struct target *t)
   return 0;
 }
 
+/* Whether the file starts as a qcow2 image does, which commit would
+ * overwrite as raw bytes.
+ */
+static bool
+is_qcow2 (int fd)
+{
+  char magic[4];
+
+  return pread (fd, magic, sizeof magic, 0) == sizeof magic &&
+         memcmp (magic, "QFI\xfb", sizeof magic) == 0;
+}
+
 static int
 open_file (struct target *t)
 {
   t->fd = open (t->name, O_RDWR | O_CLOEXEC);
   if (t->fd == -1) {
     nbdcow_error ("%s: %m", t->name);
+    return -1;
+  }
+  if (is_qcow2 (t->fd)) {
+    nbdcow_error ("%s: a qcow2 image, which nbdcow writes only over NBD: "
+                  "serve it (qemu-nbd -f qcow2 --socket=/tmp/q.sock %s) and "
+                  "give the URI (nbd+unix:///?socket=/tmp/q.sock)",
+                  t->name, t->name);
     return -1;
   }
   return file_size (t);
@@ -188,6 +208,15 @@ const char *
 target_name (const struct target *t)
 {
   return t->name;
+}
+
+bool
+target_is_file (const struct target *t, int fd)
+{
+  struct stat a, b;
+
+  return t->fd >= 0 && fstat (t->fd, &a) == 0 && fstat (fd, &b) == 0 &&
+         a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
 uint64_t

@@ -9,6 +9,7 @@
 #ifndef NBDCOW_TARGET_H
 #define NBDCOW_TARGET_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct target;
@@ -25,6 +26,8 @@ extern struct target *target_open_fd (const char *name, int fd,
 extern void target_close (struct target *t);
 
 extern const char *target_name (const struct target *t);
+/* Whether the target is the file open as fd. */
+extern bool target_is_file (const struct target *t, int fd);
 extern uint64_t target_size (const struct target *t);
 extern unsigned target_connections (const struct target *t);
 
