@@ -54,9 +54,9 @@ assert refused >= 10, refused
 [ "$(grep -c "filesystem is full" "$tmp/sock.err")" -eq 1 ] ||
   fail "refusals for a full filesystem logged $(grep -c "filesystem is full" "$tmp/sock.err") times"
 for _ in $(seq 50); do
-  jq -e '.exports[0].space.filesystem_refused_requests >= 11' \
+  jq -e '.server.space.filesystem_refused_requests >= 11' \
     "$tmp/stats.json" >/dev/null 2>&1 && break
   sleep 0.1
 done
-jq -e '.exports[0].space.filesystem_refused_requests >= 11' "$tmp/stats.json" \
+jq -e '.server.space.filesystem_refused_requests >= 11' "$tmp/stats.json" \
   >/dev/null || fail "cow-stats did not count: $(cat "$tmp/stats.json")"

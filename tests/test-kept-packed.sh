@@ -86,7 +86,7 @@ for i in range(8):
     put(700 + i, 70 + i)
 "
 length_is $(( data_offset + 25 * B )) "holes filled after a restart"
-jq -e '.blocks.allocated == 25 and .blocks.zero == 8' \
+jq -e '.blocks.overlay == 25 and .blocks.zero == 8' \
   <("$NBDCOW" info --json "$ov") >/dev/null || fail "info"
 step ""
 

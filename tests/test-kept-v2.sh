@@ -39,5 +39,5 @@ cmp "$tmp/target" "$tmp/live.img" || fail "commit of version 2"
 "$NBDCOW" export "$ov" --base="$tmp/base" "$tmp/out.qcow2"
 qemu-img compare -q "$tmp/out.qcow2" "$tmp/live.img" || fail "export of version 2"
 "$NBDCOW" commit --empty "$ov" "$tmp/target"
-jq -e '.blocks.allocated == 0 and .blocks.zero == 0' \
+jq -e '.blocks.overlay == 0 and .blocks.zero == 0' \
   <("$NBDCOW" info --json "$ov") >/dev/null || fail "not emptied"

@@ -82,11 +82,12 @@ fill_and_free || fail "throw-away overlay under the cap"
 [ "$(grep -c 'the overlay is full' "$tmp/sock.err")" -eq 1 ] ||
   fail "the refusals were not logged exactly once: $(cat "$tmp/sock.err")"
 sleep 1.5
-jq -e ".exports[0].space.max == $cap and .exports[0].space.used <= $cap and
-       .exports[0].space.used > 0 and
-       .exports[0].space.refused_requests >= 80 and
+jq -e ".server.space.max == $cap and .server.space.used <= $cap and
+       .server.space.used > 0 and
+       .server.space.refused_requests >= 80 and
+       .server.throwaway_bytes_on_disk <= $cap and
        .exports[0].overlay_bytes_on_disk <= $cap" "$tmp/stats.json" >/dev/null ||
-  fail "statistics: $(jq .exports[0] "$tmp/stats.json")"
+  fail "statistics: $(jq '.server, .exports[0]' "$tmp/stats.json")"
 [ "$(overlay_bytes "$tmp/sock")" -le $cap ] || fail "overlay over the cap"
 stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
 rm -f "$tmp/sock"
@@ -125,7 +126,8 @@ for bs in 4096 65536; do
     { cat "$tmp/torture.out"; fail "torture under the cap, block size $bs"; }
   cat "$tmp/torture.out"
   grep -Eq ' [1-9][0-9]* refused' "$tmp/torture.out" || fail "the cap was never hit"
-  jq -e ".exports[0].space.used <= $tcap and
+  jq -e ".server.space.used <= $tcap and
+         .server.throwaway_bytes_on_disk <= $tcap and
          .exports[0].overlay_bytes_on_disk <= $tcap" "$tmp/tstats.json" \
-    >/dev/null || fail "over the cap: $(jq .exports[0] "$tmp/tstats.json")"
+    >/dev/null || fail "over the cap: $(jq '.server, .exports[0]' "$tmp/tstats.json")"
 done

@@ -50,7 +50,7 @@ for r in range(rounds):
     info = json.loads(subprocess.check_output([nbdcow, 'info', '--json', ov]))
     phase = ('not started' if target == base else
              'writing' if target != live else
-             'written' if info['blocks']['allocated'] and info['closed_cleanly'] else
+             'written' if info['blocks']['overlay'] and info['closed_cleanly'] else
              'emptying' if not info['closed_cleanly'] else 'done')
     phases[phase] = phases.get(phase, 0) + 1
     assert view() == live, 'round %d, killed while %s' % (r, phase)

@@ -73,7 +73,7 @@ cmp "$tmp/live.img" "$tmp/t5" || fail "the commit run again"
 cp "$tmp/base" "$tmp/t6"
 "$NBDCOW" commit --empty "$ov" "$tmp/t6" | grep -q "the overlay is empty now" ||
   fail "--empty did not say so"
-jq -e '.blocks.allocated == 0 and .blocks.zero == 0 and .closed_cleanly' \
+jq -e '.blocks.overlay == 0 and .blocks.zero == 0 and .closed_cleanly' \
   <("$NBDCOW" info --json "$ov") >/dev/null || fail "overlay not empty"
 [ "$(jq .bytes_on_disk <("$NBDCOW" info --json "$ov"))" -le $((64 * 1024)) ] ||
   fail "the emptied overlay keeps its data"

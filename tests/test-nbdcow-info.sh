@@ -32,7 +32,7 @@ rm -f "$tmp/sock"
 "$NBDCOW" info "$ov"
 info_is ".format_version == 3 and .block_size == $B and
          .base_size == 128 * $B and .export_name == \"\" and
-         .blocks == { not_allocated: 120, allocated: 3, zero: 5 } and
+         .blocks == { base: 120, overlay: 3, zero: 5 } and
          .data_bytes == 3 * $B and .zero_bytes == 5 * $B and
          .bytes_on_disk >= 3 * $B and .closed_cleanly == true and
          .recoveries == 0" "info --json"
@@ -58,7 +58,7 @@ sleep 0.5
 rm -f "$tmp/sock"
 "$NBDCOW" info "$ov" | grep -q '^closed cleanly: no' ||
   fail "a killed overlay reads as closed cleanly"
-info_is '.closed_cleanly == false and .blocks.allocated == 4' "after kill -9"
+info_is '.closed_cleanly == false and .blocks.overlay == 4' "after kill -9"
 start_nbdkit "$tmp/sock" --filter=cow file "$tmp/base" cow-file="$ov"
 nbdsh -u "$uri" -c "assert h.pread($B, 30 * $B) == b'z' * $B"
 stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # cow-stats=FILE: a known sequence of requests gives exact counts of
 # requests, blocks in each state, copy-ups and base reads, for each
-# export; the file is rewritten while nbdkit runs and once more at
-# exit; a request waiting behind a read-modify-write shows as a wait
-# on rmw_locks; a file that cannot be written stops nbdkit at start.
+# export, each export's own disk space, and the server's files, space
+# and plugin opens, which stand once every overlay has ended; the file
+# is rewritten while nbdkit runs and once more at exit; a request
+# waiting behind a read-modify-write shows as a wait on rmw_locks; a
+# file that cannot be written stops nbdkit at start.
 . "$abs_top_srcdir/tests/functions.sh"
 
 mkdir "$tmp/dir"
@@ -58,18 +60,41 @@ expect ()
 }
 expect disk "r['seconds'] > $running_seconds" True
 expect disk "e['block_size']" 65536
-expect disk "e['blocks']" "{'not_allocated': 54, 'allocated': 4, 'zero': 6}"
+expect disk "e['blocks']" "{'base': 54, 'overlay': 4, 'zero': 6}"
 expect disk "e['copy_ups']" \
   "{'cow_on_read': 0, 'cow_on_cache': 2, 'read_modify_write': 1}"
 expect disk "e['base_reads']" "{'requests': 2, 'bytes': 196608}"
 expect disk "[(k, v['count'], v['bytes']) for k, v in e['requests'].items()]" \
   "[('read', 1, 8192), ('write', 2, 69632), ('zero', 1, 262144), ('trim', 1, 131072), ('flush', 1, 0), ('cache', 1, 131072), ('extents', 1, 65536)]"
 expect disk "e['overlay_files']" 8
-expect disk "e['overlay_bytes_on_disk'] >= 4 * 65536" True
+expect disk "e['overlay_bytes_on_disk']" $((4 * 65536))   # its own 4 blocks
+expect disk "r['server']['throwaway_files']" 8
+expect disk "r['server']['throwaway_bytes_on_disk'] >= 4 * 65536" True
+expect disk "r['server']['plugin_opens']" 2
+expect disk "r['server']['space']['max']" None
+expect disk "r['server']['space']['used'] >= 4 * 65536" True
 expect disk "sorted(e['lock_waits'])" \
   "['base_map_lock', 'flush_lock', 'rmw_locks', 'state_lock', 'write_lock']"
 expect 'odd"name' "e['requests']['read']" "{'count': 1, 'bytes': 512}"
-expect 'odd"name' "e['blocks']" "{'not_allocated': 16, 'allocated': 0, 'zero': 0}"
+expect 'odd"name' "e['blocks']" "{'base': 16, 'overlay': 0, 'zero': 0}"
+
+# The man page's sample has the keys of a real report, no more, no less.
+$PYTHON - "$abs_top_srcdir/docs/nbdkit-cow-filter.pod" "$stats" <<'PY' ||
+import json, re, sys
+pod = open(sys.argv[1]).read()
+sample = re.search(r"\n( \{\n.*?\n \})\n", pod[pod.index("=head1 STATISTICS"):],
+                   re.S).group(1)
+def paths(v, at=""):
+    if isinstance(v, dict):
+        return {p for k, x in v.items() for p in paths(x, at + "." + k)} | {at}
+    if isinstance(v, list):
+        return {p for x in v[:1] for p in paths(x, at + "[]")} | {at}
+    return {at}
+want, got = paths(json.loads(sample)), paths(json.load(open(sys.argv[2])))
+sys.exit("man page only: %s; report only: %s" % (sorted(want - got), sorted(got - want))
+         if want != got else 0)
+PY
+  fail "the man page's sample differs from a report"
 
 # 2. cow-on-read copies count as such.
 rm "$stats"
@@ -98,7 +123,24 @@ expect "" "e['lock_waits']['rmw_locks']['count']" 1
 expect "" "e['lock_waits']['rmw_locks']['seconds'] >= 0.3" True
 expect "" "e['copy_ups']['read_modify_write']" 1
 
-# 4. Refusals at start.
+# 4. Once its overlay has ended, the export is gone from the report,
+# the server's figures stay: its space given back, its plugin open
+# still counted.
+rm "$stats"
+start_nbdkit "$tmp/sock4" --filter=cow file "$tmp/dir/disk" \
+  cow-stats="$stats" cow-lifetime=clients:0
+nbdsh -u "nbd+unix:///?socket=$tmp/sock4" -c 'h.pwrite(b"x" * 65536, 0)'
+for _ in $(seq 50); do
+  [ "$(jq '.overlays.discarded' "$stats")" = 1 ] && break
+  sleep 0.2
+done
+jq -e '.exports == [] and .overlays.discarded == 1 and
+       .server.plugin_opens == 1 and .server.space.used == 0 and
+       .server.throwaway_files == 8' "$stats" >/dev/null ||
+  fail "no server figures once the overlay ended: $(cat "$stats")"
+stop_nbdkit "$(cat "$tmp/sock4.pid")" "$tmp/sock4.err"
+
+# 5. Refusals at start.
 expect_start_failure "cow-stats=$tmp/nodir/s.json: cannot write" \
   --filter=cow memory 1M cow-stats="$tmp/nodir/s.json"
 expect_start_failure "cow-stats=: must name a file" \

@@ -44,5 +44,5 @@ stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
 blocks=$($PYTHON -c "
 import json
 print(json.load(open('$stats'))['exports'][0]['blocks'])")
-[ "$blocks" = "{'not_allocated': 13, 'allocated': 2, 'zero': 1}" ] ||
+[ "$blocks" = "{'base': 13, 'overlay': 2, 'zero': 1}" ] ||
   fail "blocks: $blocks"

@@ -105,8 +105,9 @@ extern const char *blk_lock_name (enum blk_lock lock);
 struct blk_stats {
   uint64_t block_size;
   uint64_t blocks[3];           /* blocks in each enum blk_state */
-  /* The overlay's files and the disk space they take: a throw-away
-   * overlay's are those all throw-away overlays share.
+  /* The files the overlay's data lies in (a throw-away overlay's are
+   * those all throw-away overlays share), and the disk space it takes
+   * in them: its own.
    */
   unsigned files;
   uint64_t overlay_bytes;

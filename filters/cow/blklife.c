@@ -236,7 +236,8 @@ blk_get_stats (struct blk *blk, struct blk_stats *stats)
   stats->files = store_files (blk->store);
   if (blk_is_sized (blk))
     blkmap_count (&blk->map, blockgeom_blocks (&blk->map.geom), stats->blocks);
-  stats->overlay_bytes = store_bytes (blk->store);
+  stats->overlay_bytes = store_bytes (blk->store, stats->blocks[BLK_ALLOCATED]
+                                      * stats->block_size);
   stats->copy_ups_read = shardctr_sum (&blk->counters, COPY_UPS_READ);
   stats->copy_ups_cache = shardctr_sum (&blk->counters, COPY_UPS_CACHE);
   stats->copy_ups_rmw = shardctr_sum (&blk->counters, COPY_UPS_RMW);

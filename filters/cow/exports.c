@@ -94,6 +94,16 @@ known (const char *exportname)
   return alive;
 }
 
+/* Counts n opens of the plugin for overlay o, and for the server. */
+static void
+count_plugin_opens (struct overlay *o, unsigned n)
+{
+  if (n == 0)
+    return;
+  shardctr_add (&o->requests, STATS_PLUGIN_OPENS, n);
+  server_count_plugin_opens (n);
+}
+
 /* exports_connect through a context of the export's pool. */
 static int
 connect_shared (struct export_conn *c, const char *exportname,
@@ -114,9 +124,7 @@ connect_shared (struct export_conn *c, const char *exportname,
     return -1;
   }
   use = basepool_take (c->overlay->pool, backend, base, opened);
-  if (opened || use.opened)
-    shardctr_add (&c->overlay->requests, STATS_PLUGIN_OPENS,
-                  (opened != NULL) + use.opened);
+  count_plugin_opens (c->overlay, (opened != NULL) + use.opened);
   if (use.next == NULL) {
     close_overlay (c->overlay, false);
     return -1;
@@ -136,7 +144,7 @@ connect_own (struct export_conn *c, const char *exportname, const char *base,
   c->overlay = open_overlay (exportname);
   if (c->overlay == NULL)
     return -1;
-  shardctr_add (&c->overlay->requests, STATS_PLUGIN_OPENS, 1);
+  count_plugin_opens (c->overlay, 1);
   return 0;
 }
 

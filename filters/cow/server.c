@@ -24,6 +24,9 @@ static struct space space;
 /* The files of the throw-away overlays; NULL with cow-file. */
 static struct temp_files *temp_files;
 
+/* The plugin's opens by every overlay so far; atomic. */
+static uint64_t plugin_opens;
+
 int
 server_init (void)
 {
@@ -65,8 +68,17 @@ server_exiting (void)
 }
 
 void
+server_count_plugin_opens (unsigned n)
+{
+  __atomic_fetch_add (&plugin_opens, n, __ATOMIC_RELAXED);
+}
+
+void
 server_get_stats (struct server_stats *stats)
 {
+  stats->throwaway_files = temp_files ? temp_files_count (temp_files) : 0;
+  stats->throwaway_bytes = temp_files ? temp_files_bytes (temp_files) : 0;
+  stats->plugin_opens = __atomic_load_n (&plugin_opens, __ATOMIC_RELAXED);
   stats->space_limit = space_limit (&space);
   stats->space_used = space_used (&space);
   stats->space_refusals = space_refusals (&space);

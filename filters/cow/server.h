@@ -28,7 +28,10 @@ extern struct blk *server_new_blk (const char *exportname);
  */
 extern void server_exiting (void);
 
-/* The space figures of *stats (stats.h). */
+/* Counts n more opens of the plugin, by any overlay. */
+extern void server_count_plugin_opens (unsigned n);
+
+/* The files, space and plugin-open figures of *stats (stats.h). */
 extern void server_get_stats (struct server_stats *stats);
 
 extern void server_free (void);

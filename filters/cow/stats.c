@@ -34,8 +34,7 @@ static const char *const request_names[REQ_TYPES] = {
 };
 
 static void
-write_export (FILE *fp, const struct export_stats *e,
-              const struct server_stats *server)
+write_export (FILE *fp, const struct export_stats *e)
 {
   const struct blk_stats *b = &e->blk;
   unsigned i;
@@ -45,8 +44,8 @@ write_export (FILE *fp, const struct export_stats *e,
   fprintf (fp, ",\n"
            "      \"connections\": %u,\n"
            "      \"block_size\": %" PRIu64 ",\n"
-           "      \"blocks\": { \"not_allocated\": %" PRIu64
-           ", \"allocated\": %" PRIu64 ", \"zero\": %" PRIu64 " },\n"
+           "      \"blocks\": { \"base\": %" PRIu64
+           ", \"overlay\": %" PRIu64 ", \"zero\": %" PRIu64 " },\n"
            "      \"overlay_files\": %u,\n"
            "      \"overlay_bytes_on_disk\": %" PRIu64 ",\n"
            "      \"copy_ups\": { \"cow_on_read\": %" PRIu64
@@ -55,20 +54,12 @@ write_export (FILE *fp, const struct export_stats *e,
            "      \"base_reads\": { \"requests\": %" PRIu64
            ", \"bytes\": %" PRIu64 " },\n"
            "      \"plugin_opens\": %" PRIu64 ",\n"
-           "      \"space\": { \"max\": ",
+           "      \"requests\": {\n",
            e->connections, b->block_size, b->blocks[BLK_NOT_ALLOCATED],
            b->blocks[BLK_ALLOCATED], b->blocks[BLK_ZERO], b->files,
            b->overlay_bytes,
            b->copy_ups_read, b->copy_ups_cache, b->copy_ups_rmw,
            b->base_reads, b->base_read_bytes, e->plugin_opens);
-  if (server->space_limit == UINT64_MAX)
-    fprintf (fp, "null");
-  else
-    fprintf (fp, "%" PRIu64, server->space_limit);
-  fprintf (fp, ", \"used\": %" PRIu64 ", \"refused_requests\": %" PRIu64
-           ", \"filesystem_refused_requests\": %" PRIu64 " },\n"
-           "      \"requests\": {\n", server->space_used,
-           server->space_refusals, server->filesystem_refusals);
   for (i = 0; i < REQ_TYPES; ++i)
     fprintf (fp, "        \"%s\": { \"count\": %" PRIu64
              ", \"bytes\": %" PRIu64 " }%s\n",
@@ -81,6 +72,25 @@ write_export (FILE *fp, const struct export_stats *e,
              blk_lock_name (i), b->lock_waits[i], b->lock_wait_ns[i] / 1e9,
              i + 1 < BLK_LOCKS ? "," : "");
   fprintf (fp, "      }\n    }");
+}
+
+static void
+write_server (FILE *fp, const struct server_stats *server)
+{
+  fprintf (fp, "  \"server\": {\n"
+           "    \"throwaway_files\": %u,\n"
+           "    \"throwaway_bytes_on_disk\": %" PRIu64 ",\n"
+           "    \"space\": { \"max\": ",
+           server->throwaway_files, server->throwaway_bytes);
+  if (server->space_limit == UINT64_MAX)
+    fprintf (fp, "null");
+  else
+    fprintf (fp, "%" PRIu64, server->space_limit);
+  fprintf (fp, ", \"used\": %" PRIu64 ", \"refused_requests\": %" PRIu64
+           ", \"filesystem_refused_requests\": %" PRIu64 " },\n"
+           "    \"plugin_opens\": %" PRIu64 "\n  },\n",
+           server->space_used, server->space_refusals,
+           server->filesystem_refusals, server->plugin_opens);
 }
 
 void
@@ -127,12 +137,14 @@ write_file (const char *path, double seconds,
   fprintf (fp, "{\n  \"seconds\": %.3f,\n"
            "  \"refused_export_names\": %" PRIu64 ",\n"
            "  \"overlays\": { \"alive\": %" PRIu64 ", \"discarded\": %"
-           PRIu64 ", \"closed\": %" PRIu64 " },\n"
-           "  \"exports\": [", seconds, server->refused_names,
-           server->alive, server->discarded, server->closed);
+           PRIu64 ", \"closed\": %" PRIu64 " },\n", seconds,
+           server->refused_names, server->alive, server->discarded,
+           server->closed);
+  write_server (fp, server);
+  fprintf (fp, "  \"exports\": [");
   for (i = 0; i < n; ++i) {
     fprintf (fp, i ? ",\n" : "\n");
-    write_export (fp, &exports[i], server);
+    write_export (fp, &exports[i]);
   }
   fprintf (fp, "%s]\n}\n", n ? "\n  " : "");
   if (ferror (fp) | (fclose (fp) != 0) || rename (tmp, path) == -1) {

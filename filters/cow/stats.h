@@ -54,16 +54,20 @@ extern void stats_sum_counters (const struct shardctr *counters,
 /* The server's: the opens of new export names refused
  * (cow-max-exports), and the overlays alive now and ended so far
  * (cow-lifetime=clients): throw-away ones discarded, kept ones closed;
- * cow-max-size (UINT64_MAX if none), the space counted against it and
- * the requests refused with ENOSPC, and those the overlays'
- * filesystems refused for want of room.  The report shows the space
- * figures in every export's entry too.
+ * the files the throw-away overlays share and the disk space they
+ * take; cow-max-size (UINT64_MAX if none), the space counted against
+ * it and the requests refused with ENOSPC, and those the overlays'
+ * filesystems refused for want of room; the plugin's opens, ended
+ * overlays' included.
  */
 struct server_stats {
   uint64_t refused_names;
   uint64_t alive, discarded, closed;
+  unsigned throwaway_files;
+  uint64_t throwaway_bytes;
   uint64_t space_limit, space_used, space_refusals;
   uint64_t filesystem_refusals;
+  uint64_t plugin_opens;
 };
 
 /* Sets *exports to a new array of the statistics of every export

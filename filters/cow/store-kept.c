@@ -470,8 +470,9 @@ kept_files (struct store *st)
 }
 
 static uint64_t
-kept_bytes (struct store *st)
+kept_bytes (struct store *st, uint64_t data_bytes)
 {
+  (void) data_bytes;
   return disk_bytes (kept_of (st)->kept.fd);
 }
 

@@ -94,9 +94,13 @@ struct store_ops {
    */
   int (*flush) (struct store *st, int *err);
 
-  /* The files of the store, and the disk space they take in bytes. */
+  /* The files the store keeps its data in, and the disk space the
+   * store takes in bytes, its blocks in the overlay holding data_bytes:
+   * kept, its file's; throw-away, data_bytes of the files all
+   * throw-away overlays share.
+   */
   unsigned (*files) (struct store *st);
-  uint64_t (*bytes) (struct store *st);
+  uint64_t (*bytes) (struct store *st, uint64_t data_bytes);
 
   /* Closes the store and frees it: kept, flushed first if started, and
    * marked closed cleanly if that flush worked.  Returns 0, or -1 after
@@ -200,9 +204,9 @@ store_files (struct store *st)
 }
 
 static inline uint64_t
-store_bytes (struct store *st)
+store_bytes (struct store *st, uint64_t data_bytes)
 {
-  return st->ops->bytes (st);
+  return st->ops->bytes (st, data_bytes);
 }
 
 static inline int

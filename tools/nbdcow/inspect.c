@@ -95,8 +95,8 @@ print_info_json (const struct overlay_file *ov, const struct counts *c,
   printf ("  \"base_size\": %" PRIu64 ",\n", h->layout.geom.size);
   printf ("  \"export_name\": ");
   json_write_string (stdout, h->name);
-  printf (",\n  \"blocks\": { \"not_allocated\": %" PRIu64
-          ", \"allocated\": %" PRIu64 ", \"zero\": %" PRIu64 " },\n",
+  printf (",\n  \"blocks\": { \"base\": %" PRIu64
+          ", \"overlay\": %" PRIu64 ", \"zero\": %" PRIu64 " },\n",
           c->blocks[KEPT_NOT_ALLOCATED], c->blocks[KEPT_ALLOCATED],
           c->blocks[KEPT_ZERO]);
   printf ("  \"data_bytes\": %" PRIu64 ",\n", c->bytes[KEPT_ALLOCATED]);

@@ -49,6 +49,18 @@ draw_bar (const struct progress *p, int percent, uint64_t done)
   funlockfile (stderr);
 }
 
+/* Off a terminal: a line for each step of 10% reached since the last
+ * shown, however far the copy moved in between.
+ */
+static void
+print_steps (const struct progress *p, int percent)
+{
+  int step = p->shown < 0 ? 0 : p->shown / 10 + 1;
+
+  for (; step <= percent / 10; ++step)
+    fprintf (stderr, "nbdcow %s: %d%%\n", p->what, step * 10);
+}
+
 void
 progress_show (struct progress *p)
 {
@@ -59,10 +71,8 @@ progress_show (struct progress *p)
     return;
   if (p->tty)
     draw_bar (p, percent, done);
-  else if (p->shown < 0 || percent / 10 != p->shown / 10)
-    fprintf (stderr, "nbdcow %s: %d%%\n", p->what, percent / 10 * 10);
   else
-    return;
+    print_steps (p, percent);
   p->shown = percent;
 }
 
