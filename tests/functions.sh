@@ -198,6 +198,38 @@ requires_filter ()
   has_filter "$1" || skip "$("$system_nbdkit" --version) has no $1 filter"
 }
 
+# free_port: a TCP port of 127.0.0.1 free now.
+free_port ()
+{
+  "$PYTHON" -c "
+import socket
+s = socket.socket()
+s.bind(('127.0.0.1', 0))
+print(s.getsockname()[1])"
+}
+
+# sshd_config PORT PIDFILE: makes $tmp/hostkey and $tmp/key, and prints
+# the configuration of an sshd of the test's own: on 127.0.0.1:PORT,
+# root logging in with $tmp/key only, sftp served.
+sshd_config ()
+{
+  ssh-keygen -q -t ed25519 -N '' -f "$tmp/hostkey"
+  ssh-keygen -q -t ed25519 -N '' -f "$tmp/key"
+  cat <<CONF
+Port $1
+ListenAddress 127.0.0.1
+HostKey $tmp/hostkey
+PidFile $2
+AuthorizedKeysFile $tmp/key.pub
+StrictModes no
+UsePAM no
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PermitRootLogin prohibit-password
+Subsystem sftp internal-sftp
+CONF
+}
+
 # A base file of SIZE bytes: random data with a hole in the middle.
 make_base ()
 {

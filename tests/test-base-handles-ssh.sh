@@ -13,27 +13,8 @@ requires_plugin ssh
 truncate -s 8M "$tmp/base"
 printf 'over ssh' | dd of="$tmp/base" bs=1 seek=$(( 3 << 20 )) conv=notrunc \
   status=none
-ssh-keygen -q -t ed25519 -N '' -f "$tmp/hostkey"
-ssh-keygen -q -t ed25519 -N '' -f "$tmp/key"
-cp "$tmp/key.pub" "$tmp/authorized_keys"
-port=$("$PYTHON" -c "
-import socket
-s = socket.socket()
-s.bind(('127.0.0.1', 0))
-print(s.getsockname()[1])")
-cat > "$tmp/sshd_config" <<CONF
-Port $port
-ListenAddress 127.0.0.1
-HostKey $tmp/hostkey
-PidFile $tmp/sshd.pid
-AuthorizedKeysFile $tmp/authorized_keys
-StrictModes no
-UsePAM no
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-PermitRootLogin prohibit-password
-Subsystem sftp internal-sftp
-CONF
+port=$(free_port)
+sshd_config "$port" "$tmp/sshd.pid" > "$tmp/sshd_config"
 # sshd's privilege separation directory, made only if missing.
 if [ ! -d /run/sshd ]; then
   mkdir -m 0755 /run/sshd
