@@ -46,9 +46,22 @@ done
 cat > "$tmp/inside.sh" <<'EOF'
 set -eu
 ip link set lo up
-mount -t tmpfs tmpfs /tmp
-mount -t tmpfs tmpfs /run
-mount -t tmpfs tmpfs /srv
+# private DIR: DIR empty and the examples' own, but for the build and
+# source trees if they lie in it.
+private ()
+{
+  mkdir -p "$tmp/outer$1"
+  mount --bind "$1" "$tmp/outer$1"
+  mount -t tmpfs tmpfs "$1"
+  for tree in "$abs_top_builddir" "$abs_top_srcdir"; do
+    case $tree in
+      "$1"/*) mkdir -p "$tree"; mount --bind "$tmp/outer$tree" "$tree" ;;
+    esac
+  done
+}
+private /tmp
+private /run
+private /srv
 mkdir -m 0755 /run/sshd /srv/images
 cp "$work_any/disk.img" /srv/images/disk.img
 
