@@ -158,7 +158,7 @@ worker_run (void *arg)
   bool ok = buf != NULL;
 
   if (buf == NULL)
-    nbdcow_error ("malloc: %m");
+    nbdcow_error ("%s: malloc: %m", c->ov->kept.path);
   while (ok && take_piece (c, &offset, &length, &state, &dest)) {
     ok = copy_piece (c, w->conn, buf, offset, length, state, dest) == 0;
     if (ok)
@@ -222,7 +222,7 @@ copy_pieces (struct overlay_file *ov, struct target *t, bool consecutive,
   int err = 0;
 
   if (workers == NULL) {
-    nbdcow_error ("calloc: %m");
+    nbdcow_error ("%s: calloc: %m", ov->kept.path);
     return -1;
   }
   memset (totals, 0, sizeof *totals);
@@ -243,7 +243,7 @@ copy_pieces (struct overlay_file *ov, struct target *t, bool consecutive,
   }
   if (err != 0) {
     errno = err;
-    nbdcow_error ("pthread_create: %m");
+    nbdcow_error ("%s: pthread_create: %m", ov->kept.path);
     held_lock (&c.lock);
     c.failed = true;
     held_unlock (&c.lock);

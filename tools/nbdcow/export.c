@@ -32,7 +32,7 @@ check_base (const struct overlay_file *ov, const char *base, const char *out,
 
   if (dir == NULL ||
       asprintf (&path, "%s/%s", base[0] == '/' ? "" : dir, base) == -1) {
-    nbdcow_error ("malloc: %m");
+    nbdcow_error ("--base=%s: malloc: %m", base);
     path = NULL;
   }
   else if (!qcow2_backing_fits (base))
@@ -68,15 +68,15 @@ check_out (const struct overlay_file *ov, const char *out,
   if (stat (out, &o) == -1)
     return 0;                   /* a new file */
   if (!S_ISREG (o.st_mode)) {
-    nbdcow_error ("%s: is not a regular file", out);
+    nbdcow_error ("%s: is not a regular file: name a new file for the qcow2", out);
     return -1;
   }
   if (fstat (ov->kept.fd, &overlay) == 0 && same_file (&o, &overlay)) {
-    nbdcow_error ("%s: is the overlay itself", out);
+    nbdcow_error ("%s: is the overlay itself: name a new file for the qcow2", out);
     return -1;
   }
   if (same_file (&o, base)) {
-    nbdcow_error ("%s: is the base itself", out);
+    nbdcow_error ("%s: is the base itself: name a new file for the qcow2", out);
     return -1;
   }
   return 0;
@@ -120,7 +120,7 @@ out_create (struct out_file *o, const char *out)
   o->named = false;
   o->dir = dir_of (out);
   if (o->dir == NULL) {
-    nbdcow_error ("malloc: %m");
+    nbdcow_error ("%s: malloc: %m", out);
     return -1;
   }
   o->fd = open_nameless (o->dir);
@@ -160,7 +160,7 @@ out_publish (struct out_file *o)
 
   if (r == -1 && errno == EEXIST) {
     if (asprintf (&tmp, "%s.nbdcow-%ld", o->path, (long) getpid ()) == -1) {
-      nbdcow_error ("malloc: %m");
+      nbdcow_error ("%s: malloc: %m", o->path);
       return -1;
     }
     r = link_fd (o->fd, tmp);

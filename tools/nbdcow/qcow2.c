@@ -250,7 +250,7 @@ write_maps (const struct qcow2_layout *q, const struct overlay_file *ov, int fd,
 
   m.l1 = calloc (q->l1_clusters, cluster_size (q));
   if (m.l1 == NULL) {
-    nbdcow_error ("calloc: %m");
+    nbdcow_error ("%s: calloc: %m", out);
     return -1;
   }
   r = overlay_file_each_run (ov, map_run, &m);
@@ -279,7 +279,7 @@ qcow2_write_tables (const struct qcow2_layout *q, const struct overlay_file *ov,
   int r;
 
   if (cluster == NULL) {
-    nbdcow_error ("malloc: %m");
+    nbdcow_error ("%s: malloc: %m", out);
     return -1;
   }
   r = write_refcounts (q, fd, out, cluster);

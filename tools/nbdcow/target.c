@@ -105,7 +105,7 @@ open_nbd (struct target *t, unsigned connections)
 
   t->nbd = calloc (connections, sizeof *t->nbd);
   if (t->nbd == NULL) {
-    nbdcow_error ("calloc: %m");
+    nbdcow_error ("%s: calloc: %m", t->name);
     return -1;
   }
   t->nbd[0] = connect_nbd (t->name);
@@ -145,7 +145,7 @@ new_target (const char *name, unsigned connections)
   struct target *t = calloc (1, sizeof *t);
 
   if (t == NULL || (t->name = strdup (name)) == NULL) {
-    nbdcow_error ("calloc: %m");
+    nbdcow_error ("%s: calloc: %m", name);
     free (t);
     return NULL;
   }
