@@ -6,15 +6,16 @@
 # says what an example is, and how one is marked as needing a command
 # or as never run.  Only hosts change: the examples' web server and SSH
 # server become local ones.  They run in private mount, PID and network
-# namespaces, so that /tmp, /run, /srv and the ports are their own and
-# nothing they start outlives them; each with bash -e, the errors of
-# every command counting.
+# namespaces, so that what they write in /tmp, /run and /srv and the
+# ports they take are their own and nothing they start outlives them;
+# each with bash -e, the errors of every command counting.
 . "$abs_top_srcdir/tests/functions.sh"
 
 [ "$(id -u)" -eq 0 ] || skip "private /tmp, /run and /srv need root"
 command -v unshare >/dev/null || skip "no unshare (util-linux)"
 has_plugin curl && has_plugin ssh || skip "the examples use the curl and ssh plugins"
 [ -x /usr/sbin/sshd ] || skip "no sshd (Debian's openssh-server)"
+grep -qw overlay /proc/filesystems || skip "no overlay filesystem for a private /tmp"
 
 # The commands as the documents name them: nbdkit and nbdcow installed,
 # ./nbdkit and ./nbdcow in a build tree.
@@ -46,23 +47,22 @@ done
 cat > "$tmp/inside.sh" <<'EOF'
 set -eu
 ip link set lo up
-# private DIR: DIR empty and the examples' own, but for the build and
-# source trees if they lie in it.
+# private DIR: DIR the examples' own: what is there stays readable
+# (the build trees, the sanitizers' suppressions), what they write goes
+# to an overlay that vanishes with them, and the names the examples use
+# there start out free.
 private ()
 {
-  mkdir -p "$tmp/outer$1"
-  mount --bind "$1" "$tmp/outer$1"
-  mount -t tmpfs tmpfs "$1"
-  for tree in "$abs_top_builddir" "$abs_top_srcdir"; do
-    case $tree in
-      "$1"/*) mkdir -p "$tree"; mount --bind "$tmp/outer$tree" "$tree" ;;
-    esac
-  done
+  mkdir -p "$tmp/overlay$1/upper" "$tmp/overlay$1/work"
+  mount -t overlay overlay -o "lowerdir=$1,upperdir=$tmp/overlay$1/upper,workdir=$tmp/overlay$1/work" "$1"
 }
 private /tmp
 private /run
 private /srv
-mkdir -m 0755 /run/sshd /srv/images
+rm -rf $(cat "$tmp"/examples/*/*.sh |
+         grep -o '/\(tmp\|run\|srv\)/[A-Za-z0-9._-]*' | sort -u)
+rm -f /run/http.port
+mkdir -p -m 0755 /run/sshd /srv/images
 cp "$work_any/disk.img" /srv/images/disk.img
 
 "$PYTHON" "$tests/http-range.py" /srv/images /run/http.port &
