@@ -6,8 +6,6 @@
 
 #include <config.h>
 
-#include <string.h>
-
 #include <nbdkit-filter.h>
 
 #include "admission.h"
@@ -19,17 +17,11 @@
 static unsigned named_overlays GUARDED_BY (overlays_lock);
 static uint64_t refused_names GUARDED_BY (overlays_lock);
 
-static bool
-is_default (const char *name) REQUIRES (overlays_lock)
-{
-  return strcmp (name, defaultname_overlay ()) == 0;
-}
-
 bool
 admission_refuses (const char *name)
 {
   CHECK (held_by_me (&overlays_lock));
-  if (is_default (name) || named_overlays < params.max_exports - 1)
+  if (defaultname_is (name) || named_overlays < params.max_exports - 1)
     return false;
   if (refused_names++ == 0)
     nbdkit_error ("cow-max-exports=%u: a new export name is refused: the "
@@ -48,7 +40,7 @@ admission_refuses (const char *name)
 void
 admission_admit (struct overlay *o)
 {
-  o->named = !is_default (o->exportname);
+  o->named = !defaultname_is (o->exportname);
   if (o->named)
     ++named_overlays;
 }

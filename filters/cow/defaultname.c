@@ -69,6 +69,12 @@ defaultname_overlay (void)
   return overlay_named ? name : "";
 }
 
+bool
+defaultname_is (const char *n)
+{
+  return strcmp (n, defaultname_overlay ()) == 0;
+}
+
 const char *
 defaultname_overlay_of (const char *exportname)
 {

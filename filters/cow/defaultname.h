@@ -38,6 +38,9 @@ extern int defaultname_load (const char *cow_file);
  */
 extern const char *defaultname_overlay (void) REQUIRES (overlays_lock);
 
+/* Whether name is that of the default export's overlay. */
+extern bool defaultname_is (const char *name) REQUIRES (overlays_lock);
+
 /* The name of the overlay that exportname, as nbdkit hands it to
  * .open, reaches: the default export's for the default export's name,
  * once known.

@@ -182,7 +182,7 @@ exports_is_default (const struct overlay *o)
   bool is_default;
 
   held_lock (&overlays_lock);
-  is_default = strcmp (o->exportname, defaultname_overlay ()) == 0;
+  is_default = defaultname_is (o->exportname);
   held_unlock (&overlays_lock);
   return is_default;
 }
