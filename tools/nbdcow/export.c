@@ -50,12 +50,6 @@ check_base (const struct overlay_file *ov, const char *base, const char *out,
   return r;
 }
 
-static bool
-same_file (const struct stat *a, const struct stat *b)
-{
-  return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
-}
-
 /* Refuses an out that would overwrite the overlay or the base, or
  * that is not a file the export could replace.
  */
@@ -68,15 +62,18 @@ check_out (const struct overlay_file *ov, const char *out,
   if (stat (out, &o) == -1)
     return 0;                   /* a new file */
   if (!S_ISREG (o.st_mode)) {
-    nbdcow_error ("%s: is not a regular file: name a new file for the qcow2", out);
+    nbdcow_error ("%s: is not a regular file: name a new file for the "
+                  "qcow2", out);
     return -1;
   }
   if (fstat (ov->kept.fd, &overlay) == 0 && same_file (&o, &overlay)) {
-    nbdcow_error ("%s: is the overlay itself: name a new file for the qcow2", out);
+    nbdcow_error ("%s: is the overlay itself: name a new file for the "
+                  "qcow2", out);
     return -1;
   }
   if (same_file (&o, base)) {
-    nbdcow_error ("%s: is the base itself: name a new file for the qcow2", out);
+    nbdcow_error ("%s: is the base itself: name a new file for the qcow2",
+                  out);
     return -1;
   }
   return 0;

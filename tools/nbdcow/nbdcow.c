@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "nbdcow.h"
 #include "progress.h"
@@ -83,6 +84,12 @@ overlay_file_each_run (const struct overlay_file *ov, overlay_run_fn *fn,
     b = end;
   }
   return 0;
+}
+
+bool
+same_file (const struct stat *a, const struct stat *b)
+{
+  return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
 }
 
 const char *

@@ -52,6 +52,10 @@ typedef int overlay_run_fn (uint64_t offset, uint64_t length,
 extern int overlay_file_each_run (const struct overlay_file *ov,
                                   overlay_run_fn *fn, void *opaque);
 
+/* Whether a and b are the same file (device and inode). */
+struct stat;
+extern bool same_file (const struct stat *a, const struct stat *b);
+
 /* The name of a block state in output: "base", "overlay", "zero". */
 extern const char *state_name (unsigned state);
 

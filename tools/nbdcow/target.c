@@ -216,7 +216,7 @@ target_is_file (const struct target *t, int fd)
   struct stat a, b;
 
   return t->fd >= 0 && fstat (t->fd, &a) == 0 && fstat (fd, &b) == 0 &&
-         a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+         same_file (&a, &b);
 }
 
 uint64_t
