@@ -90,6 +90,9 @@ OURS_COMMIT, QEMU_COMMIT = "nbdcow commit --empty", "qemu-img commit"
 OURS_KEEP, QEMU_KEEP = "nbdcow commit", "qemu-img commit -d"
 OURS_EXPORT, RECIPE_EXPORT = ("nbdcow export",
                               "nbdkit + qemu-img create -b + rebase")
+# The peers of the diff saved from a running server (class ChangesView).
+VIEW_DIFF, RECIPE_DIFF = ("qemu-img convert -B of the changes view",
+                          "qemu-img create -b + rebase")
 JOBS = [1, 2, 4, 8]
 IODEPTH = 16
 
@@ -658,6 +661,93 @@ class Tools:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+class ChangesView:
+    """A qcow2 diff of the base saved from a running server: through
+    the export's changes view (qemu-img convert -B of NAME+, issue 64)
+    against the recipe it replaces (qemu-img create -b the live export,
+    qemu-img rebase onto the base).  The changes are runs of 1 MiB
+    spread over the disk, kept in a cow-file so that every job starts a
+    fresh server over the same overlay; cow-stats counts what the
+    filter read for each job."""
+
+    def __init__(self, bench):
+        self.b = bench
+        quick = bench.args.quick
+        self.size = (256 << 20) if quick else (4 << 30)
+        self.changes = (16 << 20) if quick else (64 << 20)
+        self.dir = os.path.join(bench.work, "changes")
+        self.base = os.path.join(self.dir, "base.img")
+        self.cow = os.path.join(self.dir, "changes.cow")
+        self.stats = os.path.join(self.dir, "stats.json")
+        self.out = os.path.join(self.dir, "diff.qcow2")
+
+    def serve(self):
+        self.b.nbdkit("srv", [self.b.args.filter], ["file", self.base],
+                      ["cow-file=" + self.cow, "cow-changes-separator=+",
+                       "cow-stats=" + self.stats])
+        return "nbd+unix:///%s?socket=" + self.b.sock("srv")
+
+    def prepare(self):
+        """A base of data, and the runs written into the kept overlay."""
+        b = self.b
+        shutil.rmtree(self.dir, ignore_errors=True)
+        os.makedirs(self.dir)
+        b.nbdkit("src", [], ["random", str(self.size), "seed=5"], [])
+        b.run(["nbdcopy", "nbd+unix:///?socket=" + b.sock("src"), self.base])
+        b.stop_all()
+        uri = self.serve()
+        runs = self.changes >> 20
+        stride = self.size // runs
+        b.run(["qemu-io", "-f", "raw"] +
+              [a for i in range(runs) for a in
+               ("-c", "write -P %d %d 1M" % (i % 250 + 1, i * stride))] +
+              [uri % ""])
+        b.stop_all()
+
+    def via_view(self, uri):
+        return self.b.run(["qemu-img", "convert", "-f", "raw", "-O", "qcow2",
+                           "-B", self.base, "-F", "raw", uri % "+",
+                           self.out])
+
+    def via_recipe(self, uri):
+        return (self.b.run(["qemu-img", "create", "-q", "-f", "qcow2", "-b",
+                            uri % "", "-F", "raw", self.out]) +
+                self.b.run(["qemu-img", "rebase", "-b", self.base, "-F",
+                            "raw", self.out]))
+
+    def one(self, job):
+        """Seconds of job against a fresh server, and the bytes the
+        filter read for it: in all, and from the base."""
+        remove_settled(self.out)
+        uri = self.serve()
+        seconds = job(uri)
+        self.b.stop_all()                 # the statistics' final report
+        export = json.load(open(self.stats))["exports"][0]
+        return (seconds, export["requests"]["read"]["bytes"],
+                export["base_reads"]["bytes"])
+
+    def run(self, results):
+        self.prepare()
+        rounds = 1 if self.b.args.quick else 3
+        jobs = [(VIEW_DIFF, self.via_view), (RECIPE_DIFF, self.via_recipe)]
+        runs = {peer: [] for peer, _ in jobs}
+        for rnd in range(rounds):
+            for peer, job in jobs[rnd % 2:] + jobs[:rnd % 2]:
+                runs[peer].append(self.one(job))
+                os.sync()
+                progress("changes diff | %s: %.2f s, read %d bytes, %d of "
+                         "the base" % ((peer,) + runs[peer][-1]))
+        for peer, _ in jobs:
+            results.append({"peer": peer,
+                            "seconds": statistics.median(
+                                r[0] for r in runs[peer]),
+                            "all_s": [r[0] for r in runs[peer]],
+                            "read_bytes": max(r[1] for r in runs[peer]),
+                            "base_bytes": max(r[2] for r in runs[peer]),
+                            "changes": self.changes, "size": self.size})
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
 def median_zeroes_row(rows):
     """The round with the median data / zeros ratio, with the largest
     overlay any round left: a size that only one round shows is still
@@ -831,7 +921,8 @@ def main():
     b = Bench(args)
     results = {"machine": machine(), "runtime": args.runtime,
                "quick": args.quick, "fio": [], "pipeline": [], "zeroes": [],
-               "targets": [], "tools": [], "shared_handles": []}
+               "targets": [], "tools": [], "changes": [],
+               "shared_handles": []}
     started = time.time()
     try:
         if not (args.targets_only or args.tools_only):
@@ -842,6 +933,7 @@ def main():
             SharedHandles(b).run(results["shared_handles"])
         if not args.targets_only:
             Tools(b).run(results["tools"])
+            ChangesView(b).run(results["changes"])
         if not args.tools_only:
             b.target_runs(results["targets"])
     finally:

@@ -14,7 +14,7 @@ import sys
 from bench import (DISTRO, FAST1M, FAST64, FILE_NONE, KEPT, NONE,
                    NONE_AGAIN, OURS, OURS_COMMIT,
                    OURS_EXPORT, OURS_KEEP, PEERS, QEMU, QEMU_COMMIT,
-                   QEMU_KEEP, RECIPE_EXPORT,
+                   QEMU_KEEP, RECIPE_DIFF, RECIPE_EXPORT, VIEW_DIFF,
                    SCENARIOS, SERIAL, SLOW64, SLOW_DATA64, WORKLOADS)
 
 
@@ -182,7 +182,21 @@ def check_targets(res):
             check_targets_of(res, me, t)
     if res.get("tools"):
         check_tool_targets(res, t)
+    if res.get("changes"):
+        check_changes_targets(res, t)
     return t
+
+
+def check_changes_targets(res, t):
+    """The diff through the changes view against the recipe it
+    replaces (issue 64)."""
+    rows = {r["peer"]: r for r in res["changes"]}
+    view = rows.get(VIEW_DIFF)
+    t.check("diff of %g MiB changed through the changes view: bytes read "
+            "/ bytes changed" % (view["changes"] / 2**20),
+            view["read_bytes"] / view["changes"], "<=", 1.05)
+    t.check("the same: %s time / %s" % (RECIPE_DIFF, VIEW_DIFF),
+            ratio(rows[RECIPE_DIFF]["seconds"], view["seconds"]), ">=", 10)
 
 
 def check_tool_targets(res, t):
@@ -358,6 +372,8 @@ def report(d):
         out += shared_handles_section(res)
     if res.get("tools"):
         out += tools_section(res)
+    if res.get("changes"):
+        out += changes_section(res)
     with open(os.path.join(d, "report.md"), "w") as f:
         f.write("\n".join(out) + "\n")
     return t.missed
@@ -453,9 +469,16 @@ def shared_handles_section(res):
     return out
 
 
+def rounds_said(rounds, order):
+    """How many rounds a section's figures come from, and in what order
+    its jobs ran."""
+    if rounds == 1:
+        return "One round."
+    return "%d rounds, %s; the median counts." % (rounds, order)
+
+
 def tools_section(res):
     r0 = res["tools"][0]
-    rounds = len(r0["all_s"])
     out = ["", "## Kept overlays: commit and export", "",
            "A base of %g GiB of data (nbdkit random) and %g GiB of "
            "scattered 64K writes (fio randwrite, each block at most once, "
@@ -476,15 +499,36 @@ def tools_section(res):
            (r0["size"] / 2**30, r0["changes"] / 2**30,
             res["machine"].get("overlay filesystem", "not recorded"),
             res["machine"].get("overlay journal", "not recorded"),
-            "One round." if rounds == 1 else
-            "%d rounds, the six in a rotated order; the median counts." %
-            rounds), "",
+            rounds_said(len(r0["all_s"]), "the six in a rotated order")),
+           "",
            "| what | peer | seconds (median) | every round |",
            "|---|---|---:|---|"]
     for r in res["tools"]:
         out.append("| %s | %s | %.2f | %s |" %
                    (r["what"], r["peer"], r["seconds"],
                     ", ".join("%.2f" % x for x in r["all_s"])))
+    return out
+
+
+def changes_section(res):
+    r0 = res["changes"][0]
+    out = ["", "## The changes, saved while nbdkit runs", "",
+           "A base of %g GiB of data (nbdkit random) and %g MiB changed in "
+           "runs of 1 MiB spread over it, kept by ours (`cow-file`).  Each "
+           "job starts the server afresh and saves a qcow2 diff of the "
+           "base: `qemu-img convert -B` of the changes view (`+`) against "
+           "the recipe it replaces (`qemu-img create -b` the live export, "
+           "`qemu-img rebase` onto the base).  Bytes read: what the filter "
+           "read for the job (cow-stats), and of it from the base.  %s" %
+           (r0["size"] / 2**30, r0["changes"] / 2**20,
+            rounds_said(len(r0["all_s"]), "the two in turn first")),
+           "", "| peer | seconds (median) | every round | bytes read | "
+           "from the base |", "|---|---:|---|---:|---:|"]
+    for r in res["changes"]:
+        out.append("| %s | %.2f | %s | %d | %d |" %
+                   (r["peer"], r["seconds"],
+                    ", ".join("%.2f" % x for x in r["all_s"]),
+                    r["read_bytes"], r["base_bytes"]))
     return out
 
 

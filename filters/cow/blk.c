@@ -585,25 +585,22 @@ write_rmw (struct blk *blk, const struct blk_base *base, const char *buf,
   return r;
 }
 
-/* buf NULL means zeros (blk_zero).  A write goes the rmw path at most
- * twice (write_rmw defers only the first time), so a block trimmed
- * again and again under it cannot keep it looping.
+/* Writes [offset, end) into blocks [first, last]: the fast path, else
+ * the rmw path.  A write goes the rmw path at most twice (write_rmw
+ * defers only the first time), so a block trimmed again and again
+ * under it cannot keep it looping.
  */
-int
-blk_write (struct blk *blk, const struct blk_base *base,
-           const void *buf, uint32_t count, uint64_t offset, int *err)
+static int
+write_range (struct blk *blk, const struct blk_base *base, const void *buf,
+             uint64_t offset, uint64_t end, uint64_t first, uint64_t last,
+             int *err)
 {
-  uint64_t end = offset + count, first, last;
   bool done, deferred, may_defer = true;
   int r;
 
-  if (count == 0)
-    return 0;
-  first = blockgeom_block (&blk->map.geom, offset);
-  last = blockgeom_block (&blk->map.geom, end - 1);
-
   for (;;) {
-    r = write_allocated (blk, buf, count, offset, first, last, &done, err);
+    r = write_allocated (blk, buf, end - offset, offset, first, last, &done,
+                         err);
     if (done)
       return r;
     r = write_rmw (blk, base, buf, offset, end, first, last, may_defer,
@@ -612,6 +609,26 @@ blk_write (struct blk *blk, const struct blk_base *base,
       return r;
     may_defer = false;
   }
+}
+
+/* buf NULL means zeros (blk_zero).  The blocks are marked changed
+ * (changes.h) even if the write failed: it may have changed some of
+ * their bytes, and a mark too many only reports a block as it reads.
+ */
+int
+blk_write (struct blk *blk, const struct blk_base *base,
+           const void *buf, uint32_t count, uint64_t offset, int *err)
+{
+  uint64_t end = offset + count, first, last;
+  int r;
+
+  if (count == 0)
+    return 0;
+  first = blockgeom_block (&blk->map.geom, offset);
+  last = blockgeom_block (&blk->map.geom, end - 1);
+  r = write_range (blk, base, buf, offset, end, first, last, err);
+  changes_mark (&blk->changes, first, last - first + 1);
+  return r;
 }
 
 /*----------------------------------------------------------------------
@@ -689,7 +706,8 @@ zero_ends_locked (struct blk *blk, const struct blk_base *base,
 
 /* Whole blocks of the range become BLK_ZERO; the partial ends are
  * written as zeros if zero_ends, else left alone (a trim).  All under
- * the rmw locks of every block touched.
+ * the rmw locks of every block touched, which are then marked changed,
+ * as blk_write marks its blocks.
  */
 static int
 discard_range (struct blk *blk, const struct blk_base *base,
@@ -713,6 +731,7 @@ discard_range (struct blk *blk, const struct blk_base *base,
   if (r == 0 && first < stop)
     r = discard_locked (blk, first, stop - first, err);
   rangelock_unlock (&blk->rmw_locks, &held);
+  changes_mark (&blk->changes, lock_from, lock_to - lock_from);
   return r;
 }
 

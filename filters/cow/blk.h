@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "blktypes.h"
+#include "changes.h"
 
 struct blk;
 struct space;
@@ -96,6 +97,26 @@ extern int blk_copy_up (struct blk *blk, const struct blk_base *base,
  */
 extern uint64_t blk_state_run (struct blk *blk, uint64_t offset,
                                uint64_t end, enum blk_state *state);
+
+/* Checkpoints (changes.h): each call returns 0, or -1 with errno set
+ * as changes.h says, but blk_checkpoint_list, which copies them,
+ * oldest first, into out (room for CHANGES_MAX_CHECKPOINTS) and
+ * returns how many.
+ */
+extern int blk_checkpoint_create (struct blk *blk, const char *name);
+extern int blk_checkpoint_delete (struct blk *blk, const char *name);
+extern int blk_checkpoint_since (struct blk *blk, const char *name,
+                                 uint32_t *since);
+extern unsigned blk_checkpoint_list (struct blk *blk,
+                                     struct checkpoint *out);
+
+/* blk_state_run for the changes view since epoch since (0: since the
+ * overlay began): a block not changed since then is BLK_NOT_ALLOCATED,
+ * as if the overlay did not hold it.
+ */
+extern uint64_t blk_change_run (struct blk *blk, uint64_t offset,
+                                uint64_t end, uint32_t since,
+                                enum blk_state *state);
 
 /* Statistics (cow-stats=FILE).  The name of a lock in docs/design.md
  * and in the statistics:

@@ -44,6 +44,7 @@ blk_alloc (uint32_t block_size, unsigned stripes, struct space *space)
   rangelock_init (&blk->rmw_locks);
   pthread_mutex_init (&blk->start_lock, NULL);
   countedlock_init (&blk->flush_lock, &blk->waits, BLK_LOCK_FLUSH);
+  changes_init (&blk->changes);
   blk->space = space;
   return blk;
 }
@@ -132,6 +133,7 @@ blk_free (struct blk *blk)
     r = store_close (blk->store);   /* a kept one flushed first */
   blkmap_free (&blk->map);
   basemap_free (&blk->base_map);
+  changes_free (&blk->changes);
   countedlock_destroy (&blk->flush_lock);
   pthread_mutex_destroy (&blk->start_lock);
   rangelock_destroy (&blk->rmw_locks);
@@ -151,6 +153,11 @@ start_store (struct blk *blk, uint64_t size) REQUIRES (blk->start_lock)
   uint64_t overhead;
 
   CHECK (held_by_me (&blk->start_lock));
+  if (changes_start (&blk->changes, blockgeom_blocks (&blk->map.geom))
+      == -1) {
+    nbdkit_error ("cow: cannot hold the marks of changed blocks: %m");
+    return -1;
+  }
   if (size == 0)
     return 0;
   if (store_start (blk->store, size, &overhead) == -1)

@@ -17,6 +17,7 @@
 #include "basemap.h"
 #include "blkmap.h"
 #include "blktypes.h"
+#include "changes.h"
 #include "lockwaits.h"
 #include "rangelock.h"
 #include "shardctr.h"
@@ -60,6 +61,11 @@ struct blk {
 
   /* Lets one flush of a kept store run at a time. */
   struct countedlock flush_lock;
+
+  /* The checkpoints and the marks of the blocks changed since them,
+   * under their own lock (changes.h).
+   */
+  struct changes changes;
 
   /* The disk space counted against cow-max-size, the server's. */
   struct space *space;

@@ -24,8 +24,10 @@
 #include "baseio.h"
 #include "basepool.h"
 #include "blk.h"
+#include "changesname.h"
 #include "checks.h"
 #include "clonename.h"
+#include "control.h"
 #include "exitstatus.h"
 #include "exports.h"
 #include "gather.h"
@@ -37,12 +39,16 @@
 
 /* The handle of a connection: its export's overlay, and the plugin as
  * the connection reads it (its own context, or one the export shares
- * under cow-base-handles), learned by .prepare.
+ * under cow-base-handles), learned by .prepare.  A connection to a
+ * changes view (changesname.h) is one of the export it views, which
+ * it only reads.
  */
 struct conn {
   struct export_conn export;    /* exports.h */
   struct base_io base;          /* made by cow_prepare */
   bool served;                  /* cow_prepare succeeded */
+  bool view;                    /* a changes view, read-only */
+  uint32_t since;               /*   since this epoch (changes.h) */
 };
 
 /* Whether nbdkit gives a context opened for sharing its export's name
@@ -98,12 +104,15 @@ cow_get_ready (int thread_model)
   shared_sees_tls = servertls_required ();
   if (exports_init () == -1)
     return -1;
+  if (params.control_path && control_init (params.control_path) == -1)
+    return -1;
   return params.stats_path ? stats_init (params.stats_path, gather_overlays)
                            : 0;
 }
 
 /* Threads must start after nbdkit forks into the background: the
- * statistics', and the one ending overlays whose clients have left.
+ * statistics', the control socket's, and the one ending overlays whose
+ * clients have left.
  * Nothing here opens the plugin: outside a connection nbdkit 1.32
  * gives plugins that ask for the export name none (the file plugin's
  * dir= crashes on it, sh and eval log errors), so the kept file of the
@@ -113,6 +122,8 @@ static int
 cow_after_fork (nbdkit_backend *backend)
 {
   if (params.stats_path && stats_start () == -1)
+    return -1;
+  if (control_start () == -1)
     return -1;
   return lifetime_start ();
 }
@@ -124,6 +135,7 @@ cow_after_fork (nbdkit_backend *backend)
 static void
 cow_cleanup (nbdkit_backend *backend)
 {
+  control_stop ();
   if (params.stats_path)
     stats_finish ();
   lifetime_stop ();
@@ -136,6 +148,7 @@ cow_unload (void)
   /* In case .cleanup was not reached (a start that failed after
    * .after_fork): the threads must not outlive the overlays they read.
    */
+  control_stop ();
   stats_stop ();
   lifetime_stop ();
   if (exports_free () == -1)
@@ -191,32 +204,62 @@ shares_base (int is_tls, const char *exportname)
   return true;
 }
 
+/* Makes c a changes view of its export since checkpoint (since the
+ * overlay began if "").  Returns 0, or -1 after nbdkit_error.
+ */
+static int
+open_view (struct conn *c, const char *exportname, const char *checkpoint)
+{
+  struct overlay *o = c->export.overlay;
+
+  c->view = true;
+  if (checkpoint[0] == '\0' ||
+      blk_checkpoint_since (o->blk, checkpoint, &c->since) == 0)
+    return 0;
+  nbdkit_error ("cow: export \"%s\": export \"%s\" has no checkpoint "
+                "\"%s\" (nbdcow checkpoint list shows those it has)",
+                exportname, o->exportname, checkpoint);
+  refusal_note (exportname);
+  return -1;
+}
+
 /* The export's overlay, reading the plugin's export of the same name,
- * or under cow-clone-separator the one the name is a clone of.
+ * or under cow-clone-separator the one the name is a clone of; under
+ * cow-changes-separator a name may name a view of an export's changes
+ * (changesname.h), which connects to that export's overlay.
  */
 static void *
 cow_open (nbdkit_next_open *next, nbdkit_context *context,
           int readonly, const char *exportname, int is_tls)
 {
   struct conn *c = calloc (1, sizeof *c);
-  char *base = clone_base_name (exportname, params.clone_separator);
-  int r;
+  const char *checkpoint = NULL;
+  char *viewed = NULL, *base = NULL;
+  const char *name;
+  int r = -1;
 
-  if (c == NULL || base == NULL) {
+  if (c == NULL ||
+      changes_view_name (exportname, params.changes_separator, &viewed,
+                         &checkpoint) == -1 ||
+      (base = clone_base_name (viewed ? viewed : exportname,
+                               params.clone_separator)) == NULL) {
     nbdkit_error ("cow: %m");
-    free (c);
-    free (base);
-    return NULL;
+    goto out;
   }
   if (refusal_repeated (exportname)) {
     nbdkit_debug ("cow: export \"%s\" refused again (said above)",
                   exportname);
-    free (c);
-    free (base);
-    return NULL;
+    goto out;
   }
-  r = exports_connect (&c->export, exportname, base,
-                       shares_base (is_tls, base), next, context);
+  name = viewed ? viewed : exportname;
+  r = exports_connect (&c->export, name, base, shares_base (is_tls, base),
+                       next, context);
+  if (r == 0 && viewed && open_view (c, exportname, checkpoint) == -1) {
+    exports_disconnect (&c->export, false);
+    r = -1;
+  }
+ out:
+  free (viewed);
   free (base);
   if (r == -1) {
     free (c);
@@ -283,11 +326,13 @@ cow_block_size (nbdkit_next *next, void *handle,
   return 0;
 }
 
-/* Writable whatever the plugin says: the writes land in the overlay. */
+/* Writable whatever the plugin says: the writes land in the overlay.
+ * A changes view is read-only.
+ */
 static int
 cow_can_write (nbdkit_next *next, void *handle)
 {
-  return 1;
+  return !((struct conn *) handle)->view;
 }
 
 static int
@@ -390,7 +435,7 @@ cow_pread (nbdkit_next *next, void *handle,
 
   stats_count_request (&o->requests, REQ_READ, count);
   return blk_read (o->blk, &c->base.blk, buf, count, offset,
-                   params_cow_on_read_now (), err);
+                   !c->view && params_cow_on_read_now (), err);
 }
 
 static int
@@ -450,9 +495,29 @@ cow_cache (nbdkit_next *next, void *handle,
   CHECK (next == NULL || next == c->base.next);
 
   stats_count_request (&o->requests, REQ_CACHE, count);
-  if (params.cow_on_cache)
+  if (params.cow_on_cache && !c->view)
     return blk_copy_up (o->blk, &c->base.blk, count, offset, err);
   return baseio_cache (&c->base, count, offset, flags, err);
+}
+
+/* The extent type of a run of blocks in state: the base's extents for
+ * blocks not in the overlay, but in a changes view, which reports them
+ * (and those the overlay held before its checkpoint) as a hole that is
+ * not zero: its reader has the base (or the copy made at the
+ * checkpoint) for them.  -1: ask the base.
+ */
+static int
+extent_type (enum blk_state state, bool view)
+{
+  switch (state) {
+  case BLK_ALLOCATED:
+    return 0;
+  case BLK_ZERO:
+    return NBDKIT_EXTENT_HOLE | NBDKIT_EXTENT_ZERO;
+  case BLK_NOT_ALLOCATED:
+    break;
+  }
+  return view ? NBDKIT_EXTENT_HOLE : -1;
 }
 
 static int
@@ -469,17 +534,17 @@ cow_extents (nbdkit_next *next, void *handle,
   stats_count_request (&o->requests, REQ_EXTENTS, count);
   while (offset < end) {
     enum blk_state state;
-    uint64_t run_end = blk_state_run (o->blk, offset, end, &state);
+    uint64_t run_end = c->view
+      ? blk_change_run (o->blk, offset, end, c->since, &state)
+      : blk_state_run (o->blk, offset, end, &state);
     uint32_t n = run_end - offset;
+    int type = extent_type (state, c->view);
 
-    if (state == BLK_NOT_ALLOCATED) {
+    if (type == -1) {
       if (baseio_extents (&c->base, n, offset, flags, extents, err) == -1)
         return -1;
     }
-    else if (nbdkit_add_extent (extents, offset, n,
-                                state == BLK_ZERO
-                                ? NBDKIT_EXTENT_HOLE | NBDKIT_EXTENT_ZERO
-                                : 0) == -1) {
+    else if (nbdkit_add_extent (extents, offset, n, type) == -1) {
       *err = errno;
       return -1;
     }

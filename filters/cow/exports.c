@@ -94,6 +94,34 @@ known (const char *exportname)
   return alive;
 }
 
+struct overlay *
+exports_pin (const char *exportname)
+{
+  struct overlay *o;
+
+  held_lock (&overlays_lock);
+  o = overlay_find (defaultname_overlay_of (exportname));
+  if (o && o->ending)
+    o = NULL;
+  if (o)
+    lifetime_pin (o);
+  held_unlock (&overlays_lock);
+  return o;
+}
+
+/* An overlay that served no connection may end as its pin goes. */
+void
+exports_unpin (struct overlay *o)
+{
+  bool ends;
+
+  held_lock (&overlays_lock);
+  ends = lifetime_unpin (o);
+  held_unlock (&overlays_lock);
+  if (ends)
+    lifetime_end (o);
+}
+
 /* Counts n opens of the plugin for overlay o, and for the server. */
 static void
 count_plugin_opens (struct overlay *o, unsigned n)

@@ -64,6 +64,13 @@ extern void exports_learn_default (const char *name);
 /* Whether o is the default export's overlay. */
 extern bool exports_is_default (const struct overlay *o);
 
+/* The overlay exportname reaches, if it has one that is not ending,
+ * pinned so that it does not end until exports_unpin (lifetime.h);
+ * else NULL.
+ */
+extern struct overlay *exports_pin (const char *exportname);
+extern void exports_unpin (struct overlay *o);
+
 /* .cleanup: closes the plugin contexts the overlays share (the thread
  * that ends overlays has stopped, no connection is left).
  */

@@ -29,7 +29,11 @@ const char params_help[] =
   "cow-base-handles=<N>  Read each export's base through N plugin handles\n"
   "                      its clients share (default 0: one per client).\n"
   "cow-block-size=<N>    Size of blocks in the overlay (default 64K).\n"
+  "cow-changes-separator=<C>  Serve NAME<C> and NAME<C>CHECKPOINT as views\n"
+  "                      of what changed in export NAME (read-only).\n"
   "cow-clone-separator=<C>  Serve NAME<C>TAG as a clone of export NAME.\n"
+  "cow-control=<SOCKET>  Take checkpoint commands (nbdcow checkpoint) on\n"
+  "                      the Unix socket SOCKET.\n"
   "cow-file=<PATH>       Keep the overlay in PATH across restarts.\n"
   "cow-lifetime=server|clients[:GRACE]  End an overlay GRACE seconds after\n"
   "                      its last client left (default: with the server).\n"
@@ -209,10 +213,10 @@ parse_lifetime (const char *key, const char *value)
 }
 
 /* One printable character that is neither a letter, a digit nor a
- * space: it must not split names that name no clone.
+ * space: it must not split names that name no clone or view.
  */
 static int
-parse_separator (const char *key, const char *value)
+parse_separator (const char *key, const char *value, char *to)
 {
   unsigned char c = value[0];
 
@@ -222,7 +226,7 @@ parse_separator (const char *key, const char *value)
                   key, value);
     return -1;
   }
-  params.clone_separator = c;
+  *to = c;
   return 0;
 }
 
@@ -234,8 +238,12 @@ params_parse (const char *key, const char *value)
                         &params.base_handles);
   if (strcmp (key, "cow-block-size") == 0)
     return parse_block_size (key, value);
+  if (strcmp (key, "cow-changes-separator") == 0)
+    return parse_separator (key, value, &params.changes_separator);
   if (strcmp (key, "cow-clone-separator") == 0)
-    return parse_separator (key, value);
+    return parse_separator (key, value, &params.clone_separator);
+  if (strcmp (key, "cow-control") == 0)
+    return parse_path (key, value, &params.control_path);
   if (strcmp (key, "cow-file") == 0)
     return parse_path (key, value, &params.cow_file);
   if (strcmp (key, "cow-lifetime") == 0)
@@ -272,6 +280,20 @@ params_check (void)
                   NAME_MAX - KEPT_NAME_SUFFIX, PATH_MAX - NAME_MAX - 1);
     return -1;
   }
+  if (params.changes_separator &&
+      strchr ("_-.", params.changes_separator) != NULL) {
+    nbdkit_error ("cow-changes-separator=%c: checkpoint names may hold "
+                  "'_', '-' and '.': choose another, such as +",
+                  params.changes_separator);
+    return -1;
+  }
+  if (params.changes_separator &&
+      params.changes_separator == params.clone_separator) {
+    nbdkit_error ("cow-changes-separator=%c: the same as "
+                  "cow-clone-separator: choose another",
+                  params.changes_separator);
+    return -1;
+  }
   if (params.max_size < params.block_size) {
     nbdkit_error ("cow-max-size=%s: less than one block "
                   "(cow-block-size=%" PRIu32 ")", params.max_size_arg,
@@ -286,6 +308,7 @@ params_free (void)
 {
   free (params.cow_file);
   free (params.stats_path);
+  free (params.control_path);
 }
 
 bool

@@ -33,6 +33,8 @@ struct cow_params {
   bool lifetime_clients;        /* cow-lifetime=clients[:GRACE] */
   uint64_t grace_ns;            /*   GRACE, in nanoseconds */
   char clone_separator;         /* cow-clone-separator, or '\0' */
+  char changes_separator;       /* cow-changes-separator, or '\0' */
+  char *control_path;           /* cow-control, absolute, or NULL */
   bool plugin_dir;              /* the plugin is given dir=: it serves
                                    exports by name (file, ondemand) */
 };

@@ -115,6 +115,9 @@ static const struct {
     "commit [--connections=N] [--empty] [--progress] FILE TARGET" },
   { "export", cmd_export,
     "export [--connections=N] [--progress] FILE --base=BASE OUT.qcow2" },
+  { "checkpoint", cmd_checkpoint,
+    "checkpoint create|delete SOCKET EXPORT NAME | "
+    "checkpoint [--json] list SOCKET EXPORT" },
 };
 
 void

@@ -1,8 +1,9 @@
 /* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
 
 /* nbdcow: inspect, check, commit and export the kept overlays of the
- * cow filter (cow-file=PATH) with no nbdkit running.  The file is read
- * and written only through the kept library (kept/kept.h), the
+ * cow filter (cow-file=PATH) with no nbdkit running; and make the
+ * checkpoints of a running one's exports (checkpoint.c).  The file is
+ * read and written only through the kept library (kept/kept.h), the
  * filter's own code of the format.  nbdcow.pod is the manual.
  */
 
@@ -87,5 +88,6 @@ extern int cmd_map (int argc, char **argv);
 extern int cmd_check (int argc, char **argv);
 extern int cmd_commit (int argc, char **argv);
 extern int cmd_export (int argc, char **argv);
+extern int cmd_checkpoint (int argc, char **argv);
 
 #endif /* NBDCOW_H */

@@ -1,0 +1,59 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* The block layer's checkpoints, and its states as the changes view
+ * reports them (blk.h, changes.h).
+ */
+
+#include <config.h>
+
+#include "blk.h"
+#include "blkpriv.h"
+#include "checks.h"
+
+int
+blk_checkpoint_create (struct blk *blk, const char *name)
+{
+  return changes_create (&blk->changes, name);
+}
+
+int
+blk_checkpoint_delete (struct blk *blk, const char *name)
+{
+  return changes_delete (&blk->changes, name);
+}
+
+int
+blk_checkpoint_since (struct blk *blk, const char *name, uint32_t *since)
+{
+  return changes_since (&blk->changes, name, since);
+}
+
+unsigned
+blk_checkpoint_list (struct blk *blk, struct checkpoint *out)
+{
+  return changes_list (&blk->changes, out);
+}
+
+/* A run of blocks in the overlay (allocated or zero) is cut where
+ * their marks cross since; a block outside it is reported as it is,
+ * whatever its mark.
+ */
+uint64_t
+blk_change_run (struct blk *blk, uint64_t offset, uint64_t end,
+                uint32_t since, enum blk_state *state)
+{
+  const struct blockgeom *g = &blk->map.geom;
+  uint64_t run_end = blk_state_run (blk, offset, end, state);
+  uint64_t b, stop, changed_end;
+  bool changed;
+
+  if (*state == BLK_NOT_ALLOCATED)
+    return run_end;
+  b = blockgeom_block (g, offset);
+  stop = blockgeom_block (g, run_end - 1) + 1;
+  changed_end = blockgeom_start (g, changes_run (&blk->changes, b, stop,
+                                                 since, &changed));
+  if (!changed)
+    *state = BLK_NOT_ALLOCATED;
+  return changed_end < run_end ? changed_end : run_end;
+}

@@ -1,0 +1,215 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* Which blocks of an overlay changed since when (changes.h). */
+
+#include <config.h>
+
+#include <errno.h>
+#include <string.h>
+
+#include <nbdkit-filter.h>
+
+#include "changes.h"
+#include "checks.h"
+
+void
+changes_init (struct changes *ch)
+{
+  memset (ch, 0, sizeof *ch);
+  pthread_mutex_init (&ch->lock, NULL);
+}
+
+void
+changes_free (struct changes *ch)
+{
+  slotmap_free (&ch->marks);
+  pthread_mutex_destroy (&ch->lock);
+}
+
+int
+changes_start (struct changes *ch, uint64_t blocks)
+{
+  int r;
+
+  held_lock (&ch->lock);
+  slotmap_free (&ch->marks);
+  r = slotmap_init (&ch->marks, blocks);
+  ch->started = r == 0;
+  held_unlock (&ch->lock);
+  return r;
+}
+
+bool
+changes_name_valid (const char *name)
+{
+  size_t len = strlen (name), i;
+
+  if (len == 0 || len > CHANGES_NAME_MAX || name[0] == '-' || name[0] == '.')
+    return false;
+  for (i = 0; i < len; ++i) {
+    char c = name[i];
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
+          (c >= 'A' && c <= 'Z') || c == '_' || c == '-' || c == '.'))
+      return false;
+  }
+  return true;
+}
+
+/* Whether every block of [first, first+n) has a mark of at least
+ * epoch: a change of blocks changed again since the newest checkpoint
+ * takes no lock.
+ */
+static bool
+all_marked (struct changes *ch, uint64_t first, uint64_t n, uint32_t epoch)
+{
+  uint64_t b;
+
+  for (b = first; b < first + n; ++b)
+    if (slotmap_get (&ch->marks, b) < epoch)
+      return false;
+  return true;
+}
+
+/* The memory for the marks ran out: the checkpoints so far can no
+ * longer tell what changed since them, and say all of the overlay.
+ */
+static void
+lose_marks (struct changes *ch) REQUIRES (ch->lock)
+{
+  if (ch->lost == 0)
+    nbdkit_error ("cow: out of memory for the marks of changed blocks: the "
+                  "changes views since the checkpoints made so far report "
+                  "every block of the overlay");
+  __atomic_store_n (&ch->lost, ch->last_epoch, __ATOMIC_RELEASE);
+}
+
+void
+changes_mark_epoch (struct changes *ch, uint64_t first, uint64_t n,
+                    uint32_t epoch)
+{
+  uint64_t b;
+
+  if (all_marked (ch, first, n, epoch))
+    return;
+  held_lock (&ch->lock);
+  if (slotmap_reserve (&ch->marks, first, n) == -1)
+    lose_marks (ch);
+  else
+    for (b = first; b < first + n; ++b)
+      if (slotmap_get (&ch->marks, b) < epoch)
+        slotmap_set (&ch->marks, b, epoch);
+  held_unlock (&ch->lock);
+}
+
+/* 0 if find found a checkpoint at i, else -1 with errno ENOENT. */
+static int
+found (int i)
+{
+  if (i >= 0)
+    return 0;
+  errno = ENOENT;
+  return -1;
+}
+
+/* The index of checkpoint name, or -1. */
+static int
+find (struct changes *ch, const char *name) REQUIRES (ch->lock)
+{
+  unsigned i;
+
+  for (i = 0; i < ch->count; ++i)
+    if (strcmp (ch->checkpoints[i].name, name) == 0)
+      return i;
+  return -1;
+}
+
+int
+changes_create (struct changes *ch, const char *name)
+{
+  struct checkpoint *c;
+  int err = 0;
+
+  if (!changes_name_valid (name)) {
+    errno = EINVAL;
+    return -1;
+  }
+  held_lock (&ch->lock);
+  if (!ch->started)
+    err = EAGAIN;
+  else if (find (ch, name) >= 0)
+    err = EEXIST;
+  else if (ch->count == CHANGES_MAX_CHECKPOINTS)
+    err = EMLINK;
+  else if (ch->last_epoch == UINT32_MAX)
+    err = EOVERFLOW;
+  if (err == 0) {
+    c = &ch->checkpoints[ch->count++];
+    strcpy (c->name, name);
+    c->epoch = ++ch->last_epoch;
+    __atomic_store_n (&ch->current, c->epoch, __ATOMIC_RELEASE);
+  }
+  held_unlock (&ch->lock);
+  errno = err;
+  return err ? -1 : 0;
+}
+
+/* With no checkpoint left nothing is marked; the marks made stay, all
+ * below any epoch taken later.
+ */
+int
+changes_delete (struct changes *ch, const char *name)
+{
+  int i;
+
+  held_lock (&ch->lock);
+  i = find (ch, name);
+  if (i >= 0) {
+    memmove (&ch->checkpoints[i], &ch->checkpoints[i + 1],
+             (ch->count - i - 1) * sizeof ch->checkpoints[0]);
+    ch->count--;
+    if (ch->count == 0)
+      __atomic_store_n (&ch->current, 0, __ATOMIC_RELEASE);
+  }
+  held_unlock (&ch->lock);
+  return found (i);
+}
+
+int
+changes_since (struct changes *ch, const char *name, uint32_t *since)
+{
+  int i;
+
+  held_lock (&ch->lock);
+  i = find (ch, name);
+  if (i >= 0)
+    *since = ch->checkpoints[i].epoch;
+  held_unlock (&ch->lock);
+  return found (i);
+}
+
+unsigned
+changes_list (struct changes *ch, struct checkpoint *out)
+{
+  unsigned n;
+
+  held_lock (&ch->lock);
+  n = ch->count;
+  memcpy (out, ch->checkpoints, n * sizeof *out);
+  held_unlock (&ch->lock);
+  return n;
+}
+
+uint64_t
+changes_run (struct changes *ch, uint64_t b, uint64_t stop, uint32_t since,
+             bool *changed)
+{
+  if (since == 0 || since <= __atomic_load_n (&ch->lost, __ATOMIC_ACQUIRE)) {
+    *changed = true;
+    return stop;
+  }
+  *changed = slotmap_get (&ch->marks, b) >= since;
+  for (++b; b < stop; ++b)
+    if ((slotmap_get (&ch->marks, b) >= since) != *changed)
+      break;
+  return b;
+}

@@ -1,0 +1,122 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* Which blocks of an overlay changed since when: its named checkpoints
+ * and, while it has one, a mark on each block a write, zero or trim
+ * changed.  Each checkpoint takes an epoch, a number never taken
+ * before in the overlay, and a change marks its blocks with the newest
+ * checkpoint's epoch, so that a block changed since checkpoint T
+ * exactly when its mark is at least T's epoch.  Marks only grow.  The
+ * changes view of an export (cow.c) reads them; the block layer
+ * (blk.c) makes them.
+ *
+ * A change marks its blocks after its I/O, all with one epoch read
+ * once, so that a change that completed before a checkpoint was made
+ * lies before it, one that began after it was made lies after it, and
+ * one in flight lies wholly on one side.
+ */
+
+#ifndef COW_CHANGES_H
+#define COW_CHANGES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "slotmap.h"
+#include "tsa.h"
+
+/* The most checkpoints an overlay has at once, and the longest name
+ * of one.
+ */
+#define CHANGES_MAX_CHECKPOINTS 32
+#define CHANGES_NAME_MAX 64
+
+struct checkpoint {
+  char name[CHANGES_NAME_MAX + 1];
+  uint32_t epoch;
+};
+
+struct changes {
+  /* The epoch changes mark blocks with: the newest checkpoint's, or 0
+   * while there is none, when no mark is made.  Written under lock,
+   * read without it.
+   */
+  uint32_t current;
+
+  /* A mark that could not be made (out of memory) makes the
+   * checkpoints up to this epoch report every block of the overlay as
+   * changed: more than changed, never less.  Written under lock, read
+   * without it.
+   */
+  uint32_t lost;
+
+  /* Protects what follows, and serializes the changes of marks (which
+   * are read without it, as slotmap.h allows).  Held over nothing
+   * slower than a malloc, and nothing is taken inside it.
+   */
+  mutex_t lock;
+  struct slotmap marks;         /* the epoch of each block's last change */
+  bool started;                 /* marks sized by changes_start */
+  struct checkpoint checkpoints[CHANGES_MAX_CHECKPOINTS];  /* oldest first */
+  unsigned count;
+  uint32_t last_epoch;          /* the newest epoch ever taken */
+};
+
+extern void changes_init (struct changes *ch);
+extern void changes_free (struct changes *ch);
+
+/* Sizes the marks for a disk of blocks blocks before any change is
+ * marked (again, if the overlay's start failed and is tried again).
+ * Returns 0, or -1 with errno set.
+ */
+extern int changes_start (struct changes *ch, uint64_t blocks);
+
+/* Whether name can name a checkpoint: 1 to CHANGES_NAME_MAX letters,
+ * digits, '_', '-' and '.', not starting with '-' or '.'.
+ */
+extern bool changes_name_valid (const char *name);
+
+/* Blocks [first, first+n) changed.  Costs one atomic load while the
+ * overlay has no checkpoint.
+ */
+extern void changes_mark_epoch (struct changes *ch, uint64_t first,
+                                uint64_t n, uint32_t epoch);
+
+static inline void
+changes_mark (struct changes *ch, uint64_t first, uint64_t n)
+{
+  uint32_t epoch = __atomic_load_n (&ch->current, __ATOMIC_ACQUIRE);
+
+  if (epoch != 0 && n > 0)
+    changes_mark_epoch (ch, first, n, epoch);
+}
+
+/* Makes checkpoint name, after every change marked so far.  Returns 0,
+ * or -1 with errno set: EINVAL, not a valid name; EEXIST, it exists;
+ * EMLINK, the overlay has CHANGES_MAX_CHECKPOINTS; EAGAIN, the overlay
+ * has not started (no client has opened it); EOVERFLOW, no epoch left.
+ */
+extern int changes_create (struct changes *ch, const char *name);
+
+/* Deletes checkpoint name.  Returns 0, or -1 with errno ENOENT. */
+extern int changes_delete (struct changes *ch, const char *name);
+
+/* Sets *since to the epoch of checkpoint name.  Returns 0, or -1 with
+ * errno ENOENT.
+ */
+extern int changes_since (struct changes *ch, const char *name,
+                          uint32_t *since);
+
+/* Copies the checkpoints, oldest first, into out (room for
+ * CHANGES_MAX_CHECKPOINTS) and returns how many.
+ */
+extern unsigned changes_list (struct changes *ch, struct checkpoint *out);
+
+/* Sets *changed to whether block b changed since epoch since (0: since
+ * the overlay began, every block) and returns the end of the run of
+ * blocks in [b, stop) of which the same holds.  Requires b < stop, and
+ * the marks started if since is not 0.
+ */
+extern uint64_t changes_run (struct changes *ch, uint64_t b, uint64_t stop,
+                             uint32_t since, bool *changed);
+
+#endif /* COW_CHANGES_H */

@@ -1,0 +1,25 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* The export a changes view reads (changesname.h). */
+
+#include <config.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "changesname.h"
+
+int
+changes_view_name (const char *name, char separator, char **export,
+                   const char **checkpoint)
+{
+  const char *split = separator ? strrchr (name, separator) : NULL;
+
+  if (split == NULL)
+    return 0;
+  *export = strndup (name, split - name);
+  if (*export == NULL)
+    return -1;
+  *checkpoint = split + 1;
+  return 1;
+}

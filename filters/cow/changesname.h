@@ -1,0 +1,21 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* The export a changes view reads (cow-changes-separator=C): a name
+ * E C is the changes view of export E since its overlay began, E C T
+ * since checkpoint T, split at the last C, so that a checkpoint's name
+ * never holds C and an export's may; "C" and "C T" are views of the
+ * default export.  E may be a clone's name (clonename.h).  Any other
+ * name, or any name when there is no separator, names no view.
+ */
+
+#ifndef COW_CHANGESNAME_H
+#define COW_CHANGESNAME_H
+
+/* Whether name names a changes view: 1, setting *export to E
+ * (malloc'd) and *checkpoint to T within name ("" for since the
+ * overlay began); 0 if not; -1 with errno set.  separator '\0': none.
+ */
+extern int changes_view_name (const char *name, char separator,
+                              char **export, const char **checkpoint);
+
+#endif /* COW_CHANGESNAME_H */

@@ -1,0 +1,36 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* The control socket (cow-control=SOCKET): the commands an operator's
+ * tool (nbdcow checkpoint) sends the running server, to make, delete
+ * and list the checkpoints of an export (changes.h).  NBD clients
+ * cannot reach it: it is a Unix socket of mode 0600, so only the
+ * server's user connects, unless the operator opens it to others (its
+ * mode, its directory).  A thread of its own serves one command at a
+ * time.
+ *
+ * A command is the fields VERB, EXPORT and, but for list, CHECKPOINT,
+ * each ended by a zero byte, then the end of the client's writing (a
+ * shutdown): "create", "delete" or "list", the export's name as its
+ * clients give it ("" for the default export).  The answer is "ok\n"
+ * (for list, followed by the checkpoints' names, oldest first, one a
+ * line), or "error: " and a message, then the server closes.
+ */
+
+#ifndef COW_CONTROL_H
+#define COW_CONTROL_H
+
+/* .get_ready: makes the socket at path, replacing one that no server
+ * listens on.  Returns 0, or -1 after nbdkit_error naming the
+ * parameter.
+ */
+extern int control_init (const char *path);
+
+/* .after_fork: starts the thread.  Returns 0, or -1 after nbdkit_error. */
+extern int control_start (void);
+
+/* Stops the thread, after the command it serves, and removes the
+ * socket.  Does nothing if control_init was not called.
+ */
+extern void control_stop (void);
+
+#endif /* COW_CONTROL_H */

@@ -1,0 +1,57 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* Unit test of changesname.h: disk+ is the view of disk since its
+ * overlay began, disk+c1 since checkpoint c1, +c1 the default
+ * export's, a clone's name keeps its tag, the split is at the last
+ * separator, and a name without one (or with no separator set) names
+ * no view.
+ */
+
+#include <config.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "changesname.h"
+
+static int failed;
+
+/* want_export NULL: name names no view. */
+static void
+expect (const char *name, char separator, const char *want_export,
+        const char *want_checkpoint)
+{
+  char *export = NULL;
+  const char *checkpoint = NULL;
+  int r = changes_view_name (name, separator, &export, &checkpoint);
+
+  if (r == -1 || (r == 1) != (want_export != NULL) ||
+      (r == 1 && (strcmp (export, want_export) != 0 ||
+                  strcmp (checkpoint, want_checkpoint) != 0))) {
+    fprintf (stderr, "test-changesname: \"%s\" with '%c' -> %d \"%s\" "
+             "\"%s\", expected \"%s\" \"%s\"\n", name,
+             separator ? separator : '0', r, export ? export : "(null)",
+             checkpoint ? checkpoint : "(null)",
+             want_export ? want_export : "(no view)",
+             want_checkpoint ? want_checkpoint : "");
+    failed = 1;
+  }
+  free (export);
+}
+
+int
+main (void)
+{
+  expect ("disk+", '+', "disk", "");
+  expect ("disk+c1", '+', "disk", "c1");
+  expect ("+c1", '+', "", "c1");
+  expect ("+", '+', "", "");
+  expect ("golden@vm1+c2", '+', "golden@vm1", "c2");
+  expect ("a+b+c3", '+', "a+b", "c3");
+  expect ("disk", '+', NULL, NULL);
+  expect ("", '+', NULL, NULL);
+  expect ("disk+c1", '\0', NULL, NULL);
+  expect ("disk+c1", '#', NULL, NULL);
+  return failed;
+}

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Incremental copies through checkpoints (cow-control, nbdcow
+# checkpoint): a full copy at checkpoint c1, then writes W2; the view
+# since c1 converted with -B full.qcow2 is identical to the export and
+# holds only W2's blocks; checkpoint c2, writes W3, the next increment
+# chained on the first: identical again, holding only W3's.  The
+# control socket is the server user's alone, and every refusal says
+# what is wrong: a bad or taken name, one too many, an unknown export
+# or checkpoint, a socket another server listens on.
+. "$abs_top_srcdir/tests/functions.sh"
+
+M=$(( 1024 * 1024 ))
+make_base "$tmp/base" $(( 48 * M ))
+ctl=$tmp/ctl
+start_nbdkit "$tmp/sock" --filter=cow file "$tmp/base" \
+  cow-changes-separator=+ cow-control="$ctl"
+live="nbd+unix:///?socket=$tmp/sock"
+view () { echo "nbd+unix:///+$1?socket=$tmp/sock"; }
+
+[ "$(stat -c %a "$ctl")" = 600 ] || fail "the control socket's mode is $(stat -c %a "$ctl")"
+
+# write OFFSET-MB LENGTH-KB BYTE [zero|trim]
+write ()
+{
+  nbdsh -u "$live" -c "
+off, n = $1 * $M, $2 * 1024
+if '${4:-}' == 'zero':
+    h.zero(n, off)
+elif '${4:-}' == 'trim':
+    h.trim(n, off)
+else:
+    h.pwrite(b'$3' * n, off)
+"
+}
+
+# allocated FILE: the bytes of a qcow2 file's own clusters (data or
+# zero), not its backing file's.
+allocated ()
+{
+  qemu-img map --output=json "$1" | "$PYTHON" -c 'import json, sys
+print(sum(e["length"] for e in json.load(sys.stdin) if e["depth"] == 0))'
+}
+
+write 1 256 a
+write 20 128 b
+"$NBDCOW" checkpoint create "$ctl" "" c1
+qemu-img convert -f raw -O qcow2 "$live" "$tmp/full.qcow2"
+
+# W2: data over the base's data and its hole, zeroes and a trim over
+# W1's data.
+write 3 64 c
+write 18 192 d
+write 1 128 - zero
+write 20 64 - trim
+qemu-img convert -f raw -O qcow2 -B "$tmp/full.qcow2" -F qcow2 \
+  "$(view c1)" "$tmp/inc1.qcow2"
+qemu-img compare "$tmp/inc1.qcow2" "$live" ||
+  fail "full + increment since c1 is not the export"
+got=$(allocated "$tmp/inc1.qcow2")
+[ "$got" -eq $(( (64 + 192 + 128 + 64) * 1024 )) ] ||
+  fail "the increment since c1 holds $got bytes, not W2's"
+
+"$NBDCOW" checkpoint create "$ctl" "" c2
+write 30 64 e
+write 3 64 f
+qemu-img convert -f raw -O qcow2 -B "$tmp/inc1.qcow2" -F qcow2 \
+  "$(view c2)" "$tmp/inc2.qcow2"
+qemu-img compare "$tmp/inc2.qcow2" "$live" ||
+  fail "full + two increments is not the export"
+got=$(allocated "$tmp/inc2.qcow2")
+[ "$got" -eq $(( 128 * 1024 )) ] ||
+  fail "the increment since c2 holds $got bytes, not W3's"
+# Since c1 still holds W2 and W3.
+got=$(nbdinfo --map --json "$(view c1)" | "$PYTHON" -c 'import json, sys
+print(sum(e["length"] for e in json.load(sys.stdin) if e["type"] != 1))')
+[ "$got" -eq $(( (64 + 192 + 128 + 64 + 64) * 1024 )) ] ||
+  fail "the view since c1 holds $got bytes after W3"
+echo "full copy and two increments equal the export, each holding its writes"
+
+# Listing, deleting, and what is refused.
+[ "$("$NBDCOW" checkpoint list "$ctl" "")" = "$(printf 'c1\nc2')" ] ||
+  fail "list: $("$NBDCOW" checkpoint list "$ctl" "")"
+[ "$("$NBDCOW" checkpoint list --json "$ctl" "")" = \
+  '{"export": "", "checkpoints": ["c1", "c2"]}' ] || fail "list --json"
+expect_exit 1 'it has a checkpoint "c1" already' \
+  "$NBDCOW" checkpoint create "$ctl" "" c1
+expect_exit 1 '"a/b" cannot name a checkpoint' \
+  "$NBDCOW" checkpoint create "$ctl" "" a/b
+expect_exit 1 'export "other": no client has opened it' \
+  "$NBDCOW" checkpoint create "$ctl" other c1
+expect_exit 1 'it has no checkpoint "c9"' \
+  "$NBDCOW" checkpoint delete "$ctl" "" c9
+expect_exit 3 'cannot connect' \
+  "$NBDCOW" checkpoint list "$tmp/nothing" ""
+expect_exit 1 'expected create SOCKET' "$NBDCOW" checkpoint create "$ctl" ""
+"$NBDCOW" checkpoint delete "$ctl" "" c1
+nbdinfo "$(view c1)" >"$tmp/out" 2>&1 && fail "a view of a deleted checkpoint"
+grep -q 'has no checkpoint "c1"' "$tmp/sock.err" ||
+  fail "the refusal of a view since c1 says nothing"
+for i in $(seq 2 32); do
+  "$NBDCOW" checkpoint create "$ctl" "" "k$i"
+done
+expect_exit 1 'it has 32 checkpoints, the most it can have' \
+  "$NBDCOW" checkpoint create "$ctl" "" k33
+expect_start_failure 'cow-control=.*another server listens on it' \
+  --filter=cow file "$tmp/base" cow-control="$ctl"
+touch "$tmp/plain"
+expect_start_failure 'cow-control=.*exists and is not a socket' \
+  --filter=cow file "$tmp/base" cow-control="$tmp/plain"
+expect_start_failure "cow-changes-separator=-: checkpoint names may hold" \
+  --filter=cow file "$tmp/base" cow-changes-separator=-
+expect_start_failure "cow-changes-separator=@: the same as cow-clone-separator" \
+  --filter=cow file "$tmp/base" cow-changes-separator=@ cow-clone-separator=@
+
+# At exit the socket goes; one a killed server left is replaced.
+stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
+[ ! -e "$ctl" ] || fail "the control socket outlived nbdkit"
+rm -f "$tmp/sock"
+start_nbdkit "$tmp/sock" --filter=cow file "$tmp/base" cow-control="$ctl"
+kill -9 "$(cat "$tmp/sock.pid")"
+sleep 0.5
+rm -f "$tmp/sock"
+[ -S "$ctl" ] || fail "no socket left behind by kill -9"
+start_nbdkit "$tmp/sock" --filter=cow file "$tmp/base" cow-control="$ctl"
+nbdsh -u "$live" -c 'h.pwrite(b"x", 0)'
+"$NBDCOW" checkpoint create "$ctl" "" after-restart
