@@ -24,7 +24,7 @@ from bench import (DATA_BASE, MEMORY_BASE, SLOW_READ, paired_median, progress,
                    remove_settled, side_bench, side_parser)
 
 # Parameters of --after-args whose relative paths go to the scratch dir.
-PATH_PARAMS = ("cow-file", "cow-stats")
+PATH_PARAMS = ("cow-control", "cow-file", "cow-stats")
 
 # name, base, slow base, cow-block-size, fio rw, bs, jobs
 CASES = [

@@ -10,6 +10,7 @@
 #                  [--requests N] [--before-args 'KEY=VALUE ...']
 #                  [--after-args 'KEY=VALUE ...']
 #                  [--both-args 'KEY=VALUE ...'] [--case NAME]...
+#                  [--after-checkpoints N --nbdcow PROGRAM]
 # (benchmarks/before-after --count REV [ARGS [BOTH]] builds REV and
 # runs this.)
 #
@@ -21,6 +22,12 @@
 # start and exit stay out.  strace counts every system call of the
 # whole run; futex stays out of the totals, as how often threads wait
 # depends on timing, which strace itself changes.
+#
+# --after-checkpoints N makes N checkpoints of the after filter's
+# export before fio (its --after-args give it cow-control=ctl), to
+# count what writes cost while checkpoints are alive: give both the
+# same SO.  Both filters' exports are opened by one client first, so
+# that the two runs differ by the checkpoints only.
 
 import os
 import signal
@@ -114,6 +121,7 @@ def counted_run(b, args, which, case, wrapper, out, parse,
     parsed by parse, and the number of requests."""
     _, base, slow, block, rw, bs, jobs = case
     uri, p = serve_case(b, args, which, base, slow, block, wrapper)
+    make_checkpoints(b, args, which, uri)
     if instrumented:
         instrument(b, p, True)
     requests = b.fio(uri, rw, bs, jobs, args.requests)["requests"]
@@ -123,6 +131,17 @@ def counted_run(b, args, which, case, wrapper, out, parse,
     counts = parse(out)
     os.unlink(out)
     return counts, requests
+
+
+def make_checkpoints(b, args, which, uri):
+    """Opens the export, and for the after filter makes
+    --after-checkpoints checkpoints of it."""
+    b.run(["nbdinfo", "--size", uri])
+    if which != "after" or not args.after_checkpoints:
+        return
+    ctl = os.path.join(b.tmp, "ctl")
+    for i in range(args.after_checkpoints):
+        b.run([args.nbdcow, "checkpoint", "create", ctl, "", "c%d" % i])
 
 
 def count_instructions(b, args, which, case):
@@ -165,6 +184,8 @@ def main():
     ap = side_parser(rounds=2, runtime=0)
     add_filter_options(ap, [c[0] for c in CASES])
     ap.add_argument("--requests", type=int, default=REQUESTS)
+    ap.add_argument("--after-checkpoints", type=int, default=0)
+    ap.add_argument("--nbdcow", default="tools/nbdcow/nbdcow")
     args, b = side_bench(ap)
     print("| workload | instructions / request, before | after "
           "| after / before | in the filter, before | after "

@@ -102,6 +102,23 @@ for i in $(seq 2 32); do
 done
 expect_exit 1 'it has 32 checkpoints, the most it can have' \
   "$NBDCOW" checkpoint create "$ctl" "" k33
+# Commands that are not: each answered, the server serving on.
+"$PYTHON" - "$ctl" <<'PY'
+import os, socket, sys
+def ask(data):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sys.argv[1])
+    s.sendall(data)
+    s.shutdown(socket.SHUT_WR)
+    answer = s.recv(65536)
+    s.close()
+    assert answer.startswith(b"error: "), (data[:40], answer)
+for bad in (b"garbage", b"create\0\0", b"create\0\0c\0more\0", b"list\0",
+            b"", b"create\0\0\xff\xfe\0", b"create\0\0" + b"x" * 65 + b"\0",
+            os.urandom(100000)):
+    ask(bad)
+PY
+nbdinfo --size "$live" >/dev/null || fail "the server stopped serving"
 expect_start_failure 'cow-control=.*another server listens on it' \
   --filter=cow file "$tmp/base" cow-control="$ctl"
 touch "$tmp/plain"
@@ -115,11 +132,11 @@ expect_start_failure "cow-changes-separator=@: the same as cow-clone-separator" 
 # At exit the socket goes; one a killed server left is replaced.
 stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
 [ ! -e "$ctl" ] || fail "the control socket outlived nbdkit"
-rm -f "$tmp/sock"
+rm -f "$tmp/sock" "$tmp/sock.pid"
 start_nbdkit "$tmp/sock" --filter=cow file "$tmp/base" cow-control="$ctl"
 kill -9 "$(cat "$tmp/sock.pid")"
 sleep 0.5
-rm -f "$tmp/sock"
+rm -f "$tmp/sock" "$tmp/sock.pid"
 [ -S "$ctl" ] || fail "no socket left behind by kill -9"
 start_nbdkit "$tmp/sock" --filter=cow file "$tmp/base" cow-control="$ctl"
 nbdsh -u "$live" -c 'h.pwrite(b"x", 0)'
