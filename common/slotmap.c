@@ -54,22 +54,30 @@ slotmap_init (struct slotmap *map, uint64_t entries)
   return 0;
 }
 
-uint32_t
-slotmap_get_walk (const struct slotmap *map, uint64_t i)
+/* Leaf number leaf as a reader finds it, or NULL. */
+static uint32_t *
+read_leaf (const struct slotmap *map, uint64_t leaf)
 {
-  uint64_t leaf = i / SLOTMAP_LEAF_ENTRIES;
   unsigned level = map->height;
-  void *p;
+  void *p = child (root_slot (map, leaf));
 
-  assert (i < map->entries);
-  p = child (root_slot (map, leaf));
   while (p != NULL && level > 0) {
     level--;
     p = child (slot_in (p, leaf, level));
   }
-  if (p == NULL)
+  return p;
+}
+
+uint32_t
+slotmap_get_walk (const struct slotmap *map, uint64_t i)
+{
+  const uint32_t *entries;
+
+  assert (i < map->entries);
+  entries = read_leaf (map, i / SLOTMAP_LEAF_ENTRIES);
+  if (entries == NULL)
     return 0;
-  return __atomic_load_n (&((uint32_t *) p)[i % SLOTMAP_LEAF_ENTRIES],
+  return __atomic_load_n (&entries[i % SLOTMAP_LEAF_ENTRIES],
                           __ATOMIC_RELAXED);
 }
 
@@ -119,22 +127,48 @@ slotmap_reserve (struct slotmap *map, uint64_t i, uint64_t n)
 void
 slotmap_set (struct slotmap *map, uint64_t i, uint32_t value)
 {
-  uint64_t leaf = i / SLOTMAP_LEAF_ENTRIES;
-  unsigned level = map->height;
-  void *p;
+  uint32_t *entries;
 
   assert (i < map->entries);
-  p = *root_slot (map, leaf);
-  while (p != NULL && level > 0) {
-    level--;
-    p = *slot_in (p, leaf, level);
-  }
-  if (p == NULL) {
+  entries = read_leaf (map, i / SLOTMAP_LEAF_ENTRIES);
+  if (entries == NULL) {
     assert (value == 0);
     return;
   }
-  __atomic_store_n (&((uint32_t *) p)[i % SLOTMAP_LEAF_ENTRIES], value,
+  __atomic_store_n (&entries[i % SLOTMAP_LEAF_ENTRIES], value,
                     __ATOMIC_RELAXED);
+}
+
+/* Raises *e to value if it is below, whoever else raises it. */
+static void
+raise_entry (uint32_t *e, uint32_t value)
+{
+  uint32_t old = __atomic_load_n (e, __ATOMIC_RELAXED);
+
+  while (old < value &&
+         !__atomic_compare_exchange_n (e, &old, value, true, __ATOMIC_RELAXED,
+                                       __ATOMIC_RELAXED))
+    ;
+}
+
+/* One lookup of a leaf for all of its entries in the range. */
+bool
+slotmap_raise (struct slotmap *map, uint64_t i, uint64_t n, uint32_t value)
+{
+  uint64_t end = i + n;
+
+  assert (end <= map->entries);
+  while (i < end) {
+    uint64_t leaf = i / SLOTMAP_LEAF_ENTRIES;
+    uint64_t stop = (leaf + 1) * SLOTMAP_LEAF_ENTRIES;
+    uint32_t *entries = read_leaf (map, leaf);
+
+    if (entries == NULL)
+      return false;
+    for (stop = stop < end ? stop : end; i < stop; ++i)
+      raise_entry (&entries[i % SLOTMAP_LEAF_ENTRIES], value);
+  }
+  return true;
 }
 
 /* slotmap_each below p, a node of level (0: a leaf) whose first leaf

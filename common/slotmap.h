@@ -20,6 +20,7 @@
 #ifndef COMMON_SLOTMAP_H
 #define COMMON_SLOTMAP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -74,6 +75,15 @@ extern int slotmap_reserve (struct slotmap *map, uint64_t i, uint64_t n);
  * allocates.
  */
 extern void slotmap_set (struct slotmap *map, uint64_t i, uint32_t value);
+
+/* Sets each entry of [i, i+n) that is below value to value (the marks
+ * of changes.h only grow).  Unlike slotmap_set it may run beside
+ * slotmap_reserve and other raises (each entry is raised with a
+ * compare-and-swap).  Returns false if a leaf of the range is not
+ * reserved, having raised the entries before it.
+ */
+extern bool slotmap_raise (struct slotmap *map, uint64_t i, uint64_t n,
+                           uint32_t value);
 
 /* Calls fn (i, value, opaque) for every entry whose value is not 0, in
  * ascending order.  Stops at and returns the first non-zero return;

@@ -1,5 +1,5 @@
-/* Unit test of slotmap.h: random sets against a flat model across
- * leaf edges, walked in order by slotmap_each; unreserved leaves
+/* Unit test of slotmap.h: random sets and raises against a flat model
+ * across leaf edges, walked in order by slotmap_each; unreserved leaves
  * reading 0; memory that grows with the leaves reserved, for a map of
  * 2^51 entries too (an 8 EiB disk of 4K blocks); and a reader thread
  * beside a writer seeing each entry's old or new value only (run under
@@ -89,6 +89,20 @@ test_model (void)
   }
   check_model (&map);
   check_each (&map);
+  /* Raising runs across leaf edges sets only the entries below. */
+  for (r = 0; r < ROUNDS / 10; ++r) {
+    uint64_t i = (uint64_t) rand () % ENTRIES, j;
+    uint64_t n = 1 + (uint64_t) rand () % (3 * SLOTMAP_LEAF_ENTRIES);
+    uint32_t v = (uint32_t) rand ();
+
+    n = i + n > ENTRIES ? ENTRIES - i : n;
+    if (slotmap_reserve (&map, i, n) == -1)
+      fail ("reserve", i);
+    slotmap_raise (&map, i, n, v);
+    for (j = i; j < i + n; ++j)
+      model[j] = model[j] < v ? v : model[j];
+  }
+  check_model (&map);
   if (slotmap_reserve (&map, ENTRIES - 3, 3) == -1)
     fail ("reserve of the last leaf", ENTRIES - 3);
   slotmap_free (&map);

@@ -57,7 +57,8 @@ changes_name_valid (const char *name)
 
 /* Whether every block of [first, first+n) has a mark of at least
  * epoch: a change of blocks changed again since the newest checkpoint
- * takes no lock.
+ * writes nothing.  Marks are raised without the lock where their
+ * leaves exist; only a new leaf takes it.
  */
 static bool
 all_marked (struct changes *ch, uint64_t first, uint64_t n, uint32_t epoch)
@@ -87,17 +88,14 @@ void
 changes_mark_epoch (struct changes *ch, uint64_t first, uint64_t n,
                     uint32_t epoch)
 {
-  uint64_t b;
-
-  if (all_marked (ch, first, n, epoch))
+  if (all_marked (ch, first, n, epoch) ||
+      slotmap_raise (&ch->marks, first, n, epoch))
     return;
   held_lock (&ch->lock);
   if (slotmap_reserve (&ch->marks, first, n) == -1)
     lose_marks (ch);
   else
-    for (b = first; b < first + n; ++b)
-      if (slotmap_get (&ch->marks, b) < epoch)
-        slotmap_set (&ch->marks, b, epoch);
+    slotmap_raise (&ch->marks, first, n, epoch);
   held_unlock (&ch->lock);
 }
 

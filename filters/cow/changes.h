@@ -49,9 +49,10 @@ struct changes {
    */
   uint32_t lost;
 
-  /* Protects what follows, and serializes the changes of marks (which
-   * are read without it, as slotmap.h allows).  Held over nothing
-   * slower than a malloc, and nothing is taken inside it.
+  /* Protects what follows, and serializes the reservations of the
+   * marks' leaves; marks are read and raised without it, as slotmap.h
+   * allows.  Held over nothing slower than a malloc, and nothing is
+   * taken inside it.
    */
   mutex_t lock;
   struct slotmap marks;         /* the epoch of each block's last change */
