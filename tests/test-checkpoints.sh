@@ -6,7 +6,8 @@
 # chained on the first: identical again, holding only W3's.  The
 # control socket is the server user's alone, and every refusal says
 # what is wrong: a bad or taken name, one too many, an unknown export
-# or checkpoint, a socket another server listens on.
+# or checkpoint, a socket another server listens on
+# (test-bad-changes-params.sh has the parameters refused at start).
 . "$abs_top_srcdir/tests/functions.sh"
 
 M=$(( 1024 * 1024 ))
@@ -97,9 +98,18 @@ expect_exit 1 'expected create SOCKET' "$NBDCOW" checkpoint create "$ctl" ""
 nbdinfo "$(view c1)" >"$tmp/out" 2>&1 && fail "a view of a deleted checkpoint"
 grep -q 'has no checkpoint "c1"' "$tmp/sock.err" ||
   fail "the refusal of a view since c1 says nothing"
-for i in $(seq 2 32); do
-  "$NBDCOW" checkpoint create "$ctl" "" "k$i"
-done
+# The other 31 through the socket itself: nbdcow is checked above, and
+# 31 runs of it under valgrind would take half a minute.
+"$PYTHON" - "$ctl" <<'PY'
+import socket, sys
+for i in range(2, 33):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sys.argv[1])
+    s.sendall(b"create\0\0k%d\0" % i)
+    s.shutdown(socket.SHUT_WR)
+    assert s.recv(100) == b"ok\n", i
+    s.close()
+PY
 expect_exit 1 'it has 32 checkpoints, the most it can have' \
   "$NBDCOW" checkpoint create "$ctl" "" k33
 # Commands that are not: each answered, the server serving on.
@@ -121,13 +131,6 @@ PY
 nbdinfo --size "$live" >/dev/null || fail "the server stopped serving"
 expect_start_failure 'cow-control=.*another server listens on it' \
   --filter=cow file "$tmp/base" cow-control="$ctl"
-touch "$tmp/plain"
-expect_start_failure 'cow-control=.*exists and is not a socket' \
-  --filter=cow file "$tmp/base" cow-control="$tmp/plain"
-expect_start_failure "cow-changes-separator=-: checkpoint names may hold" \
-  --filter=cow file "$tmp/base" cow-changes-separator=-
-expect_start_failure "cow-changes-separator=@: the same as cow-clone-separator" \
-  --filter=cow file "$tmp/base" cow-changes-separator=@ cow-clone-separator=@
 
 # At exit the socket goes; one a killed server left is replaced.
 stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
