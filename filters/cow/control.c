@@ -182,6 +182,19 @@ run_on (FILE *out, struct blk *blk, const char *verb, const char *export,
   fputs ("ok\n", out);
 }
 
+/* The fields of a command of verb: list EXPORT, or create or delete
+ * EXPORT CHECKPOINT; 0 for a verb that is none.
+ */
+static size_t
+fields_of (const char *verb)
+{
+  if (strcmp (verb, "list") == 0)
+    return 2;
+  if (strcmp (verb, "create") == 0 || strcmp (verb, "delete") == 0)
+    return 3;
+  return 0;
+}
+
 /* Carries out the command in the n bytes of buf, writing its answer to
  * out.
  */
@@ -197,11 +210,7 @@ run_command (FILE *out, const char *buf, size_t n)
       fields[count++] = buf + start;
       start = i + 1;
     }
-  if (count < 2 || start != n ||
-      (strcmp (fields[0], "list") != 0 && count != 3) ||
-      (strcmp (fields[0], "list") == 0 && count != 2) ||
-      (strcmp (fields[0], "list") != 0 && strcmp (fields[0], "create") != 0 &&
-       strcmp (fields[0], "delete") != 0)) {
+  if (count == 0 || start != n || count != fields_of (fields[0])) {
     fputs ("error: not a command: create EXPORT CHECKPOINT, "
            "delete EXPORT CHECKPOINT or list EXPORT\n", out);
     return;

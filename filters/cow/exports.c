@@ -80,16 +80,23 @@ close_overlay (struct overlay *o, bool served)
     lifetime_end (o);
 }
 
+/* The overlay exportname reaches if it is not ending, else NULL. */
+static struct overlay *
+alive_overlay (const char *exportname) REQUIRES (overlays_lock)
+{
+  struct overlay *o = overlay_find (defaultname_overlay_of (exportname));
+
+  return o && !o->ending ? o : NULL;
+}
+
 /* Whether exportname has an overlay that is not ending. */
 static bool
 known (const char *exportname)
 {
-  struct overlay *o;
   bool alive;
 
   held_lock (&overlays_lock);
-  o = overlay_find (defaultname_overlay_of (exportname));
-  alive = o && !o->ending;
+  alive = alive_overlay (exportname) != NULL;
   held_unlock (&overlays_lock);
   return alive;
 }
@@ -100,9 +107,7 @@ exports_pin (const char *exportname)
   struct overlay *o;
 
   held_lock (&overlays_lock);
-  o = overlay_find (defaultname_overlay_of (exportname));
-  if (o && o->ending)
-    o = NULL;
+  o = alive_overlay (exportname);
   if (o)
     lifetime_pin (o);
   held_unlock (&overlays_lock);
