@@ -21,6 +21,7 @@
 #include "dirpath.h"
 #include "fullio.h"
 #include "internal.h"
+#include "iszero.h"
 
 /* The header's fields that change after creation (version, checksum,
  * flags, recoveries) all lie in its first sector.
@@ -239,51 +240,91 @@ kept_set_flags (struct kept_overlay *ko, uint32_t flags, uint32_t recoveries)
   return 0;
 }
 
-/* Writes n state pages from buf and makes them durable. */
-static int
-write_state_pages (struct kept_overlay *ko, const uint64_t *pages,
-                   const uint8_t *buf, unsigned n)
+int
+kept_read_area (struct kept_overlay *ko, uint64_t offset, uint64_t length,
+                const char *what, kept_chunk_fn *fn, void *opaque)
 {
-  const struct kept_layout *l = &ko->header.layout;
+  uint64_t chunk = PAGES_PER_IO * KEPT_STATE_PAGE, at;
+  uint8_t *buf = malloc (chunk);
+  int r = 0;
+
+  if (buf == NULL)
+    return kept_fail (ko, false, "malloc: %m");
+  for (at = 0; at < length && r == 0; at += chunk) {
+    uint64_t len = length - at < chunk ? length - at : chunk;
+
+    if (pread_full (ko->fd, buf, len, offset + at) == -1)
+      r = kept_fail (ko, false, "cannot read the %s: %m", what);
+    else if (!is_zero ((const char *) buf, len))
+      r = fn (ko, buf, at, len, opaque);
+  }
+  free (buf);
+  return r;
+}
+
+/* The kept_chunk_fn of kept_zero_area: zeros over the chunk. */
+static int
+zero_chunk (struct kept_overlay *ko, const uint8_t *buf, uint64_t at,
+            uint64_t len, void *opaque)
+{
+  const uint64_t *offset = opaque;
+  uint8_t *zero = calloc (1, len);
+  int r = zero ? pwrite_full (ko->fd, zero, len, *offset + at) : -1;
+
+  free (zero);
+  return r == 0 ? 0 : kept_fail (ko, false, "write: %m");
+}
+
+int
+kept_zero_area (struct kept_overlay *ko, uint64_t offset, uint64_t length,
+                const char *what)
+{
+  return kept_read_area (ko, offset, length, what, zero_chunk, &offset);
+}
+
+/* Writes n pages of metadata from buf and makes them durable. */
+static int
+write_pages (struct kept_overlay *ko, const uint64_t *at, const uint8_t *buf,
+             unsigned n)
+{
   unsigned i;
 
   for (i = 0; i < n; ++i)
     if (pwrite_full (ko->fd, buf + i * KEPT_STATE_PAGE, KEPT_STATE_PAGE,
-                     l->states_offset + pages[i] * KEPT_STATE_PAGE) == -1)
+                     at[i]) == -1)
       return -1;
   return fdatasync (ko->fd);
 }
 
-/* Each round: take the states of some dirty pages, sync the data they
- * point to, then write and sync the pages.  States taken before the
- * data sync only ever name data written before it.  Even with nothing
- * dirty the data is synced: writes into allocated blocks change no
- * state.
+/* Each round: take the states (and marks) of some dirty pages, sync
+ * the data they point to, then write and sync the pages.  States
+ * taken before the data sync only ever name data written before it.
+ * Even with nothing dirty the data is synced: writes into allocated
+ * blocks change no state.
  */
 int
 kept_flush (struct kept_overlay *ko, kept_take_pages *take,
             kept_redirty_pages *redirty, void *opaque)
 {
-  uint64_t *pages = malloc (PAGES_PER_IO * sizeof *pages), next = 0;
+  uint64_t *at = malloc (PAGES_PER_IO * sizeof *at), next = 0;
   uint8_t *buf = malloc (PAGES_PER_IO * KEPT_STATE_PAGE);
   unsigned n;
   int r = 0;
 
-  if (pages == NULL || buf == NULL) {
+  if (at == NULL || buf == NULL) {
     r = kept_fail (ko, false, "malloc: %m");
     goto out;
   }
   do {
-    n = take (opaque, &next, pages, buf, PAGES_PER_IO);
-    if (fdatasync (ko->fd) == -1 ||
-        write_state_pages (ko, pages, buf, n) == -1) {
+    n = take (opaque, &next, at, buf, PAGES_PER_IO);
+    if (fdatasync (ko->fd) == -1 || write_pages (ko, at, buf, n) == -1) {
       r = kept_fail (ko, false, "flush: %m");
-      redirty (opaque, pages, n);
+      redirty (opaque, at, n);
       break;
     }
   } while (n == PAGES_PER_IO);
  out:
-  free (pages);
+  free (at);
   free (buf);
   return r;
 }

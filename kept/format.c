@@ -13,7 +13,7 @@
 #include "crc32c.h"
 #include "divround.h"
 #include "ispowerof2.h"
-#include "kept.h"
+#include "internal.h"
 
 static const char magic[8] = { 'n', 'b', 'd', 'k', 'C', 'O', 'W', '\n' };
 
@@ -33,26 +33,6 @@ enum {
   OFF_NAME = 4096,
 };
 
-static void
-put_le (uint8_t *p, uint64_t v, unsigned bytes)
-{
-  unsigned i;
-
-  for (i = 0; i < bytes; ++i)
-    p[i] = (uint8_t) (v >> (8 * i));
-}
-
-static uint64_t
-get_le (const uint8_t *p, unsigned bytes)
-{
-  uint64_t v = 0;
-  unsigned i;
-
-  for (i = 0; i < bytes; ++i)
-    v |= (uint64_t) p[i] << (8 * i);
-  return v;
-}
-
 static uint64_t
 round_up (uint64_t v, uint64_t to)
 {
@@ -64,6 +44,7 @@ kept_layout (uint32_t version, uint32_t block_size, uint64_t base_size,
              struct kept_layout *layout)
 {
   bool packed = version >= KEPT_PACKED_VERSION;
+  bool history = version >= KEPT_HISTORY_VERSION;
   /* A packed entry is 4 bytes, an unpacked state 2 bits. */
   uint64_t per_page = packed ? KEPT_STATE_PAGE / 4 : KEPT_STATE_PAGE * 4;
   struct blockgeom geom = blockgeom_make (block_size, base_size);
@@ -72,25 +53,39 @@ kept_layout (uint32_t version, uint32_t block_size, uint64_t base_size,
    * block's pages hold nothing else and a punch frees them whole.
    */
   uint64_t align = block_size > 4096 ? block_size : 4096;
+  uint64_t metadata_end;
 
   layout->geom = geom;
   layout->packed = packed;
+  layout->history = history;
   layout->blocks_per_page = per_page;
-  layout->states_offset = KEPT_HEADER_SIZE;
+  layout->table_offset = history ? KEPT_HEADER_SIZE : 0;
+  layout->states_offset = KEPT_HEADER_SIZE + (history ? 2 * KEPT_TABLE_SIZE
+                                                      : 0);
   layout->states_length = pages * KEPT_STATE_PAGE;
-  layout->data_offset = round_up (KEPT_HEADER_SIZE + layout->states_length,
-                                  align);
+  /* The marks are as long as the states: 4 bytes per block. */
+  layout->marks_offset = history ? layout->states_offset
+                                   + layout->states_length : 0;
+  metadata_end = layout->states_offset + layout->states_length
+                 * (history ? 2 : 1);
+  layout->data_offset = round_up (metadata_end, align);
+}
+
+uint32_t
+kept_crc_without (const uint8_t *buf, size_t size, size_t crc_at)
+{
+  static const uint8_t zero[4];
+  uint32_t crc = crc32c (0, buf, crc_at);
+
+  crc = crc32c (crc, zero, sizeof zero);
+  return crc32c (crc, buf + crc_at + 4, size - crc_at - 4);
 }
 
 /* The checksum covers the whole header with the checksum field zero. */
 static uint32_t
 header_crc (const uint8_t *buf)
 {
-  static const uint8_t zero[4];
-  uint32_t crc = crc32c (0, buf, OFF_CRC);
-
-  crc = crc32c (crc, zero, sizeof zero);
-  return crc32c (crc, buf + OFF_CRC + 4, KEPT_HEADER_SIZE - OFF_CRC - 4);
+  return kept_crc_without (buf, KEPT_HEADER_SIZE, OFF_CRC);
 }
 
 void
@@ -101,18 +96,18 @@ kept_header_encode (const struct kept_header *header, uint8_t *buf)
 
   memset (buf, 0, KEPT_HEADER_SIZE);
   memcpy (buf + OFF_MAGIC, magic, sizeof magic);
-  put_le (buf + OFF_VERSION, header->version, 4);
-  put_le (buf + OFF_HEADER_SIZE, KEPT_HEADER_SIZE, 4);
-  put_le (buf + OFF_BLOCK_SIZE, blockgeom_block_size (&layout->geom), 4);
-  put_le (buf + OFF_NAME_LENGTH, len, 4);
-  put_le (buf + OFF_BASE_SIZE, layout->geom.size, 8);
-  put_le (buf + OFF_STATES_OFFSET, layout->states_offset, 8);
-  put_le (buf + OFF_STATES_LENGTH, layout->states_length, 8);
-  put_le (buf + OFF_DATA_OFFSET, layout->data_offset, 8);
-  put_le (buf + OFF_FLAGS, header->flags, 4);
-  put_le (buf + OFF_RECOVERIES, header->recoveries, 4);
+  kept_put_le (buf + OFF_VERSION, header->version, 4);
+  kept_put_le (buf + OFF_HEADER_SIZE, KEPT_HEADER_SIZE, 4);
+  kept_put_le (buf + OFF_BLOCK_SIZE, blockgeom_block_size (&layout->geom), 4);
+  kept_put_le (buf + OFF_NAME_LENGTH, len, 4);
+  kept_put_le (buf + OFF_BASE_SIZE, layout->geom.size, 8);
+  kept_put_le (buf + OFF_STATES_OFFSET, layout->states_offset, 8);
+  kept_put_le (buf + OFF_STATES_LENGTH, layout->states_length, 8);
+  kept_put_le (buf + OFF_DATA_OFFSET, layout->data_offset, 8);
+  kept_put_le (buf + OFF_FLAGS, header->flags, 4);
+  kept_put_le (buf + OFF_RECOVERIES, header->recoveries, 4);
   memcpy (buf + OFF_NAME, header->name, len);
-  put_le (buf + OFF_CRC, header_crc (buf), 4);
+  kept_put_le (buf + OFF_CRC, header_crc (buf), 4);
 }
 
 enum kept_bad
@@ -127,43 +122,42 @@ kept_header_decode (const uint8_t *buf, struct kept_header *header,
     *why = "not a cow overlay (bad magic)";
     return KEPT_FOREIGN;
   }
-  version = get_le (buf + OFF_VERSION, 4);
+  version = kept_get_le (buf + OFF_VERSION, 4);
   if (version < 1 || version > KEPT_VERSION) {
     *why = "unsupported format version";
     return KEPT_FOREIGN;
   }
-  if (get_le (buf + OFF_CRC, 4) != header_crc (buf)) {
+  if (kept_get_le (buf + OFF_CRC, 4) != header_crc (buf)) {
     *why = "corrupted header (checksum mismatch)";
     return KEPT_DAMAGED;
   }
 
-  block_size = get_le (buf + OFF_BLOCK_SIZE, 4);
-  name_length = get_le (buf + OFF_NAME_LENGTH, 4);
-  base_size = get_le (buf + OFF_BASE_SIZE, 8);
+  block_size = kept_get_le (buf + OFF_BLOCK_SIZE, 4);
+  name_length = kept_get_le (buf + OFF_NAME_LENGTH, 4);
+  base_size = kept_get_le (buf + OFF_BASE_SIZE, 8);
   header->version = version;
-  layout->states_offset = get_le (buf + OFF_STATES_OFFSET, 8);
-  layout->states_length = get_le (buf + OFF_STATES_LENGTH, 8);
-  layout->data_offset = get_le (buf + OFF_DATA_OFFSET, 8);
+  layout->states_offset = kept_get_le (buf + OFF_STATES_OFFSET, 8);
+  layout->states_length = kept_get_le (buf + OFF_STATES_LENGTH, 8);
+  layout->data_offset = kept_get_le (buf + OFF_DATA_OFFSET, 8);
   /* Version 1 wrote zeros where version 2 keeps these. */
-  header->flags = get_le (buf + OFF_FLAGS, 4);
-  header->recoveries = get_le (buf + OFF_RECOVERIES, 4);
+  header->flags = kept_get_le (buf + OFF_FLAGS, 4);
+  header->recoveries = kept_get_le (buf + OFF_RECOVERIES, 4);
   /* Every version has exactly the layout kept_layout computes. */
   if (!is_power_of_2 (block_size) ||
-      get_le (buf + OFF_HEADER_SIZE, 4) != KEPT_HEADER_SIZE ||
-      name_length > KEPT_NAME_MAX || (header->flags & ~KEPT_FLAGS) != 0) {
+      kept_get_le (buf + OFF_HEADER_SIZE, 4) != KEPT_HEADER_SIZE ||
+      name_length > KEPT_NAME_MAX || (header->flags & ~KEPT_FLAGS) != 0 ||
+      ((header->flags & KEPT_MARKS_STALE) && version < KEPT_HISTORY_VERSION)) {
     *why = "inconsistent header";
     return KEPT_DAMAGED;
   }
   kept_layout (version, block_size, base_size, &expected);
-  layout->geom = expected.geom;
-  layout->packed = expected.packed;
-  layout->blocks_per_page = expected.blocks_per_page;
   if (layout->states_offset != expected.states_offset ||
       layout->states_length != expected.states_length ||
       layout->data_offset != expected.data_offset) {
     *why = "inconsistent header";
     return KEPT_DAMAGED;
   }
+  *layout = expected;
   memcpy (header->name, buf + OFF_NAME, name_length);
   header->name[name_length] = '\0';
   return KEPT_SOUND;

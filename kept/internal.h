@@ -6,6 +6,8 @@
 #define KEPT_INTERNAL_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "kept.h"
 
@@ -20,5 +22,51 @@
 extern int kept_fail (struct kept_overlay *ko, bool damaged,
                       const char *fmt, ...)
   __attribute__ ((format (printf, 3, 4)));
+
+/* The format's integers: little-endian, bytes bytes (at most 8) at p. */
+static inline void
+kept_put_le (uint8_t *p, uint64_t v, unsigned bytes)
+{
+  unsigned i;
+
+  for (i = 0; i < bytes; ++i)
+    p[i] = (uint8_t) (v >> (8 * i));
+}
+
+static inline uint64_t
+kept_get_le (const uint8_t *p, unsigned bytes)
+{
+  uint64_t v = 0;
+  unsigned i;
+
+  for (i = 0; i < bytes; ++i)
+    v |= (uint64_t) p[i] << (8 * i);
+  return v;
+}
+
+/* The CRC-32C of the size bytes at buf with the 4 bytes at crc_at
+ * (where the checksum is kept) taken as zero.
+ */
+extern uint32_t kept_crc_without (const uint8_t *buf, size_t size,
+                                  size_t crc_at);
+
+/* Reads the area of length bytes at offset of the file in chunks of
+ * PAGES_PER_IO pages, and calls fn (ko, buf, at, len, opaque) for each
+ * chunk holding a byte that is not zero, at its offset in the area.
+ * Stops at the first that returns -1 (after kept_fail), and returns
+ * -1; what names the area in a failed read's message.
+ */
+typedef int kept_chunk_fn (struct kept_overlay *ko, const uint8_t *buf,
+                           uint64_t at, uint64_t len, void *opaque);
+extern int kept_read_area (struct kept_overlay *ko, uint64_t offset,
+                           uint64_t length, const char *what,
+                           kept_chunk_fn *fn, void *opaque);
+
+/* Writes zeros over the pages of [offset, offset+length) that are not
+ * zero, without a sync: a sparse area stays sparse.  what names the
+ * area in a failed read's message.
+ */
+extern int kept_zero_area (struct kept_overlay *ko, uint64_t offset,
+                           uint64_t length, const char *what);
 
 #endif /* KEPT_INTERNAL_H */

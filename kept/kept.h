@@ -10,6 +10,7 @@
  *               the crash-safe flush
  *   states.c    the state area: loading it, checked, and its pages
  *   slots.c     a packed file's slots in memory
+ *   history.c   the checkpoints and marks of changed blocks (version 4)
  *   recovery.c  the data area where it holds no block: what a crash
  *               left, punched, cut or counted; emptying a file
  *
@@ -27,6 +28,7 @@
 #include <stdint.h>
 
 #include "blockgeom.h"
+#include "checkpoint.h"
 #include "slotalloc.h"
 #include "slotmap.h"
 #include "statemap.h"
@@ -39,26 +41,34 @@
 #define KEPT_NAME_MAX 4096      /* the longest NBD export name */
 #define KEPT_STATE_PAGE 4096    /* the state area is written in pages */
 
-/* The format version of new files; versions 1 and 2 are read and
- * written too.  Version 3 packs the data (a slot per block, its number
- * in the block's entry of the state area), versions 1 and 2 store
- * block b at its own offset (2 bits of state per block).
+/* The format version of new files; versions 1 to 3 are read and
+ * written too.  Version 4 is version 3 with the checkpoints and the
+ * marks of changed blocks; version 3 packs the data (a slot per block,
+ * its number in the block's entry of the state area), versions 1 and 2
+ * store block b at its own offset (2 bits of state per block).
  */
-#define KEPT_VERSION 3
+#define KEPT_VERSION 4
 #define KEPT_PACKED_VERSION 3   /* the first packed version */
+#define KEPT_HISTORY_VERSION 4  /* the first with checkpoints and marks */
 
 /* Flags of the header (version 2). */
 #define KEPT_OPEN 1             /* a writer has it open: not closed cleanly */
 #define KEPT_FLUSH_FAILED 2     /* with OPEN: the writer stopped after its
                                  * last flush failed */
-#define KEPT_FLAGS (KEPT_OPEN | KEPT_FLUSH_FAILED)
+#define KEPT_MARKS_STALE 4      /* version 4: changes may have been
+                                 * written that the marks in the file
+                                 * do not hold */
+#define KEPT_FLAGS (KEPT_OPEN | KEPT_FLUSH_FAILED | KEPT_MARKS_STALE)
 
 struct kept_layout {
   struct blockgeom geom;        /* the block size and the base's size */
-  bool packed;                  /* version 3: slots; else block b at b */
+  bool packed;                  /* version 3 on: slots; else block b at b */
+  bool history;                 /* version 4: checkpoints and marks */
   uint64_t blocks_per_page;     /* blocks whose states a page holds */
+  uint64_t table_offset;        /* history: the two copies of the table */
   uint64_t states_offset;       /* the state area */
   uint64_t states_length;       /* a whole number of state pages */
+  uint64_t marks_offset;        /* history: the marks, as long as states */
   uint64_t data_offset;         /* block 0, or slot 0 if packed */
 };
 
@@ -73,8 +83,8 @@ struct kept_layout {
  */
 struct kept_header {
   struct kept_layout layout;
-  uint32_t version;             /* 1, 2 or 3 */
-  uint32_t flags;               /* KEPT_OPEN */
+  uint32_t version;             /* 1 to 4 */
+  uint32_t flags;               /* KEPT_FLAGS */
   uint32_t recoveries;          /* times opened after a crash */
   char name[KEPT_NAME_MAX + 1]; /* the export, NUL terminated */
 };
@@ -162,7 +172,38 @@ kept_slots_is_taken (const struct kept_slots *s, uint64_t slot)
 }
 
 /*----------------------------------------------------------------------
- * An opened kept overlay (file.c, states.c, recovery.c).
+ * The history of a file of version 4 (history.c): its table of
+ * checkpoints, kept twice, and a mark per block, the epoch of its last
+ * change while a checkpoint existed.
+ */
+
+#define KEPT_TABLE_SIZE 4096    /* one copy of the table */
+
+struct kept_table {
+  uint64_t sequence;            /* which write of the table it is */
+  uint32_t last_epoch;          /* the newest epoch ever taken */
+  unsigned count;
+  struct checkpoint checkpoints[CHECKPOINTS_MAX];       /* oldest first */
+};
+
+/* Fills buf (KEPT_TABLE_SIZE bytes) with table. */
+extern void kept_table_encode (const struct kept_table *table, uint8_t *buf);
+
+/* Checks buf and fills table.  A copy of zeros (never written) is the
+ * empty table of sequence 0.  Returns false if the copy is damaged
+ * (torn by a crash as it was written).
+ */
+extern bool kept_table_decode (const uint8_t *buf, struct kept_table *table);
+
+/* Where the write of the table of this sequence goes: the copy the
+ * previous write did not use, so that a write torn by a crash leaves
+ * the other whole.
+ */
+extern uint64_t kept_table_offset (const struct kept_layout *layout,
+                                   uint64_t sequence);
+
+/*----------------------------------------------------------------------
+ * An opened kept overlay (file.c, states.c, history.c, recovery.c).
  */
 
 /* The states of blocks, as the state area stores them. */
@@ -249,6 +290,22 @@ extern void kept_export_page (const struct kept_overlay *ko,
                               const struct statemap *states,
                               uint64_t page, uint8_t *buf);
 
+/* Version 4: loads the newer of the table's two whole copies into
+ * table; damage if neither is whole.
+ */
+extern int kept_load_table (struct kept_overlay *ko, struct kept_table *table);
+
+/* Version 4: calls found for each block with a mark (not 0), in order,
+ * and sets *max_mark to the highest.  found returns 0, or -1 to stop
+ * the load, which then fails.
+ */
+typedef int kept_found_mark (void *opaque, uint64_t b, uint32_t mark);
+extern int kept_load_marks (struct kept_overlay *ko, kept_found_mark *found,
+                            void *opaque, uint32_t *max_mark);
+
+/* Version 4: empties the table and clears the marks, durably. */
+extern int kept_clear_history (struct kept_overlay *ko);
+
 /* Punches the data area where it holds no block of the overlay
  * (unpacked: every block that states does not hold allocated; packed:
  * every slot not taken, the file cut after the last one taken): what a
@@ -306,23 +363,26 @@ extern int kept_set_flags (struct kept_overlay *ko, uint32_t flags,
                            uint32_t recoveries);
 
 /* A flush (docs/overlay-format.md): rounds of take, sync the data,
- * write the pages taken, sync.  take copies up to max dirty state
- * pages from page *next on into buf (KEPT_STATE_PAGE bytes each, as
- * kept_export_page makes them), their numbers into pages, marks them
- * clean, advances *next and returns how many; redirty marks them dirty
- * again after a failed round.  The caller takes whatever lock protects
- * the states inside those two.  On failure errno is set too.
+ * write the pages taken, sync.  take copies up to max dirty pages of
+ * metadata (state pages, as kept_export_page makes them, and of
+ * version 4 marks pages and the table), KEPT_STATE_PAGE bytes each,
+ * from its position *next on into buf, their file offsets into at,
+ * marks them clean, advances *next and returns how many; redirty marks
+ * them dirty again after a failed round.  The caller takes whatever
+ * lock protects the states inside those two.  On failure errno is set
+ * too.
  */
 typedef unsigned kept_take_pages (void *opaque, uint64_t *next,
-                                  uint64_t *pages, uint8_t *buf,
+                                  uint64_t *at, uint8_t *buf,
                                   unsigned max);
-typedef void kept_redirty_pages (void *opaque, const uint64_t *pages,
+typedef void kept_redirty_pages (void *opaque, const uint64_t *at,
                                  unsigned n);
 extern int kept_flush (struct kept_overlay *ko, kept_take_pages *take,
                        kept_redirty_pages *redirty, void *opaque);
 
-/* Makes the overlay empty: every state not allocated, durable, then the
- * data area punched (packed: cut off).  A crash in between leaves
+/* Makes the overlay empty: every state not allocated (version 4: and
+ * no checkpoint or mark), durable, then the data area punched (packed:
+ * cut off).  A crash in between leaves
  * blocks in the overlay or not, each reading what it read before.
  */
 extern int kept_empty (struct kept_overlay *ko);

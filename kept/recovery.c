@@ -12,9 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fullio.h"
 #include "internal.h"
-#include "iszero.h"
 #include "punch.h"
 
 /* What each_unused_range calls for a range [from, to) of the data
@@ -166,25 +164,11 @@ int
 kept_empty (struct kept_overlay *ko)
 {
   const struct kept_layout *l = &ko->header.layout;
-  uint64_t chunk = PAGES_PER_IO * KEPT_STATE_PAGE, at;
-  uint8_t *buf = malloc (chunk), *zero = calloc (1, chunk);
-  int r = 0;
+  int r = kept_clear_history (ko);
 
-  if (buf == NULL || zero == NULL)
-    r = kept_fail (ko, false, "malloc: %m");
-  /* Only the pages holding states are rewritten: a sparse state area
-   * stays sparse.
-   */
-  for (at = 0; r == 0 && at < l->states_length; at += chunk) {
-    uint64_t len = l->states_length - at < chunk ? l->states_length - at : chunk;
-    uint64_t off = l->states_offset + at;
-
-    if (pread_full (ko->fd, buf, len, off) == -1)
-      r = kept_fail (ko, false, "cannot read the block states: %m");
-    else if (!is_zero ((const char *) buf, len) &&
-             pwrite_full (ko->fd, zero, len, off) == -1)
-      r = kept_fail (ko, false, "cannot write the block states: %m");
-  }
+  if (r == 0)
+    r = kept_zero_area (ko, l->states_offset, l->states_length,
+                        "block states");
   if (r == 0 && fdatasync (ko->fd) == -1)
     r = kept_fail (ko, false, "fdatasync: %m");
   /* Packed, the data area goes whole, its few extents with it. */
@@ -192,7 +176,5 @@ kept_empty (struct kept_overlay *ko)
     shorten (ko, l->data_offset);
   else if (r == 0)
     punch_run (ko, 0, l->geom.size, NULL);
-  free (buf);
-  free (zero);
   return r;
 }

@@ -14,7 +14,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "fullio.h"
 #include "internal.h"
 #include "iszero.h"
 
@@ -131,41 +130,47 @@ load_packed (struct kept_overlay *ko, const uint8_t *buf, uint64_t first,
   return 0;
 }
 
+/* What kept_load_states passes to load_chunk. */
+struct load {
+  struct statemap *states;
+  struct kept_damage *damage;
+  uint64_t file_length;
+};
+
+/* A chunk of the state area, len bytes from byte at of it. */
+static int
+load_chunk (struct kept_overlay *ko, const uint8_t *buf, uint64_t at,
+            uint64_t len, void *opaque)
+{
+  struct load *load = opaque;
+  uint64_t blocks = kept_blocks (ko), first = at / 4, n = len / 4;
+
+  if (!ko->header.layout.packed)
+    return load_unpacked (ko, buf, at, len, load->states, load->damage);
+  if (first >= blocks)
+    return 0;
+  return load_packed (ko, buf, first, first + n > blocks ? blocks - first : n,
+                      load->file_length, load->states, &ko->slots,
+                      load->damage);
+}
+
 int
 kept_load_states (struct kept_overlay *ko, struct statemap *states,
                   struct kept_damage *damage)
 {
-  struct kept_slots *slots = &ko->slots;
   const struct kept_layout *l = &ko->header.layout;
-  uint64_t chunk = PAGES_PER_IO * KEPT_STATE_PAGE, at, blocks;
-  uint8_t *buf;
+  struct load load = { .states = states, .damage = damage };
   struct stat st;
-  int r = 0;
 
   if (damage)
     *damage = (struct kept_damage) { 0 };
   if (fstat (ko->fd, &st) == -1)
     return kept_fail (ko, false, "fstat: %m");
-  blocks = kept_blocks (ko);
-  if (l->packed && kept_slots_init (slots, blocks) == -1)
+  load.file_length = st.st_size;
+  if (l->packed && kept_slots_init (&ko->slots, kept_blocks (ko)) == -1)
     return kept_fail (ko, false, "cannot load the block slots: %m");
-  buf = malloc (chunk);
-  if (buf == NULL)
-    return kept_fail (ko, false, "malloc: %m");
-  for (at = 0; at < l->states_length && r == 0; at += chunk) {
-    uint64_t len = l->states_length - at < chunk ? l->states_length - at : chunk;
-    uint64_t first = at / 4, n = len / 4;
-
-    if (pread_full (ko->fd, buf, len, l->states_offset + at) == -1)
-      r = kept_fail (ko, false, "cannot read the block states: %m");
-    else if (!l->packed)
-      r = load_unpacked (ko, buf, at, len, states, damage);
-    else if (first < blocks && !is_zero ((const char *) buf, len))
-      r = load_packed (ko, buf, first, first + n > blocks ? blocks - first : n,
-                       st.st_size, states, slots, damage);
-  }
-  free (buf);
-  return r;
+  return kept_read_area (ko, l->states_offset, l->states_length,
+                         "block states", load_chunk, &load);
 }
 
 void

@@ -2,7 +2,11 @@
 # writes, zeroes and flushes with many requests in flight, ended by
 # kill -9 at a random moment; after each restart every unit must read
 # as its last flushed value or as one written after it, never older,
-# never anything else.
+# never anything else.  Each round begins with a checkpoint (made
+# through cow-control, which flushes it into the file), and after each
+# restart the changes view since every checkpoint still listed reports
+# as changed every unit that reads otherwise than at the checkpoint:
+# the marks in the file never miss a change the file holds.
 #
 # With POWER_SHIM (tests/power-log.c, tests/test-kept-power.sh) the
 # crash is a power loss: after the kill, the overlay is replaced by
@@ -15,6 +19,7 @@ import os
 import random
 import shutil
 import signal
+import socket
 import struct
 import subprocess
 import sys
@@ -32,6 +37,7 @@ units = size // UNIT
 IN_FLIGHT = 16
 BLOCK_UNITS = 65536 // UNIT     # units in a block (cow-block-size=64K)
 
+control = overlay + '.ctl'
 with open(base, 'rb') as f:
     base_data = f.read()
 # values[u]: what unit u has held, in write order; durable[u]: index
@@ -51,8 +57,12 @@ def start(logged=False):
                    COW_POWER_FILE=os.path.realpath(overlay),
                    COW_POWER_LOG=overlay + '.log',
                    COW_POWER_CUT='50', COW_POWER_SEED=str(rng.randrange(1 << 30)))
+    if os.path.exists(control):
+        os.unlink(control)
     p = subprocess.Popen([nbdkit, '-f', '-U', sock, '--filter=cow', 'file',
-                          base, 'cow-file=' + overlay],
+                          base, 'cow-file=' + overlay,
+                          'cow-control=' + control,
+                          'cow-changes-separator=+'],
                          stderr=open(overlay + '.err', 'a'), env=env)
     # 30 seconds, as tests/functions.sh gives: under a sanitizer runtime
     # beside other tests, starting takes seconds.
@@ -106,6 +116,81 @@ def verify(h):
                   else 'data never written there'))
         values[u] = [got]
         durable[u] = 0
+
+
+def command(*fields):
+    """A command on the control socket: its answer, or None if the
+    server went (a power cut at the checkpoint's flush)."""
+    try:
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(control)
+        s.sendall(b''.join(f.encode() + b'\0' for f in fields))
+        s.shutdown(socket.SHUT_WR)
+        answer = b''
+        while True:
+            part = s.recv(4096)
+            if not part:
+                break
+            answer += part
+        s.close()
+        return answer.decode() or None
+    except OSError:
+        return None
+
+
+def changed_units(name):
+    """The units the changes view since checkpoint name reports as
+    changed (data or zero, not a hole that is not zero)."""
+    v = nbd.NBD()
+    v.set_export_name('+' + name)
+    v.add_meta_context(nbd.CONTEXT_BASE_ALLOCATION)
+    v.connect_unix(sock)
+    found = set()
+    at = 0
+
+    def extents(meta, offset, entries, err):
+        nonlocal at
+        for i in range(0, len(entries), 2):
+            length, flags = entries[i], entries[i + 1]
+            if flags != 1:          # not a hole without the zero flag
+                found.update(range(at // UNIT, (at + length) // UNIT))
+            at += length
+        return 0
+    while at < size:
+        v.block_status(size - at, at, extents)
+    v.shutdown()
+    return found
+
+
+# at_checkpoint[name]: what each unit read when checkpoint name was made.
+at_checkpoint = {}
+
+
+def check_checkpoints():
+    """Every checkpoint listed reports every unit changed since it."""
+    answer = command('list', '')
+    if answer is None or not answer.startswith('ok\n'):
+        fail('list of checkpoints after round %d: %r' % (r, answer))
+    for name in answer.split('\n')[1:-1]:
+        if name not in at_checkpoint:
+            fail('checkpoint %s came back after round %d' % (name, r))
+        reported = changed_units(name)
+        for u in range(units):
+            if values[u][0] != at_checkpoint[name][u] and u not in reported:
+                fail('unit %d changed since checkpoint %s, unreported '
+                     'after round %d' % (u, name, r))
+
+
+def make_checkpoint(name):
+    """Checkpoint name, after the units verified; the one made three
+    rounds before deleted.  A power cut may take either command."""
+    at_checkpoint[name] = [values[u][0] for u in range(units)]
+    answer = command('create', '', name)
+    if answer not in ('ok\n', None):
+        fail('checkpoint %s not made: %r' % (name, answer))
+    old = 'r%d' % (r - 3)
+    if old in at_checkpoint and command('delete', '', old) == 'ok\n':
+        del at_checkpoint[old]
 
 
 def value(u, seq):
@@ -245,6 +330,8 @@ for r in range(rounds):
         power_image()
         continue
     verify(h)
+    check_checkpoints()
+    make_checkpoint('r%d' % r)
     busy = set()                   # units with a write in flight
     completed = [0] * units        # index of the last completed value
     for u in range(units):
@@ -324,8 +411,9 @@ p = start()
 h = connect(p)
 r = rounds
 verify(h)
+check_checkpoints()
 h.shutdown()
 p.terminate()
 p.wait()
-print('kept-crash: %d %s, %d writes, nothing flushed lost' %
-      (rounds, 'power losses' if power_shim else 'kills', seq))
+print('kept-crash: %d %s, %d writes, nothing flushed lost, no change '
+      'unmarked' % (rounds, 'power losses' if power_shim else 'kills', seq))

@@ -3,11 +3,16 @@
 #   kept-format.py header FILE FIELD=VALUE...
 #       sets header fields (version, flags, recoveries) and makes the
 #       checksum right again;
+#   kept-format.py v3 FILE
+#       rewrites a file of format version 4 as version 3: the same
+#       blocks, states and slots, without the checkpoints and marks;
 #   kept-format.py v2 FILE
-#       rewrites a file of format version 3 (packed: a slot per block)
-#       as version 2 (block b at its own offset), with the same blocks
-#       in the same states and the same flags: the files that earlier
-#       releases made, for the tests that still open them.
+#       rewrites a file of format version 3 or 4 (packed: a slot per
+#       block) as version 2 (block b at its own offset), with the same
+#       blocks in the same states and the same flags, but
+#       MARKS_STALE (4), which version 2 lacks with the checkpoints: the
+#       files that earlier releases made, for the tests that still open
+#       them.
 
 import os
 import struct
@@ -18,7 +23,7 @@ PAGE = 4096
 CRC_AT = 56
 FIELDS = {'version': 8, 'flags': 60, 'recoveries': 64}
 BLOCK_SIZE, BASE_SIZE = 16, 24
-STATES_LENGTH = 40
+STATES_OFFSET = 32
 
 
 def crc32c(data):
@@ -55,26 +60,64 @@ def v2_layout(block_size, base_size):
     return states_length, -(-(HEADER + states_length) // align) * align
 
 
-def to_v2(path):
+def v3_layout(block_size, base_size):
+    """(states_offset, data_offset) of a version 3 file."""
+    blocks = -(-base_size // block_size)
+    states_length = -(-blocks // (PAGE // 4)) * PAGE
+    align = max(block_size, PAGE)
+    return HEADER, -(-(HEADER + states_length) // align) * align
+
+
+def read_packed(path, versions):
+    """The bytes of a packed file of one of versions, its header (a
+    bytearray) and its fields block size, base size, states offset and
+    length, and data offset."""
     with open(path, 'rb') as f:
-        v3 = f.read()
-    header = bytearray(v3[:HEADER])
-    assert struct.unpack_from('<I', header, 8)[0] == 3, 'not version 3'
+        packed = f.read()
+    header = bytearray(packed[:HEADER])
+    assert struct.unpack_from('<I', header, 8)[0] in versions, 'version'
     block_size, = struct.unpack_from('<I', header, BLOCK_SIZE)
-    base_size, offset, length, data = struct.unpack_from('<QQQQ', header,
-                                                         BASE_SIZE)
+    fields = struct.unpack_from('<QQQQ', header, BASE_SIZE)
+    return packed, header, (block_size,) + fields
+
+
+def relabel(header, version, states_offset, states_length, data_offset):
+    """header as version, with that layout and without MARKS_STALE,
+    which only version 4 has."""
+    struct.pack_into('<I', header, 8, version)
+    flags, = struct.unpack_from('<I', header, FIELDS['flags'])
+    struct.pack_into('<I', header, FIELDS['flags'], flags & 3)
+    struct.pack_into('<QQQ', header, STATES_OFFSET, states_offset,
+                     states_length, data_offset)
+    seal(header)
+
+
+def to_v3(path):
+    """A version 4 file as version 3: no checkpoints and no marks."""
+    v4, header, (block_size, base_size, offset, length, data) = \
+        read_packed(path, (4,))
+    states_offset, data_offset = v3_layout(block_size, base_size)
+    relabel(header, 3, states_offset, length, data_offset)
+    with open(path + '.v3', 'wb') as f:
+        f.truncate(data_offset + len(v4) - data)
+        f.write(header + v4[offset:offset + length])
+        f.seek(data_offset)
+        f.write(v4[data:])
+    os.rename(path + '.v3', path)
+
+
+def to_v2(path):
+    packed, header, (block_size, base_size, offset, length, data) = \
+        read_packed(path, (3, 4))
     blocks = -(-base_size // block_size)
     states_length, data_offset = v2_layout(block_size, base_size)
-    struct.pack_into('<I', header, 8, 2)
-    struct.pack_into('<QQ', header, STATES_LENGTH, states_length,
-                     data_offset)
-    seal(header)
+    relabel(header, 2, HEADER, states_length, data_offset)
 
     states = bytearray(states_length)
     with open(path + '.v2', 'wb') as f:
         f.truncate(data_offset + base_size)     # sparse, as the filter's
         for b in range(blocks):
-            entry, = struct.unpack_from('<I', v3, offset + 4 * b)
+            entry, = struct.unpack_from('<I', packed, offset + 4 * b)
             state = 0 if entry == 0 else 2 if entry == 1 else 1
             states[b // 4] |= state << (2 * (b % 4))
             if state == 1:
@@ -82,7 +125,7 @@ def to_v2(path):
                 end = min((b + 1) * block_size, base_size)
                 at = data + (entry - 2) * block_size
                 f.seek(data_offset + start)
-                f.write(v3[at:at + end - start].ljust(end - start, b'\0'))
+                f.write(packed[at:at + end - start].ljust(end - start, b'\0'))
         f.seek(0)
         f.write(header + states)
     os.rename(path + '.v2', path)
@@ -94,5 +137,7 @@ if __name__ == '__main__':
         set_fields(path, sys.argv[3:])
     elif command == 'v2':
         to_v2(path)
+    elif command == 'v3':
+        to_v3(path)
     else:
-        sys.exit('usage: kept-format.py header|v2 FILE [FIELD=VALUE...]')
+        sys.exit('usage: kept-format.py header|v2|v3 FILE [FIELD=VALUE...]')

@@ -3,7 +3,8 @@
 # start a file that is not an overlay, a truncated or corrupted one, one
 # made for another block size, and one that another nbdkit has open;
 # one made for another base size when the first connection finds the
-# base, which stops nbdkit with status 1.
+# base, which stops nbdkit with status 1.  A checkpoint table is
+# refused only if both its copies are damaged.
 . "$abs_top_srcdir/tests/functions.sh"
 
 truncate -s 10M "$tmp/base"
@@ -47,6 +48,8 @@ expect_first_connection_failure "cow-file=$ov: made for a base of 10485760 bytes
   --filter=cow file "$tmp/base11" cow-file="$ov"
 
 cp "$ov" "$tmp/good"
+# The state area's offset, from the header (docs/overlay-format.md).
+states=$(od -An -tu8 -j32 -N8 "$tmp/good" | tr -d ' ')
 damage ()
 {
   cp "$tmp/good" "$ov"
@@ -58,12 +61,19 @@ expect_start_failure "cow-file=$ov: not a cow overlay" \
 damage 24 '\001'      # the base size, under the checksum
 expect_start_failure "cow-file=$ov: corrupted header" \
   --filter=cow file "$tmp/base" cow-file="$ov"
-damage 8192 '\377'    # block 0 in a slot past the end of the file
+damage $states '\377'    # block 0 in a slot past the end of the file
 expect_start_failure "cow-file=$ov: corrupted block states or truncated file" \
   --filter=cow file "$tmp/base" cow-file="$ov"
-damage 8196 '\002'    # block 1 in block 0's slot
+damage $(( states + 4 )) '\002'    # block 1 in block 0's slot
 expect_start_failure "cow-file=$ov: corrupted block states \(block 1 is in slot 0, which another block has\)" \
   --filter=cow file "$tmp/base" cow-file="$ov"
+damage 8192 'X'       # one copy of the checkpoint table: the other serves
+cp "$ov" "$tmp/one-copy"
+printf 'X' | dd of="$ov" bs=1 seek=12288 conv=notrunc 2>/dev/null
+expect_start_failure "cow-file=$ov: corrupted checkpoint table \(both copies\)" \
+  --filter=cow file "$tmp/base" cow-file="$ov"
+cp "$tmp/one-copy" "$ov"
+"$NBDCOW" info "$ov" >/dev/null || fail "one torn copy of the table refused"
 head -c 5000 "$tmp/good" > "$ov"
 expect_start_failure "cow-file=$ov: not a cow overlay \(truncated header\)" \
   --filter=cow file "$tmp/base" cow-file="$ov"

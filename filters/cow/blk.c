@@ -611,9 +611,20 @@ write_range (struct blk *blk, const struct blk_base *base, const void *buf,
   }
 }
 
+/* Marks blocks [first, first+n) changed (changes.h), telling the
+ * store, and ends the change that store_change_begin began.
+ */
+static void
+end_change (struct blk *blk, uint64_t first, uint64_t n)
+{
+  if (changes_mark (&blk->changes, first, n))
+    store_note_marks (blk->store, first, n);
+  store_change_end (blk->store);
+}
+
 /* buf NULL means zeros (blk_zero).  The blocks are marked changed
- * (changes.h) even if the write failed: it may have changed some of
- * their bytes, and a mark too many only reports a block as it reads.
+ * even if the write failed: it may have changed some of their bytes,
+ * and a mark too many only reports a block as it reads.
  */
 int
 blk_write (struct blk *blk, const struct blk_base *base,
@@ -626,8 +637,10 @@ blk_write (struct blk *blk, const struct blk_base *base,
     return 0;
   first = blockgeom_block (&blk->map.geom, offset);
   last = blockgeom_block (&blk->map.geom, end - 1);
+  if (store_change_begin (blk->store, err) == -1)
+    return -1;
   r = write_range (blk, base, buf, offset, end, first, last, err);
-  changes_mark (&blk->changes, first, last - first + 1);
+  end_change (blk, first, last - first + 1);
   return r;
 }
 
@@ -725,13 +738,15 @@ discard_range (struct blk *blk, const struct blk_base *base,
 
   lock_from = zero_ends ? blockgeom_block (&blk->map.geom, offset) : first;
   lock_to = zero_ends ? blockgeom_block (&blk->map.geom, end - 1) + 1 : stop;
+  if (store_change_begin (blk->store, err) == -1)
+    return -1;
   lock_rmw (blk, &held, lock_from, lock_to - lock_from);
   if (zero_ends)
     r = zero_ends_locked (blk, base, offset, end, err);
   if (r == 0 && first < stop)
     r = discard_locked (blk, first, stop - first, err);
   rangelock_unlock (&blk->rmw_locks, &held);
-  changes_mark (&blk->changes, lock_from, lock_to - lock_from);
+  end_change (blk, lock_from, lock_to - lock_from);
   return r;
 }
 

@@ -100,8 +100,10 @@ extern uint64_t blk_state_run (struct blk *blk, uint64_t offset,
 
 /* Checkpoints (changes.h): each call returns 0, or -1 with errno set
  * as changes.h says, but blk_checkpoint_list, which copies them,
- * oldest first, into out (room for CHANGES_MAX_CHECKPOINTS) and
- * returns how many.
+ * oldest first, into out (room for CHECKPOINTS_MAX) and returns how
+ * many.  A kept overlay's are flushed into its file as they are made
+ * or deleted: create fails with EOPNOTSUPP if the file's format keeps
+ * none, and with a flush's errno, making nothing, if the flush fails.
  */
 extern int blk_checkpoint_create (struct blk *blk, const char *name);
 extern int blk_checkpoint_delete (struct blk *blk, const char *name);

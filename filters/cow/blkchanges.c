@@ -6,20 +6,55 @@
 
 #include <config.h>
 
+#include <errno.h>
+
 #include "blk.h"
 #include "blkpriv.h"
 #include "checks.h"
 
+/* A kept overlay's changed checkpoints are flushed into its file at
+ * once: a checkpoint said made survives a crash, one said deleted does
+ * not come back.
+ */
+static int
+keep_checkpoints (struct blk *blk)
+{
+  int err;
+
+  store_note_checkpoints (blk->store);
+  if (!store_flushes (blk->store) || blk_flush (blk, &err) == 0)
+    return 0;
+  errno = err;
+  return -1;
+}
+
+/* A checkpoint that could not be made durable is not made. */
 int
 blk_checkpoint_create (struct blk *blk, const char *name)
 {
-  return changes_create (&blk->changes, name);
+  int err;
+
+  if (!store_allows_checkpoints (blk->store)) {
+    errno = EOPNOTSUPP;
+    return -1;
+  }
+  if (changes_create (&blk->changes, name) == -1)
+    return -1;
+  if (keep_checkpoints (blk) == 0)
+    return 0;
+  err = errno;
+  changes_delete (&blk->changes, name);
+  store_note_checkpoints (blk->store);
+  errno = err;
+  return -1;
 }
 
 int
 blk_checkpoint_delete (struct blk *blk, const char *name)
 {
-  return changes_delete (&blk->changes, name);
+  if (changes_delete (&blk->changes, name) == -1)
+    return -1;
+  return keep_checkpoints (blk);
 }
 
 int
@@ -31,7 +66,7 @@ blk_checkpoint_since (struct blk *blk, const char *name, uint32_t *since)
 unsigned
 blk_checkpoint_list (struct blk *blk, struct checkpoint *out)
 {
-  return changes_list (&blk->changes, out);
+  return changes_list (&blk->changes, out, NULL);
 }
 
 /* A run of blocks in the overlay (allocated or zero) is cut where

@@ -95,7 +95,7 @@ blk_new_kept (uint32_t block_size, unsigned stripes, const char *path,
   if (blk == NULL)
     return NULL;
   blk = with_store (blk, store_kept_open (path, name, block_size,
-                                          &blk->stripes));
+                                          &blk->stripes, &blk->changes));
   if (blk == NULL)
     return NULL;
   if (store_loaded_states (blk->store, load_run, &blk->map) == -1) {

@@ -39,20 +39,17 @@ changes_start (struct changes *ch, uint64_t blocks)
   return r;
 }
 
-bool
-changes_name_valid (const char *name)
+void
+changes_restore (struct changes *ch, const struct checkpoint *list,
+                 unsigned count, uint32_t last_epoch)
 {
-  size_t len = strlen (name), i;
-
-  if (len == 0 || len > CHANGES_NAME_MAX || name[0] == '-' || name[0] == '.')
-    return false;
-  for (i = 0; i < len; ++i) {
-    char c = name[i];
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
-          (c >= 'A' && c <= 'Z') || c == '_' || c == '-' || c == '.'))
-      return false;
-  }
-  return true;
+  held_lock (&ch->lock);
+  memcpy (ch->checkpoints, list, count * sizeof *list);
+  ch->count = count;
+  ch->last_epoch = last_epoch;
+  __atomic_store_n (&ch->current, count ? list[count - 1].epoch : 0,
+                    __ATOMIC_RELEASE);
+  held_unlock (&ch->lock);
 }
 
 /* Whether every block of [first, first+n) has a mark of at least
@@ -84,19 +81,21 @@ lose_marks (struct changes *ch) REQUIRES (ch->lock)
   __atomic_store_n (&ch->lost, ch->last_epoch, __ATOMIC_RELEASE);
 }
 
-void
+bool
 changes_mark_epoch (struct changes *ch, uint64_t first, uint64_t n,
                     uint32_t epoch)
 {
-  if (all_marked (ch, first, n, epoch) ||
-      slotmap_raise (&ch->marks, first, n, epoch))
-    return;
+  if (all_marked (ch, first, n, epoch))
+    return false;
+  if (slotmap_raise (&ch->marks, first, n, epoch))
+    return true;
   held_lock (&ch->lock);
   if (slotmap_reserve (&ch->marks, first, n) == -1)
     lose_marks (ch);
   else
     slotmap_raise (&ch->marks, first, n, epoch);
   held_unlock (&ch->lock);
+  return true;
 }
 
 /* 0 if find found a checkpoint at i, else -1 with errno ENOENT. */
@@ -127,7 +126,7 @@ changes_create (struct changes *ch, const char *name)
   struct checkpoint *c;
   int err = 0;
 
-  if (!changes_name_valid (name)) {
+  if (!checkpoint_name_valid (name)) {
     errno = EINVAL;
     return -1;
   }
@@ -136,7 +135,7 @@ changes_create (struct changes *ch, const char *name)
     err = EAGAIN;
   else if (find (ch, name) >= 0)
     err = EEXIST;
-  else if (ch->count == CHANGES_MAX_CHECKPOINTS)
+  else if (ch->count == CHECKPOINTS_MAX)
     err = EMLINK;
   else if (ch->last_epoch == UINT32_MAX)
     err = EOVERFLOW;
@@ -186,13 +185,15 @@ changes_since (struct changes *ch, const char *name, uint32_t *since)
 }
 
 unsigned
-changes_list (struct changes *ch, struct checkpoint *out)
+changes_list (struct changes *ch, struct checkpoint *out, uint32_t *last_epoch)
 {
   unsigned n;
 
   held_lock (&ch->lock);
   n = ch->count;
   memcpy (out, ch->checkpoints, n * sizeof *out);
+  if (last_epoch)
+    *last_epoch = ch->last_epoch;
   held_unlock (&ch->lock);
   return n;
 }

@@ -21,19 +21,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "checkpoint.h"
 #include "slotmap.h"
 #include "tsa.h"
-
-/* The most checkpoints an overlay has at once, and the longest name
- * of one.
- */
-#define CHANGES_MAX_CHECKPOINTS 32
-#define CHANGES_NAME_MAX 64
-
-struct checkpoint {
-  char name[CHANGES_NAME_MAX + 1];
-  uint32_t epoch;
-};
 
 struct changes {
   /* The epoch changes mark blocks with: the newest checkpoint's, or 0
@@ -57,7 +47,7 @@ struct changes {
   mutex_t lock;
   struct slotmap marks;         /* the epoch of each block's last change */
   bool started;                 /* marks sized by changes_start */
-  struct checkpoint checkpoints[CHANGES_MAX_CHECKPOINTS];  /* oldest first */
+  struct checkpoint checkpoints[CHECKPOINTS_MAX];       /* oldest first */
   unsigned count;
   uint32_t last_epoch;          /* the newest epoch ever taken */
 };
@@ -71,29 +61,47 @@ extern void changes_free (struct changes *ch);
  */
 extern int changes_start (struct changes *ch, uint64_t blocks);
 
-/* Whether name can name a checkpoint: 1 to CHANGES_NAME_MAX letters,
- * digits, '_', '-' and '.', not starting with '-' or '.'.
+/* Restores the checkpoints a kept overlay's file holds, after
+ * changes_start and before any change: list (count of them, oldest
+ * first) and the newest epoch ever taken.
  */
-extern bool changes_name_valid (const char *name);
+extern void changes_restore (struct changes *ch, const struct checkpoint *list,
+                             unsigned count, uint32_t last_epoch);
 
-/* Blocks [first, first+n) changed.  Costs one atomic load while the
- * overlay has no checkpoint.
+/* Blocks [first, first+n) changed.  Returns whether a mark was raised
+ * (true, too, when one could not be, with the marks lost).  Costs one
+ * atomic load while the overlay has no checkpoint.
  */
-extern void changes_mark_epoch (struct changes *ch, uint64_t first,
+extern bool changes_mark_epoch (struct changes *ch, uint64_t first,
                                 uint64_t n, uint32_t epoch);
 
-static inline void
+static inline bool
 changes_mark (struct changes *ch, uint64_t first, uint64_t n)
 {
   uint32_t epoch = __atomic_load_n (&ch->current, __ATOMIC_ACQUIRE);
 
-  if (epoch != 0 && n > 0)
-    changes_mark_epoch (ch, first, n, epoch);
+  return epoch != 0 && n > 0 && changes_mark_epoch (ch, first, n, epoch);
+}
+
+/* Block b's mark: the epoch of its last change while a checkpoint
+ * existed, or 0.  Takes no lock.
+ */
+static inline uint32_t
+changes_mark_of (const struct changes *ch, uint64_t b)
+{
+  return slotmap_get (&ch->marks, b);
+}
+
+/* Whether the overlay has a checkpoint.  Takes no lock. */
+static inline bool
+changes_any (struct changes *ch)
+{
+  return __atomic_load_n (&ch->current, __ATOMIC_ACQUIRE) != 0;
 }
 
 /* Makes checkpoint name, after every change marked so far.  Returns 0,
  * or -1 with errno set: EINVAL, not a valid name; EEXIST, it exists;
- * EMLINK, the overlay has CHANGES_MAX_CHECKPOINTS; EAGAIN, the overlay
+ * EMLINK, the overlay has CHECKPOINTS_MAX; EAGAIN, the overlay
  * has not started (no client has opened it); EOVERFLOW, no epoch left.
  */
 extern int changes_create (struct changes *ch, const char *name);
@@ -108,9 +116,11 @@ extern int changes_since (struct changes *ch, const char *name,
                           uint32_t *since);
 
 /* Copies the checkpoints, oldest first, into out (room for
- * CHANGES_MAX_CHECKPOINTS) and returns how many.
+ * CHECKPOINTS_MAX) and returns how many; sets *last_epoch, if not
+ * NULL, to the newest epoch ever taken.
  */
-extern unsigned changes_list (struct changes *ch, struct checkpoint *out);
+extern unsigned changes_list (struct changes *ch, struct checkpoint *out,
+                              uint32_t *last_epoch);
 
 /* Sets *changed to whether block b changed since epoch since (0: since
  * the overlay began, every block) and returns the end of the run of

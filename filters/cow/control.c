@@ -25,7 +25,7 @@
 /* The longest command: three fields, an export name of up to 4096
  * bytes.
  */
-#define COMMAND_MAX (16 + 4096 + CHANGES_NAME_MAX + 3)
+#define COMMAND_MAX (16 + 4096 + CHECKPOINT_NAME_MAX + 3)
 
 /* A client has this long to send its command and read the answer. */
 #define CLIENT_TIMEOUT_SECONDS 5
@@ -127,20 +127,24 @@ say_failure (FILE *out, int err, const char *export, const char *checkpoint)
   case EINVAL:
     fprintf (out, "\"%s\" cannot name a checkpoint: 1 to %d letters, "
              "digits, '_', '-' and '.', not starting with '-' or '.'",
-             checkpoint, CHANGES_NAME_MAX);
+             checkpoint, CHECKPOINT_NAME_MAX);
     break;
   case EEXIST:
     fprintf (out, "it has a checkpoint \"%s\" already", checkpoint);
     break;
   case EMLINK:
     fprintf (out, "it has %d checkpoints, the most it can have: delete one "
-             "first", CHANGES_MAX_CHECKPOINTS);
+             "first", CHECKPOINTS_MAX);
     break;
   case EAGAIN:
     fprintf (out, "no client has opened it yet");
     break;
   case EOVERFLOW:
     fprintf (out, "it has made all the checkpoints it can");
+    break;
+  case EOPNOTSUPP:
+    fprintf (out, "its cow-file is of an older format, which keeps no "
+             "checkpoints (a new file keeps them)");
     break;
   case ENOENT:
     fprintf (out, "it has no checkpoint \"%s\"", checkpoint);
@@ -158,7 +162,7 @@ static void
 run_on (FILE *out, struct blk *blk, const char *verb, const char *export,
         const char *checkpoint)
 {
-  struct checkpoint list[CHANGES_MAX_CHECKPOINTS];
+  struct checkpoint list[CHECKPOINTS_MAX];
   unsigned n, i;
   int r;
 

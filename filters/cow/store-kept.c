@@ -20,10 +20,22 @@
  * of versions 1 and 2 keep block b at data_offset + b * block size.
  * One table of operations serves both layouts; kept_data_run (kept.h)
  * says where the data of blocks lies in either.
+ *
+ * A file of version 4 keeps the overlay's history too: the
+ * checkpoints and the mark of each block (changes.h), which start
+ * restores into the block layer's changes and every flush writes with
+ * the states.  Its header's MARKS_STALE flag says when a change may
+ * lie in the file that the marks there do not hold: set, durably,
+ * before the first change after a flush that cleared it, and cleared
+ * by a flush only when no change was in flight from its start to its
+ * end.  A file found with the flag set after a crash has every block
+ * of the overlay marked as changed since every checkpoint: more than
+ * changed, never less (docs/overlay-format.md).
  */
 
 #include <config.h>
 
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -80,6 +92,43 @@ struct store_kept {
    */
   mutex_t slot_lock;
   uint64_t sized_slots;
+
+  /* Version 4: the block layer's checkpoints and marks, which the
+   * store writes with its pages.  The table is written when dirty
+   * (page_lock protects table_dirty and table_sequence, the sequence of
+   * the table last written), to its two copies in turn.
+   */
+  bool history;
+  struct changes *changes;
+  bool table_dirty;
+  uint64_t table_sequence;
+  /* Whether the file's table may hold a checkpoint: then every change
+   * must find the file marked stale.  Atomic.
+   */
+  bool table_kept;
+
+  /* Changes begun and ended (change_begin, change_end), atomic: equal
+   * when none is in flight.  ended_at_flush is what ended was when the
+   * flush in progress began (flush_lock).
+   */
+  uint64_t begun, ended;
+
+  /* The flush in progress (flush_lock): what ended was as it began,
+   * whether it took the table and how many checkpoints that held, and
+   * the error of a take that could not mark the file stale.
+   */
+  uint64_t ended_at_flush;
+  bool table_taken;
+  unsigned table_taken_count;
+  int flush_errno;
+
+  /* Protects the header's flags while requests run: the writes of
+   * MARKS_STALE.  stale is whether the file has it (or is being given
+   * it), read without the lock.  Held over a header write and a sync;
+   * nothing is taken inside it.
+   */
+  mutex_t stale_lock;
+  bool stale;
 };
 
 static struct store_kept *
@@ -107,12 +156,120 @@ report (const struct store_kept *k)
  * punched.
  */
 
+/* The pages of metadata a flush may write: the state pages, then
+ * (version 4) the marks pages.
+ */
+static uint64_t
+metadata_pages (const struct store_kept *k)
+{
+  const struct kept_layout *l = &k->kept.header.layout;
+
+  return l->states_length / KEPT_STATE_PAGE * (l->history ? 2 : 1);
+}
+
+/* Every page's entry in dirty_pages, so that noting a change of marks
+ * cannot fail.
+ */
+static int
+reserve_dirty_pages (struct store_kept *k)
+{
+  if (statemap_reserve (&k->dirty_pages, 0, metadata_pages (k)) == -1) {
+    nbdkit_error ("cow-file=%s: %m", k->kept.path);
+    return -1;
+  }
+  return 0;
+}
+
 static int
 create (struct store_kept *k, uint64_t size)
 {
   if (kept_create (&k->kept, k->block_size, size, k->name) == -1) {
     report (k);
     return -1;
+  }
+  return reserve_dirty_pages (k);
+}
+
+/* The kept_found_mark of restore_history: marks block b. */
+static int
+restore_mark (void *opaque, uint64_t b, uint32_t mark)
+{
+  struct store_kept *k = opaque;
+
+  changes_mark_epoch (k->changes, b, 1, mark);
+  return 0;
+}
+
+/* Marks every block of the overlay changed since every checkpoint
+ * (epoch last, the newest), and has the next flush write the marks.
+ * Only before any request: no lock.
+ */
+static void
+mark_all_changed (struct store_kept *k, uint32_t last)
+{
+  uint64_t blocks = kept_blocks (&k->kept), b = 0;
+
+  while (b < blocks) {
+    unsigned state;
+    uint64_t end = statemap_run (&k->states, b, blocks, &state);
+
+    if (state != KEPT_NOT_ALLOCATED) {
+      changes_mark_epoch (k->changes, b, end - b, last);
+      store_note_marks (&k->store, b, end - b);
+    }
+    b = end;
+  }
+}
+
+/* Version 4: the checkpoints of the file, into the block layer's
+ * changes, when the file is opened: a changes view checks its
+ * checkpoint before the overlay starts.
+ */
+static int
+restore_checkpoints (struct store_kept *k)
+{
+  struct kept_table table;
+
+  if (kept_load_table (&k->kept, &table) == -1) {
+    report (k);
+    return -1;
+  }
+  changes_restore (k->changes, table.checkpoints, table.count,
+                   table.last_epoch);
+  k->table_sequence = table.sequence;
+  k->table_kept = table.count > 0;
+  return 0;
+}
+
+/* Version 4: the marks of the file, into the block layer's changes,
+ * sized by changes_start; if the file was left marked stale while it
+ * had checkpoints, every block of the overlay is marked changed since
+ * each, and the file stays marked stale until a flush writes those
+ * marks.  A mark above the table's newest epoch (a checkpoint made
+ * but not yet in the file's table) moves the epochs past it.
+ */
+static int
+restore_marks (struct store_kept *k)
+{
+  struct kept_overlay *ko = &k->kept;
+  struct checkpoint list[CHECKPOINTS_MAX];
+  uint32_t max_mark, last;
+  unsigned count;
+
+  if (kept_load_marks (ko, restore_mark, k, &max_mark) == -1) {
+    report (k);
+    return -1;
+  }
+  count = changes_list (k->changes, list, &last);
+  if (max_mark > last)
+    changes_restore (k->changes, list, count, last = max_mark);
+  k->stale = count > 0 && (ko->header.flags & KEPT_MARKS_STALE);
+  if (k->stale) {
+    nbdkit_debug ("cow-file=%s: changes may have been written that its "
+                  "marks do not hold: every block of the overlay counts "
+                  "as changed since each of its %u checkpoints", ko->path,
+                  count);
+    mark_all_changed (k, last);
   }
   return 0;
 }
@@ -133,11 +290,16 @@ load (struct store_kept *k, uint64_t size)
                   size);
     return -1;
   }
+  if (reserve_dirty_pages (k) == -1)
+    return -1;
   kept_punch_unallocated (ko, &k->states);
   if (crashed)
     nbdkit_debug ("cow-file=%s: not closed cleanly: it holds what was "
                   "flushed before", ko->path);
-  if (kept_set_flags (ko, KEPT_OPEN, h->recoveries + crashed) == -1) {
+  if (k->history && restore_marks (k) == -1)
+    return -1;
+  if (kept_set_flags (ko, KEPT_OPEN | (k->stale ? KEPT_MARKS_STALE : 0),
+                      h->recoveries + crashed) == -1) {
     report (k);
     return -1;
   }
@@ -400,33 +562,241 @@ kept_set_states (struct store *st, uint64_t first, uint64_t n,
   held_unlock (&k->page_lock);
 }
 
-/* The kept_redirty_pages of a flush.  The pages' entries in
- * dirty_pages exist (they were dirty), so this cannot fail.
+/*----------------------------------------------------------------------
+ * Version 4: the history (docs/overlay-format.md says why the order of
+ * MARKS_STALE and the flushes never lets the marks in the file miss a
+ * change the file holds).
  */
-static void
-redirty_pages (void *opaque, const uint64_t *pages, unsigned n)
+
+static bool
+kept_allows_checkpoints (struct store *st)
 {
-  struct store_kept *k = opaque;
-  unsigned i;
+  return kept_of (st)->history;
+}
+
+static void
+kept_note_checkpoints (struct store *st)
+{
+  struct store_kept *k = kept_of (st);
 
   held_lock (&k->page_lock);
-  for (i = 0; i < n; ++i)
-    statemap_set (&k->dirty_pages, pages[i], 1, 1);
+  k->table_dirty = true;
   held_unlock (&k->page_lock);
 }
 
-/* The kept_take_pages of a flush: copies up to max dirty state pages
- * from page *next on into buf and marks them clean.
+/* The marks pages follow the state pages in dirty_pages, as in the
+ * file.
+ */
+static void
+kept_note_marks (struct store *st, uint64_t first, uint64_t n)
+{
+  struct store_kept *k = kept_of (st);
+  uint64_t page, pages;
+
+  state_pages_of (k, first, n, &page, &pages);
+  page += k->kept.header.layout.states_length / KEPT_STATE_PAGE;
+  held_lock (&k->page_lock);
+  statemap_set (&k->dirty_pages, page, pages, 1);
+  held_unlock (&k->page_lock);
+}
+
+/* Gives the file MARKS_STALE, durably, unless it has it.  Returns 0,
+ * or -1 with errno set after nbdkit_error.
+ */
+static int
+mark_stale (struct store_kept *k)
+{
+  struct kept_header *h = &k->kept.header;
+  int r = 0;
+
+  held_lock (&k->stale_lock);
+  if (!__atomic_load_n (&k->stale, __ATOMIC_SEQ_CST)) {
+    r = kept_set_flags (&k->kept, h->flags | KEPT_MARKS_STALE,
+                        h->recoveries);
+    if (r == 0)
+      __atomic_store_n (&k->stale, true, __ATOMIC_SEQ_CST);
+    else
+      report (k);
+  }
+  held_unlock (&k->stale_lock);
+  return r;
+}
+
+/* Clears MARKS_STALE after a flush whose marks hold every change
+ * begun before it ended: none was in flight when it began (ended was
+ * ended_at_flush, which no change has begun past since).  stale is
+ * cleared before begun is read, and a change reads stale after it
+ * counts itself begun, so either the flush sees the change or the
+ * change sees the file unmarked and marks it again (waiting for the
+ * lock).
+ */
+static void
+settle_stale (struct store_kept *k)
+{
+  struct kept_header *h = &k->kept.header;
+
+  held_lock (&k->stale_lock);
+  if (__atomic_load_n (&k->stale, __ATOMIC_SEQ_CST)) {
+    __atomic_store_n (&k->stale, false, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n (&k->begun, __ATOMIC_SEQ_CST) != k->ended_at_flush ||
+        kept_set_flags (&k->kept, h->flags & ~KEPT_MARKS_STALE,
+                        h->recoveries) == -1)
+      __atomic_store_n (&k->stale, true, __ATOMIC_SEQ_CST);
+  }
+  held_unlock (&k->stale_lock);
+}
+
+/* Whether a change must find the file marked stale: while the overlay
+ * has a checkpoint, or the file's table may still hold one.
+ */
+static bool
+needs_marks (struct store_kept *k)
+{
+  return changes_any (k->changes) ||
+         __atomic_load_n (&k->table_kept, __ATOMIC_SEQ_CST);
+}
+
+static int
+kept_change_begin (struct store *st, int *err)
+{
+  struct store_kept *k = kept_of (st);
+
+  if (!k->history)
+    return 0;
+  __atomic_add_fetch (&k->begun, 1, __ATOMIC_SEQ_CST);
+  if (__atomic_load_n (&k->stale, __ATOMIC_SEQ_CST) || !needs_marks (k) ||
+      mark_stale (k) == 0)
+    return 0;
+  *err = errno;
+  __atomic_add_fetch (&k->ended, 1, __ATOMIC_SEQ_CST);
+  return -1;
+}
+
+static void
+kept_change_end (struct store *st)
+{
+  struct store_kept *k = kept_of (st);
+
+  if (k->history)
+    __atomic_add_fetch (&k->ended, 1, __ATOMIC_SEQ_CST);
+}
+
+/* The table taken by a flush was not written: the next flush writes it
+ * with the same sequence, to the same copy, so that the other stays
+ * whole.
+ */
+static void
+redirty_table (struct store_kept *k)
+{
+  held_lock (&k->page_lock);
+  k->table_dirty = true;
+  k->table_sequence--;
+  held_unlock (&k->page_lock);
+}
+
+/* The table as it stands, into buf, if it changed since it was last
+ * written: returns whether it did, with *at where it goes.  A table
+ * that holds a checkpoint is written only to a file marked stale
+ * unless no change has been in flight since the flush began: a change
+ * begun before the checkpoint was made may lie in the file unmarked.
+ */
+static bool
+take_table (struct store_kept *k, uint64_t *at, uint8_t *buf)
+{
+  struct kept_table table;
+  bool dirty;
+
+  held_lock (&k->page_lock);
+  dirty = k->table_dirty;
+  if (dirty) {
+    k->table_dirty = false;
+    table.sequence = ++k->table_sequence;
+    table.count = changes_list (k->changes, table.checkpoints,
+                                &table.last_epoch);
+  }
+  held_unlock (&k->page_lock);
+  if (!dirty)
+    return false;
+  k->table_taken = true;
+  k->table_taken_count = table.count;
+  if (table.count > 0) {
+    __atomic_store_n (&k->table_kept, true, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n (&k->begun, __ATOMIC_SEQ_CST) != k->ended_at_flush &&
+        mark_stale (k) == -1) {
+      k->flush_errno = errno;
+      redirty_table (k);
+      return false;
+    }
+  }
+  kept_table_encode (&table, buf);
+  *at = kept_table_offset (&k->kept.header.layout, table.sequence);
+  return true;
+}
+
+/* The kept_redirty_pages of a flush.  The pages' entries in
+ * dirty_pages exist (they were dirty), so this cannot fail.  The
+ * table lies before the states.
+ */
+static void
+redirty_pages (void *opaque, const uint64_t *at, unsigned n)
+{
+  struct store_kept *k = opaque;
+  const struct kept_layout *l = &k->kept.header.layout;
+  unsigned i;
+
+  for (i = 0; i < n; ++i) {
+    if (at[i] < l->states_offset) {
+      k->table_taken = false;
+      redirty_table (k);
+      continue;
+    }
+    held_lock (&k->page_lock);
+    statemap_set (&k->dirty_pages,
+                  (at[i] - l->states_offset) / KEPT_STATE_PAGE, 1, 1);
+    held_unlock (&k->page_lock);
+  }
+}
+
+/* Page p of the metadata a flush writes: a state page, or a marks
+ * page (the marks of the blocks of state page p - state pages).
+ */
+static void
+export_page (struct store_kept *k, uint64_t p, uint8_t *buf)
+  REQUIRES (k->page_lock)
+{
+  const struct kept_layout *l = &k->kept.header.layout;
+  uint64_t state_pages = l->states_length / KEPT_STATE_PAGE, first, i;
+
+  if (p < state_pages) {
+    kept_export_page (&k->kept, &k->states, p, buf);
+    return;
+  }
+  first = (p - state_pages) * l->blocks_per_page;
+  for (i = 0; i < l->blocks_per_page; ++i) {
+    uint32_t mark = first + i < kept_blocks (&k->kept)
+                    ? htole32 (changes_mark_of (k->changes, first + i)) : 0;
+    memcpy (buf + 4 * i, &mark, 4);
+  }
+}
+
+/* The kept_take_pages of a flush: the table first if it changed, then
+ * up to max dirty pages from page *next - 1 on into buf, marked clean.
  */
 static unsigned
-take_dirty_pages (void *opaque, uint64_t *next, uint64_t *pages,
+take_dirty_pages (void *opaque, uint64_t *next, uint64_t *at,
                   uint8_t *buf, unsigned max)
 {
   struct store_kept *k = opaque;
-  uint64_t total = k->kept.header.layout.states_length / KEPT_STATE_PAGE;
-  uint64_t p = *next;
+  const struct kept_layout *l = &k->kept.header.layout;
+  uint64_t total = metadata_pages (k), p;
   unsigned n = 0;
 
+  if (*next == 0) {
+    if (k->history && take_table (k, &at[0], buf))
+      n = 1;
+    *next = 1;
+  }
+  p = *next - 1;
   held_lock (&k->page_lock);
   while (p < total && n < max) {
     unsigned dirty;
@@ -435,15 +805,18 @@ take_dirty_pages (void *opaque, uint64_t *next, uint64_t *pages,
       p = end;
       continue;
     }
-    kept_export_page (&k->kept, &k->states, p, buf + n * KEPT_STATE_PAGE);
+    export_page (k, p, buf + n * KEPT_STATE_PAGE);
     statemap_set (&k->dirty_pages, p, 1, 0);
-    pages[n++] = p++;
+    at[n++] = l->states_offset + p++ * KEPT_STATE_PAGE;
   }
   held_unlock (&k->page_lock);
-  *next = p;
+  *next = p + 1;
   return n;
 }
 
+/* Version 4: what ended was as the flush began, which settle_stale
+ * compares with what begun is as it ends.
+ */
 static int
 kept_store_flush (struct store *st, int *err)
 {
@@ -451,11 +824,23 @@ kept_store_flush (struct store *st, int *err)
 
   if (!k->started)
     return 0;
+  k->ended_at_flush = __atomic_load_n (&k->ended, __ATOMIC_SEQ_CST);
+  k->flush_errno = 0;
+  k->table_taken = false;
   if (kept_flush (&k->kept, take_dirty_pages, redirty_pages, k) == -1) {
     *err = errno;
     report (k);
     return -1;
   }
+  if (k->flush_errno != 0) {
+    *err = k->flush_errno;
+    return -1;
+  }
+  if (k->table_taken)
+    __atomic_store_n (&k->table_kept, k->table_taken_count > 0,
+                      __ATOMIC_SEQ_CST);
+  if (k->history)
+    settle_stale (k);
   return 0;
 }
 
@@ -484,6 +869,7 @@ free_kept (struct store_kept *k)
   statemap_free (&k->dirty_pages);
   pthread_mutex_destroy (&k->page_lock);
   pthread_mutex_destroy (&k->slot_lock);
+  pthread_mutex_destroy (&k->stale_lock);
   free (k->name);
   free (k);
 }
@@ -527,6 +913,11 @@ static const struct store_ops kept_ops = {
   .loaded_states = kept_loaded_states,
   .reserve_states = kept_reserve_states,
   .set_states = kept_set_states,
+  .allows_checkpoints = kept_allows_checkpoints,
+  .note_checkpoints = kept_note_checkpoints,
+  .note_marks = kept_note_marks,
+  .change_begin = kept_change_begin,
+  .change_end = kept_change_end,
   .flush = kept_store_flush,
   .files = kept_files,
   .bytes = kept_bytes,
@@ -572,7 +963,7 @@ load_states (struct store_kept *k)
 
 struct store *
 store_kept_open (const char *path, const char *name, uint32_t block_size,
-                 const struct stripes *stripes)
+                 const struct stripes *stripes, struct changes *changes)
 {
   struct store_kept *k;
 
@@ -588,12 +979,14 @@ store_kept_open (const char *path, const char *name, uint32_t block_size,
   }
   k->store.ops = &kept_ops;
   k->store.stripes = stripes;
+  k->changes = changes;
   k->block_size = block_size;
   k->states = (struct statemap) STATEMAP_INIT;
   k->dirty_pages = (struct statemap) STATEMAP_INIT;
   k->kept.fd = -1;
   pthread_mutex_init (&k->page_lock, NULL);
   pthread_mutex_init (&k->slot_lock, NULL);
+  pthread_mutex_init (&k->stale_lock, NULL);
   if (kept_open (&k->kept, path, KEPT_CREATE) == -1) {
     report (k);
     free_kept (k);
@@ -601,6 +994,12 @@ store_kept_open (const char *path, const char *name, uint32_t block_size,
   }
   if (k->kept.has_header &&
       (check_header (k) == -1 || load_states (k) == -1)) {
+    free_kept (k);
+    return NULL;
+  }
+  /* A new file is laid out in the current version, which keeps them. */
+  k->history = !k->kept.has_header || k->kept.header.layout.history;
+  if (k->kept.has_header && k->history && restore_checkpoints (k) == -1) {
     free_kept (k);
     return NULL;
   }

@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "blktypes.h"
+#include "changes.h"
 #include "stripes.h"
 
 struct store;
@@ -87,6 +88,30 @@ struct store_ops {
   void (*set_states) (struct store *st, uint64_t first, uint64_t n,
                       enum blk_state state);
 
+  /* Kept: whether the overlay can have checkpoints: only if its file
+   * keeps them (format version 4), with the marks of changed blocks,
+   * which the store then reads from and writes to the block layer's
+   * changes (store_kept_open).  NULL: it can, in memory, as long as the
+   * store lives.
+   */
+  bool (*allows_checkpoints) (struct store *st);
+
+  /* Kept, keeping checkpoints: the checkpoints changed, or the marks of
+   * blocks [first, first+n) were raised; the next flush writes them.
+   */
+  void (*note_checkpoints) (struct store *st);
+  void (*note_marks) (struct store *st, uint64_t first, uint64_t n);
+
+  /* Kept, keeping checkpoints: around every change of the overlay's
+   * contents (a write, zero or trim), begin before its first byte and
+   * end once it is marked (changes.h), so that a flush knows whether
+   * the marks it writes hold every change written to the file.
+   * change_begin returns 0, or -1 with *err set (the change must not
+   * be made, and change_end is not called).
+   */
+  int (*change_begin) (struct store *st, int *err);
+  void (*change_end) (struct store *st);
+
   /* Kept: makes every write completed so far durable, one flush at a
    * time (the block layer's flush_lock).  Returns 0, or -1 with *err
    * set.  NULL for a throw-away store: it dies with nbdkit, so there
@@ -127,11 +152,15 @@ extern struct store *store_temp_new (struct temp_files *files,
  * stripes says.  An existing file must have been made for this block
  * size and name, and be sound: its states are loaded now, before its
  * base size is known (checked by start), so that a damaged file is
- * refused as soon as it is opened.  Returns NULL after nbdkit_error.
+ * refused as soon as it is opened.  A file of format version 4 keeps
+ * the checkpoints and marks of changes, the block layer's: start
+ * restores them there (after changes_start), flushes write them.
+ * Returns NULL after nbdkit_error.
  */
 extern struct store *store_kept_open (const char *path, const char *name,
                                       uint32_t block_size,
-                                      const struct stripes *stripes);
+                                      const struct stripes *stripes,
+                                      struct changes *changes);
 
 /* The calls of a store's operations, the optional ones checked here
  * only.
@@ -182,6 +211,40 @@ store_set_states (struct store *st, uint64_t first, uint64_t n,
 {
   if (st->ops->set_states)
     st->ops->set_states (st, first, n, state);
+}
+
+static inline bool
+store_allows_checkpoints (struct store *st)
+{
+  return st->ops->allows_checkpoints == NULL ||
+         st->ops->allows_checkpoints (st);
+}
+
+static inline void
+store_note_checkpoints (struct store *st)
+{
+  if (st->ops->note_checkpoints)
+    st->ops->note_checkpoints (st);
+}
+
+static inline void
+store_note_marks (struct store *st, uint64_t first, uint64_t n)
+{
+  if (st->ops->note_marks)
+    st->ops->note_marks (st, first, n);
+}
+
+static inline int
+store_change_begin (struct store *st, int *err)
+{
+  return st->ops->change_begin ? st->ops->change_begin (st, err) : 0;
+}
+
+static inline void
+store_change_end (struct store *st)
+{
+  if (st->ops->change_end)
+    st->ops->change_end (st);
 }
 
 static inline bool

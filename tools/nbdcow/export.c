@@ -1,7 +1,9 @@
 /* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
 
 /* nbdcow export: the overlay as a qcow2 file over the raw base, laid
- * out by qcow2.c and its data written by the engine of commit.
+ * out by qcow2.c and its data written by the engine of commit; or,
+ * with --since, what changed since a checkpoint, over the image of the
+ * disk at that checkpoint (raw or qcow2, an earlier export).
  */
 
 #include <config.h>
@@ -21,14 +23,17 @@
 #include "qcow2.h"
 
 /* The base as qemu will find it: a relative backing file name is
- * relative to the directory of the qcow2 file.  Sets *st.
+ * relative to the directory of the qcow2 file.  Sets *st, and *format
+ * to the base's format: a qcow2 image (an earlier export, or a copy
+ * qemu-img made), else raw.
  */
 static int
 check_base (const struct overlay_file *ov, const char *base, const char *out,
-            struct stat *st)
+            struct stat *st, const char **format)
 {
   char *dir = dir_of (out), *path = NULL;
-  int r = -1;
+  uint64_t size, want = ov->kept.header.layout.geom.size;
+  int fd = -1, r = -1;
 
   if (dir == NULL ||
       asprintf (&path, "%s/%s", base[0] == '/' ? "" : dir, base) == -1) {
@@ -37,14 +42,23 @@ check_base (const struct overlay_file *ov, const char *base, const char *out,
   }
   else if (!qcow2_backing_fits (base))
     ;                           /* it said why */
-  else if (stat (path, st) == -1)
+  else if ((fd = open (path, O_RDONLY | O_CLOEXEC)) == -1 ||
+           fstat (fd, st) == -1)
     nbdcow_error ("--base=%s: %s: %m", base, path);
-  else if ((uint64_t) st->st_size != ov->kept.header.layout.geom.size)
-    nbdcow_error ("--base=%s: %" PRIu64 " bytes, but the base of %s has %"
-                  PRIu64, base, (uint64_t) st->st_size, ov->kept.path,
-                  ov->kept.header.layout.geom.size);
-  else
-    r = 0;
+  else {
+    *format = qcow2_virtual_size (fd, &size) ? "qcow2" : "raw";
+    if (strcmp (*format, "raw") == 0)
+      size = st->st_size;
+    if (size != want)
+      nbdcow_error ("--base=%s: %s%" PRIu64 " bytes, but the base of %s "
+                    "has %" PRIu64, base,
+                    strcmp (*format, "raw") ? "a qcow2 image of " : "", size,
+                    ov->kept.path, want);
+    else
+      r = 0;
+  }
+  if (fd >= 0)
+    close (fd);
   free (dir);
   free (path);
   return r;
@@ -198,7 +212,8 @@ out_close (struct out_file *o, bool complete)
 static int
 write_qcow2 (struct overlay_file *ov, const struct qcow2_layout *q,
              const struct out_file *o, const char *base,
-             unsigned connections, bool progress, struct copy_totals *totals)
+             const char *base_format, unsigned connections, bool progress,
+             struct copy_totals *totals)
 {
   struct target *t;
   int r;
@@ -215,7 +230,8 @@ write_qcow2 (struct overlay_file *ov, const struct qcow2_layout *q,
   r = copy_overlay_consecutive (ov, t, q->data_offset, progress, "export",
                                 totals);
   target_close (t);
-  if (r == -1 || qcow2_write_header (q, o->fd, o->path, base) == -1)
+  if (r == -1 ||
+      qcow2_write_header (q, o->fd, o->path, base, base_format) == -1)
     return -1;
   if (fdatasync (o->fd) == -1) {
     nbdcow_error ("%s: fdatasync: %m", o->path);
@@ -225,8 +241,9 @@ write_qcow2 (struct overlay_file *ov, const struct qcow2_layout *q,
 }
 
 static int
-export_to (struct overlay_file *ov, const char *base, const char *out,
-           unsigned connections, bool progress, struct copy_totals *totals)
+export_to (struct overlay_file *ov, const char *base, const char *base_format,
+           const char *out, unsigned connections, bool progress,
+           struct copy_totals *totals)
 {
   struct qcow2_layout q;
   struct out_file o;
@@ -241,7 +258,8 @@ export_to (struct overlay_file *ov, const char *base, const char *out,
   }
   if (out_create (&o, out) == -1)
     return -1;
-  r = write_qcow2 (ov, &q, &o, base, connections, progress, totals);
+  r = write_qcow2 (ov, &q, &o, base, base_format, connections, progress,
+                   totals);
   if (r == 0)
     r = out_publish (&o);
   return out_close (&o, r == 0) == -1 ? -1 : r;
@@ -250,16 +268,17 @@ export_to (struct overlay_file *ov, const char *base, const char *out,
 int
 cmd_export (int argc, char **argv)
 {
-  enum { OPT_BASE = 256, OPT_CONNECTIONS, OPT_PROGRESS };
+  enum { OPT_BASE = 256, OPT_CONNECTIONS, OPT_PROGRESS, OPT_SINCE };
   const struct option options[] = {
     { "base", required_argument, NULL, OPT_BASE },
     { "connections", required_argument, NULL, OPT_CONNECTIONS },
     { "progress", no_argument, NULL, OPT_PROGRESS },
+    { "since", required_argument, NULL, OPT_SINCE },
     HELP_OPTION,
     { NULL, 0, NULL, 0 },
   };
   unsigned connections = DEFAULT_CONNECTIONS;
-  const char *base = NULL, *out;
+  const char *base = NULL, *base_format = NULL, *since = NULL, *out;
   char *out_file;
   bool progress = false;
   struct copy_totals totals;
@@ -276,6 +295,8 @@ cmd_export (int argc, char **argv)
       return EXIT_ERROR;
     else if (c == OPT_PROGRESS)
       progress = true;
+    else if (c == OPT_SINCE)
+      since = optarg;
     else if (c == 'h')
       return EXIT_OK;
     else if (c == '?')
@@ -294,10 +315,13 @@ cmd_export (int argc, char **argv)
     return EXIT_ERROR;
   }
   r = overlay_file_open (&ov, argv[optind], KEPT_READ);
-  if (r == EXIT_OK) {
-    if (check_base (&ov, base, out, &base_st) == -1 ||
+  if (r == EXIT_OK && since && (r = overlay_file_since (&ov, since)) != EXIT_OK)
+    overlay_file_close (&ov);
+  else if (r == EXIT_OK) {
+    if (check_base (&ov, base, out, &base_st, &base_format) == -1 ||
         check_out (&ov, out_file, &base_st) == -1 ||
-        export_to (&ov, base, out_file, connections, progress, &totals) == -1)
+        export_to (&ov, base, base_format, out_file, connections, progress,
+                   &totals) == -1)
       r = EXIT_ERROR;
     else
       printf ("%s: exported %" PRIu64 " bytes of data and %" PRIu64

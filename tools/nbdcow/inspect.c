@@ -17,8 +17,8 @@
 #include "json.h"
 #include "nbdcow.h"
 
-/* Parses the options of info and map (--json) and check (--repair),
- * which each take one FILE.  Returns the FILE; or NULL with *status
+/* Parses the options of info (--json) and check (--repair), which
+ * each take one FILE.  Returns the FILE; or NULL with *status
  * EXIT_OK after --help, EXIT_ERROR after a usage message.
  */
 static const char *
@@ -48,6 +48,55 @@ parse_file_args (int argc, char **argv, const char *flag, bool *set,
     return NULL;
   }
   return argv[optind];
+}
+
+/* The bytes of the overlay changed since each checkpoint of h. */
+static void
+count_changed (const struct overlay_file *ov, const struct overlay_history *h,
+               uint64_t *bytes)
+{
+  const struct blockgeom *g = &ov->kept.header.layout.geom;
+  uint64_t blocks = kept_blocks (&ov->kept), b;
+  unsigned i;
+
+  memset (bytes, 0, h->table.count * sizeof *bytes);
+  for (b = 0; b < blocks; ++b) {
+    if (statemap_get (&ov->states, b) == KEPT_NOT_ALLOCATED)
+      continue;
+    for (i = 0; i < h->table.count; ++i)
+      if (overlay_history_changed (h, b, h->table.checkpoints[i].epoch))
+        bytes[i] += blockgeom_end (g, b) - blockgeom_start (g, b);
+  }
+}
+
+static void
+print_checkpoints_json (const struct overlay_history *h, const uint64_t *bytes)
+{
+  unsigned i;
+
+  printf ("  \"checkpoints\": [");
+  for (i = 0; i < h->table.count; ++i) {
+    printf ("%s\n    { \"name\": ", i ? "," : "");
+    json_write_string (stdout, h->table.checkpoints[i].name);
+    printf (", \"changed_bytes\": %" PRIu64 " }", bytes[i]);
+  }
+  printf ("%s],\n  \"marks_exact\": %s,\n", h->table.count ? "\n  " : "",
+          h->stale ? "false" : "true");
+}
+
+static void
+print_checkpoints_text (const struct overlay_history *h, const uint64_t *bytes)
+{
+  unsigned i;
+
+  if (h->table.count == 0)
+    printf ("checkpoints: none\n");
+  for (i = 0; i < h->table.count; ++i)
+    printf ("checkpoint %s: %" PRIu64 " bytes changed since\n",
+            h->table.checkpoints[i].name, bytes[i]);
+  if (h->stale)
+    printf ("marks of changes: not exact after a crash: every block in the "
+            "overlay counts as changed since each checkpoint\n");
 }
 
 /* Why a file flagged open was not closed cleanly. */
@@ -82,6 +131,7 @@ count_run (uint64_t offset, uint64_t length, unsigned state, void *opaque)
 
 static void
 print_info_json (const struct overlay_file *ov, const struct counts *c,
+                 const struct overlay_history *hist, const uint64_t *changed,
                  uint64_t on_disk)
 {
   const struct kept_header *h = &ov->kept.header;
@@ -102,6 +152,7 @@ print_info_json (const struct overlay_file *ov, const struct counts *c,
   printf ("  \"data_bytes\": %" PRIu64 ",\n", c->bytes[KEPT_ALLOCATED]);
   printf ("  \"zero_bytes\": %" PRIu64 ",\n", c->bytes[KEPT_ZERO]);
   printf ("  \"bytes_on_disk\": %" PRIu64 ",\n", on_disk);
+  print_checkpoints_json (hist, changed);
   if (v1)
     printf ("  \"closed_cleanly\": null,\n  \"last_flush_failed\": null,\n"
             "  \"recoveries\": null\n}\n");
@@ -114,6 +165,7 @@ print_info_json (const struct overlay_file *ov, const struct counts *c,
 
 static void
 print_info_text (const struct overlay_file *ov, const struct counts *c,
+                 const struct overlay_history *hist, const uint64_t *changed,
                  uint64_t on_disk)
 {
   const struct kept_header *h = &ov->kept.header;
@@ -139,6 +191,8 @@ print_info_text (const struct overlay_file *ov, const struct counts *c,
     printf ("closed cleanly: yes\n");
   if (h->version > 1)
     printf ("recoveries from crashes: %" PRIu32 "\n", h->recoveries);
+  if (h->layout.history)
+    print_checkpoints_text (hist, changed);
 }
 
 int
@@ -146,6 +200,8 @@ cmd_info (int argc, char **argv)
 {
   const char *file;
   struct overlay_file ov;
+  struct overlay_history hist;
+  uint64_t changed[CHECKPOINTS_MAX];
   struct counts c = { 0 };
   bool json;
   int r;
@@ -156,12 +212,19 @@ cmd_info (int argc, char **argv)
   r = overlay_file_open (&ov, file, KEPT_READ);
   if (r != EXIT_OK)
     return r;
+  r = overlay_file_history (&ov, &hist);
+  if (r != EXIT_OK) {
+    overlay_file_close (&ov);
+    return r;
+  }
   c.geom = &ov.kept.header.layout.geom;
   overlay_file_each_run (&ov, count_run, &c);
+  count_changed (&ov, &hist, changed);
   if (json)
-    print_info_json (&ov, &c, disk_bytes (ov.kept.fd));
+    print_info_json (&ov, &c, &hist, changed, disk_bytes (ov.kept.fd));
   else
-    print_info_text (&ov, &c, disk_bytes (ov.kept.fd));
+    print_info_text (&ov, &c, &hist, changed, disk_bytes (ov.kept.fd));
+  overlay_history_free (&hist);
   overlay_file_close (&ov);
   return EXIT_OK;
 }
@@ -195,17 +258,39 @@ print_run_json (uint64_t offset, uint64_t length, unsigned state,
 int
 cmd_map (int argc, char **argv)
 {
-  const char *file;
+  enum { OPT_JSON = 256, OPT_SINCE };
+  const struct option options[] = {
+    { "json", no_argument, NULL, OPT_JSON },
+    { "since", required_argument, NULL, OPT_SINCE },
+    HELP_OPTION,
+    { NULL, 0, NULL, 0 },
+  };
+  const char *since = NULL;
   struct overlay_file ov;
-  bool json, first = true;
-  int r;
+  bool json = false, first = true;
+  int c, r;
 
-  file = parse_file_args (argc, argv, "json", &json, &r);
-  if (file == NULL)
+  optind = 1;
+  while ((c = subcommand_getopt (argc, argv, options)) != -1) {
+    if (c == OPT_JSON)
+      json = true;
+    else if (c == OPT_SINCE)
+      since = optarg;
+    else
+      return c == 'h' ? EXIT_OK : EXIT_ERROR;
+  }
+  if (argc - optind != 1) {
+    nbdcow_error ("map: expected one FILE");
+    subcommand_usage ("map", stderr);
+    return EXIT_ERROR;
+  }
+  r = overlay_file_open (&ov, argv[optind], KEPT_READ);
+  if (r == EXIT_OK && since)
+    r = overlay_file_since (&ov, since);
+  if (r != EXIT_OK) {
+    overlay_file_close (&ov);
     return r;
-  r = overlay_file_open (&ov, file, KEPT_READ);
-  if (r != EXIT_OK)
-    return r;
+  }
   if (json) {
     printf ("[");
     overlay_file_each_run (&ov, print_run_json, &first);
@@ -234,9 +319,9 @@ note_allocated_end (uint64_t offset, uint64_t length, unsigned state,
 }
 
 /* A file shorter than its header says: repairable by extending it
- * only if its state area is whole and, unpacked, no allocated block
- * reaches past its end, whose data is gone (packed, such a block is a
- * bad state, counted by the load).  A file cut between its states and
+ * only if its state area (and marks area) is whole and, unpacked, no
+ * allocated block reaches past its end, whose data is gone (packed,
+ * such a block is a bad state, counted by the load).  A file cut between its states and
  * its data, with no block in the overlay, lost nothing.  Returns true
  * if the file is (now) long enough.
  */
@@ -251,9 +336,11 @@ check_length (struct overlay_file *ov, bool repair)
     return true;
   printf ("%s: damaged: truncated to %" PRIu64 " bytes, its layout takes %"
           PRIu64 "\n", ov->kept.path, (uint64_t) st.st_size, want);
-  if ((uint64_t) st.st_size < l->states_offset + l->states_length) {
-    printf ("%s: cannot repair: the block states are cut short, what they "
-            "held is lost\n", ov->kept.path);
+  if ((uint64_t) st.st_size < (l->history ? l->marks_offset
+                                : l->states_offset) + l->states_length) {
+    printf ("%s: cannot repair: the block states are cut short%s, what "
+            "they held is lost\n", ov->kept.path,
+            l->history ? ", or the marks of changes after them" : "");
     return false;
   }
   if (!l->packed)

@@ -109,12 +109,13 @@ static const struct {
   const char *usage;
 } commands[] = {
   { "info", cmd_info, "info [--json] FILE" },
-  { "map", cmd_map, "map [--json] FILE" },
+  { "map", cmd_map, "map [--json] [--since=CHECKPOINT] FILE" },
   { "check", cmd_check, "check [--repair] FILE" },
   { "commit", cmd_commit,
     "commit [--connections=N] [--empty] [--progress] FILE TARGET" },
   { "export", cmd_export,
-    "export [--connections=N] [--progress] FILE --base=BASE OUT.qcow2" },
+    "export [--connections=N] [--progress] [--since=CHECKPOINT] FILE "
+    "--base=BASE OUT.qcow2" },
   { "checkpoint", cmd_checkpoint,
     "checkpoint create|delete SOCKET EXPORT NAME | "
     "checkpoint [--json] list SOCKET EXPORT" },

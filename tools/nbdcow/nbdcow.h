@@ -16,6 +16,7 @@
 #include <stdio.h>
 
 #include "kept.h"
+#include "slotmap.h"
 #include "statemap.h"
 
 /* The exit codes (nbdcow.pod, EXIT STATUS). */
@@ -40,6 +41,36 @@ struct overlay_file {
 extern int overlay_file_open (struct overlay_file *ov, const char *path,
                               enum kept_mode mode);
 extern void overlay_file_close (struct overlay_file *ov);
+
+/* The checkpoints of an overlay file and the marks of its blocks
+ * (history.c), empty for a file of a version before 4.
+ */
+struct overlay_history {
+  struct kept_table table;
+  struct slotmap marks;
+  bool stale;                   /* marks that may miss changes: every
+                                   block counts as changed */
+};
+
+/* Loads them.  Returns EXIT_OK, or the exit code after printing why
+ * not; overlay_history_free then needs no call.
+ */
+extern int overlay_file_history (struct overlay_file *ov,
+                                 struct overlay_history *h);
+extern void overlay_history_free (struct overlay_history *h);
+
+/* Whether block b of the overlay changed since the checkpoint of
+ * epoch epoch.
+ */
+extern bool overlay_history_changed (const struct overlay_history *h,
+                                     uint64_t b, uint32_t epoch);
+
+/* Narrows the states of ov to the blocks changed since checkpoint
+ * name: every other block reads from the base, as in the filter's
+ * changes view.  Returns EXIT_OK, or the exit code after printing why
+ * not (EXIT_ERROR: no such checkpoint).
+ */
+extern int overlay_file_since (struct overlay_file *ov, const char *name);
 
 /* Prints ko->why and returns its exit code (damaged or unusable). */
 extern int report_kept (const struct kept_overlay *ko);

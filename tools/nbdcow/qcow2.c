@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "divround.h"
 #include "fullio.h"
@@ -317,12 +318,26 @@ qcow2_backing_fits (const char *backing)
   return false;
 }
 
+bool
+qcow2_virtual_size (int fd, uint64_t *size)
+{
+  uint8_t buf[32];
+  uint32_t magic;
+
+  if (pread (fd, buf, sizeof buf, 0) != sizeof buf)
+    return false;
+  memcpy (&magic, buf, 4);
+  memcpy (size, buf + 24, 8);
+  *size = be64toh (*size);
+  return be32toh (magic) == QCOW2_MAGIC;
+}
+
 int
 qcow2_write_header (const struct qcow2_layout *q, int fd, const char *out,
-                    const char *backing)
+                    const char *backing, const char *backing_format)
 {
-  /* The fields, the backing format extension ("raw", padded to 8), the
-   * end of the extensions, then the backing file's name.
+  /* The fields, the backing format extension (padded to 8), the end of
+   * the extensions, then the backing file's name.
    */
   enum { EXT = HEADER_LENGTH, END = EXT + 16, NAME = END + 8 };
   uint8_t buf[NAME + QCOW2_MAX_BACKING] = { 0 };
@@ -344,8 +359,8 @@ qcow2_write_header (const struct qcow2_layout *q, int fd, const char *out,
   put32 (buf + 96, REFCOUNT_ORDER);
   put32 (buf + 100, HEADER_LENGTH);
   put32 (buf + EXT, EXT_BACKING_FORMAT);
-  put32 (buf + EXT + 4, 3);
-  memcpy (buf + EXT + 8, "raw", 3);
+  put32 (buf + EXT + 4, strlen (backing_format));
+  memcpy (buf + EXT + 8, backing_format, strlen (backing_format));
   memcpy (buf + NAME, backing, name_len);
   return write_at (fd, out, buf, NAME + name_len, 0);
 }

@@ -58,9 +58,16 @@ extern int qcow2_write_tables (const struct qcow2_layout *q,
 extern bool qcow2_backing_fits (const char *backing);
 
 /* Writes the header naming backing (at most QCOW2_MAX_BACKING bytes),
- * a raw file.  Returns 0, or -1 after a message.
+ * a file of format backing_format ("raw" or "qcow2").  Returns 0, or
+ * -1 after a message.
  */
 extern int qcow2_write_header (const struct qcow2_layout *q, int fd,
-                               const char *out, const char *backing);
+                               const char *out, const char *backing,
+                               const char *backing_format);
+
+/* Sets *size to the virtual size of the qcow2 image at fd and returns
+ * true, or returns false if fd does not start as a qcow2 image does.
+ */
+extern bool qcow2_virtual_size (int fd, uint64_t *size);
 
 #endif /* NBDCOW_QCOW2_H */
