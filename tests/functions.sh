@@ -91,6 +91,23 @@ def refused(sock, name):
 # tests then take fewer rounds (the plain suite keeps them all).
 instrumented () { [ -n "${sanitizer_preload:-}${COW_VALGRIND_LOGDIR:-}" ]; }
 
+# dump_stacks PID: prints on stderr where each thread of PID waits,
+# for a test about to kill a process that hung: every thread's
+# backtrace with gdb where installed, else the kernel's view of each.
+dump_stacks ()
+{
+  echo "threads of process $1, where they wait:" >&2
+  if command -v gdb >/dev/null; then
+    gdb -q -batch -p "$1" -ex 'thread apply all bt' >&2 2>&1 || :
+    return
+  fi
+  for t in /proc/"$1"/task/*; do
+    echo "thread ${t##*/} ($(cat "$t/comm" 2>/dev/null)):" \
+      "$(cat "$t/wchan" 2>/dev/null)" >&2
+    cat "$t/stack" >&2 2>/dev/null || :
+  done
+}
+
 # running PID: true while process PID runs (not once it is a zombie).
 running ()
 {
@@ -156,7 +173,9 @@ stop_nbdkit ()
       kill -0 "$1" 2>/dev/null || break
       sleep 0.1
     done
-    if kill -9 "$1" 2>/dev/null; then
+    if kill -0 "$1" 2>/dev/null; then
+      dump_stacks "$1"
+      kill -9 "$1" 2>/dev/null
       server_faults="$server_faults $2 (hung at exit)"
     fi
     wait "$1" 2>/dev/null || true

@@ -37,6 +37,7 @@ expect_first_connection_failure ()
   fi
   status=0
   if ! timeout 60 tail --pid=$pid -f /dev/null; then
+    dump_stacks $pid
     kill -9 $pid
     fail "nbdkit did not stop: $*"
   fi
