@@ -50,9 +50,13 @@ kept_layout (uint32_t version, uint32_t block_size, uint64_t base_size,
   struct blockgeom geom = blockgeom_make (block_size, base_size);
   uint64_t pages = div_round_up (blockgeom_blocks (&geom), per_page);
   /* The data area is block- and page-aligned in the file, so that a
-   * block's pages hold nothing else and a punch frees them whole.
+   * block's pages hold nothing else and a punch frees them whole; from
+   * version 4 on, to 128 KiB at least, so that blocks written together
+   * from slot 0 on lie on the file's 128 KiB boundaries, where the
+   * filter cuts its writes (filters/cow/storeio.c).
    */
-  uint64_t align = block_size > 4096 ? block_size : 4096;
+  uint64_t least = history ? 128 * 1024 : 4096;
+  uint64_t align = block_size > least ? block_size : least;
   uint64_t metadata_end;
 
   layout->geom = geom;

@@ -13,7 +13,6 @@ size=$(( 64 * 1024 * 1024 + 1000 ))     # 1025 blocks, the last short
 make_base "$tmp/base" "$size"
 ov=$tmp/ov
 uri="nbd+unix:///?socket=$tmp/sock"
-data_offset=$B                  # 8K header + 8K states, rounded to 64K
 last=$(( size / B ))            # the short block
 
 # step CODE: runs CODE in nbdsh against a fresh server of the overlay,
@@ -63,6 +62,8 @@ for i in range(16):
     put(i * 61 % last, i + 1)
 put(last, 99)
 "
+# The data area's offset, from the header (docs/overlay-format.md).
+data_offset=$(od -An -tu8 -j48 -N8 "$ov" | tr -d ' ')
 # The file, extended ahead of its slots while served, ends after the
 # last one (the short block's) once the server stops.
 length_is $(( data_offset + 17 * B )) "17 blocks"

@@ -49,8 +49,10 @@ expect_first_connection_failure "cow-file=$ov: made for a base of 10485760 bytes
   --filter=cow file "$tmp/base11" cow-file="$ov"
 
 cp "$ov" "$tmp/good"
-# The state area's offset, from the header (docs/overlay-format.md).
+# The state and data areas' offsets, from the header
+# (docs/overlay-format.md).
 states=$(od -An -tu8 -j32 -N8 "$tmp/good" | tr -d ' ')
+data_offset=$(od -An -tu8 -j48 -N8 "$tmp/good" | tr -d ' ')
 damage ()
 {
   cp "$tmp/good" "$ov"
@@ -78,7 +80,7 @@ cp "$tmp/one-copy" "$ov"
 head -c 5000 "$tmp/good" > "$ov"
 expect_start_failure "cow-file=$ov: not a cow overlay \(truncated header\)" \
   --filter=cow file "$tmp/base" cow-file="$ov"
-head -c 100000 "$tmp/good" > "$ov"    # inside block 0's slot
+head -c $(( data_offset + 34464 )) "$tmp/good" > "$ov"    # inside block 0's slot
 expect_start_failure "cow-file=$ov: corrupted block states or truncated file \(block 0 is in slot 0" \
   --filter=cow file "$tmp/base" cow-file="$ov"
 head -c 10000 "$tmp/good" > "$ov"     # inside the states

@@ -21,9 +21,11 @@ expect_exit 3 "$ov: in use: locked by another process" "$NBDCOW" check "$ov"
 stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
 rm -f "$tmp/sock"
 cp "$ov" "$tmp/good"
-data_offset=$(( B ))   # 8K header, 8K table, 4K states, 4K marks: 64K
-# The state area's offset, from the header (docs/overlay-format.md).
-states=$(od -An -tu8 -j32 -N8 "$tmp/good" | tr -d ' ')
+# The state area's and data area's offsets, from the header
+# (docs/overlay-format.md).
+header_field () { od -An -tu8 -j"$2" -N8 "$1" | tr -d ' '; }
+states=$(header_field "$tmp/good" 32)
+data_offset=$(header_field "$tmp/good" 48)
 
 expect_exit 0 "$ov: no errors found" "$NBDCOW" check "$ov"
 
@@ -108,6 +110,7 @@ rm -f "$tmp/sock"
 cp "$tmp/good" "$tmp/v2"
 "$PYTHON" "$tests/kept-format.py" v2 "$tmp/v2"
 v2_length=$(stat -c %s "$tmp/v2")
+v2_data_offset=$(header_field "$tmp/v2" 48)
 cp "$tmp/v2" "$ov"
 expect_exit 0 "$ov: no errors found" "$NBDCOW" check "$ov"
 printf '\377' | dd of="$ov" bs=1 seek=8193 conv=notrunc 2>/dev/null
@@ -117,13 +120,13 @@ expect_exit 2 "invalid state 3" "$NBDCOW" check --repair "$ov"
 expect_exit 2 "corrupted block states \(block 4 has the invalid state 3\)" \
   "$NBDCOW" map "$ov"
 cp "$tmp/v2" "$ov"
-truncate -s $(( data_offset + 60 * B )) "$ov"
-expect_exit 2 "$ov: damaged: truncated to $(( data_offset + 60 * B )) bytes, its layout takes $v2_length" \
+truncate -s $(( v2_data_offset + 60 * B )) "$ov"
+expect_exit 2 "$ov: damaged: truncated to $(( v2_data_offset + 60 * B )) bytes, its layout takes $v2_length" \
   "$NBDCOW" check "$ov"
 expect_exit 0 "$ov: repaired: extended to $v2_length bytes" \
   "$NBDCOW" check --repair "$ov"
 expect_exit 0 "no errors found" "$NBDCOW" check "$ov"
-truncate -s $(( data_offset + 40 * B + 100 )) "$ov"
+truncate -s $(( v2_data_offset + 40 * B + 100 )) "$ov"
 expect_exit 2 "cannot repair: blocks in the overlay reach past the end" \
   "$NBDCOW" check --repair "$ov"
 cp "$tmp/zeros" "$tmp/v2-zeros"

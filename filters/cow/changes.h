@@ -92,6 +92,13 @@ changes_mark_of (const struct changes *ch, uint64_t b)
   return slotmap_get (&ch->marks, b);
 }
 
+/* Whether a mark could not be made (changes.lost).  Takes no lock. */
+static inline bool
+changes_lost (struct changes *ch)
+{
+  return __atomic_load_n (&ch->lost, __ATOMIC_ACQUIRE) != 0;
+}
+
 /* Whether the overlay has a checkpoint.  Takes no lock. */
 static inline bool
 changes_any (struct changes *ch)

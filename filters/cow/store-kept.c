@@ -100,6 +100,10 @@ struct store_kept {
    */
   bool history;
   struct changes *changes;
+  /* Per marks page, a bit set when a mark of its blocks was raised
+   * since a flush last took it: atomic, with no lock.
+   */
+  uint64_t *dirty_marks;
   bool table_dirty;
   uint64_t table_sequence;
   /* Whether the file's table may hold a checkpoint: then every change
@@ -156,24 +160,25 @@ report (const struct store_kept *k)
  * punched.
  */
 
-/* The pages of metadata a flush may write: the state pages, then
- * (version 4) the marks pages.
- */
+/* The state pages of the file; as many marks pages follow them. */
 static uint64_t
-metadata_pages (const struct store_kept *k)
+state_pages (const struct store_kept *k)
 {
-  const struct kept_layout *l = &k->kept.header.layout;
-
-  return l->states_length / KEPT_STATE_PAGE * (l->history ? 2 : 1);
+  return k->kept.header.layout.states_length / KEPT_STATE_PAGE;
 }
 
-/* Every page's entry in dirty_pages, so that noting a change of marks
+/* Version 4: the bits of dirty_marks, so that noting a raised mark
  * cannot fail.
  */
 static int
-reserve_dirty_pages (struct store_kept *k)
+alloc_dirty_marks (struct store_kept *k)
 {
-  if (statemap_reserve (&k->dirty_pages, 0, metadata_pages (k)) == -1) {
+  if (!k->history)
+    return 0;
+  free (k->dirty_marks);
+  k->dirty_marks = calloc (div_round_up (state_pages (k), 64),
+                           sizeof *k->dirty_marks);
+  if (k->dirty_marks == NULL) {
     nbdkit_error ("cow-file=%s: %m", k->kept.path);
     return -1;
   }
@@ -187,7 +192,7 @@ create (struct store_kept *k, uint64_t size)
     report (k);
     return -1;
   }
-  return reserve_dirty_pages (k);
+  return alloc_dirty_marks (k);
 }
 
 /* The kept_found_mark of restore_history: marks block b. */
@@ -290,7 +295,7 @@ load (struct store_kept *k, uint64_t size)
                   size);
     return -1;
   }
-  if (reserve_dirty_pages (k) == -1)
+  if (alloc_dirty_marks (k) == -1)
     return -1;
   kept_punch_unallocated (ko, &k->states);
   if (crashed)
@@ -584,20 +589,37 @@ kept_note_checkpoints (struct store *st)
   held_unlock (&k->page_lock);
 }
 
-/* The marks pages follow the state pages in dirty_pages, as in the
- * file.
+/* Marks page page has a raised mark: its bit is set after the mark
+ * (release), so a flush that takes the bit (acquire) reads the mark.
  */
+static void
+dirty_marks_page (struct store_kept *k, uint64_t page)
+{
+  uint64_t *word = &k->dirty_marks[page / 64], bit = UINT64_C (1) << page % 64;
+
+  if ((__atomic_load_n (word, __ATOMIC_RELAXED) & bit) == 0)
+    __atomic_fetch_or (word, bit, __ATOMIC_RELEASE);
+}
+
+/* Whether marks page page had a raised mark, clearing its bit. */
+static bool
+take_marks_page (struct store_kept *k, uint64_t page)
+{
+  uint64_t *word = &k->dirty_marks[page / 64], bit = UINT64_C (1) << page % 64;
+
+  return (__atomic_load_n (word, __ATOMIC_RELAXED) & bit) != 0 &&
+         (__atomic_fetch_and (word, ~bit, __ATOMIC_ACQUIRE) & bit) != 0;
+}
+
 static void
 kept_note_marks (struct store *st, uint64_t first, uint64_t n)
 {
   struct store_kept *k = kept_of (st);
-  uint64_t page, pages;
+  uint64_t page, pages, i;
 
   state_pages_of (k, first, n, &page, &pages);
-  page += k->kept.header.layout.states_length / KEPT_STATE_PAGE;
-  held_lock (&k->page_lock);
-  statemap_set (&k->dirty_pages, page, pages, 1);
-  held_unlock (&k->page_lock);
+  for (i = 0; i < pages; ++i)
+    dirty_marks_page (k, page + i);
 }
 
 /* Gives the file MARKS_STALE, durably, unless it has it.  Returns 0,
@@ -624,7 +646,8 @@ mark_stale (struct store_kept *k)
 
 /* Clears MARKS_STALE after a flush whose marks hold every change
  * begun before it ended: none was in flight when it began (ended was
- * ended_at_flush, which no change has begun past since).  stale is
+ * ended_at_flush, which no change has begun past since), and none was
+ * lost for want of memory (then the flag stays for the file's life).  stale is
  * cleared before begun is read, and a change reads stale after it
  * counts itself begun, so either the flush sees the change or the
  * change sees the file unmarked and marks it again (waiting for the
@@ -639,6 +662,7 @@ settle_stale (struct store_kept *k)
   if (__atomic_load_n (&k->stale, __ATOMIC_SEQ_CST)) {
     __atomic_store_n (&k->stale, false, __ATOMIC_SEQ_CST);
     if (__atomic_load_n (&k->begun, __ATOMIC_SEQ_CST) != k->ended_at_flush ||
+        changes_lost (k->changes) ||
         kept_set_flags (&k->kept, h->flags & ~KEPT_MARKS_STALE,
                         h->recoveries) == -1)
       __atomic_store_n (&k->stale, true, __ATOMIC_SEQ_CST);
@@ -733,9 +757,9 @@ take_table (struct store_kept *k, uint64_t *at, uint8_t *buf)
   return true;
 }
 
-/* The kept_redirty_pages of a flush.  The pages' entries in
- * dirty_pages exist (they were dirty), so this cannot fail.  The
- * table lies before the states.
+/* The kept_redirty_pages of a flush: the table (before the states),
+ * state pages, marks pages (after them).  The state pages' entries in
+ * dirty_pages exist (they were dirty), so this cannot fail.
  */
 static void
 redirty_pages (void *opaque, const uint64_t *at, unsigned n)
@@ -745,42 +769,40 @@ redirty_pages (void *opaque, const uint64_t *at, unsigned n)
   unsigned i;
 
   for (i = 0; i < n; ++i) {
+    uint64_t p = (at[i] - l->states_offset) / KEPT_STATE_PAGE;
+
     if (at[i] < l->states_offset) {
       k->table_taken = false;
       redirty_table (k);
-      continue;
     }
-    held_lock (&k->page_lock);
-    statemap_set (&k->dirty_pages,
-                  (at[i] - l->states_offset) / KEPT_STATE_PAGE, 1, 1);
-    held_unlock (&k->page_lock);
+    else if (p >= state_pages (k))
+      dirty_marks_page (k, p - state_pages (k));
+    else {
+      held_lock (&k->page_lock);
+      statemap_set (&k->dirty_pages, p, 1, 1);
+      held_unlock (&k->page_lock);
+    }
   }
 }
 
-/* Page p of the metadata a flush writes: a state page, or a marks
- * page (the marks of the blocks of state page p - state pages).
- */
+/* The marks of the blocks of state page page, as the file keeps them. */
 static void
-export_page (struct store_kept *k, uint64_t p, uint8_t *buf)
-  REQUIRES (k->page_lock)
+export_marks_page (struct store_kept *k, uint64_t page, uint8_t *buf)
 {
-  const struct kept_layout *l = &k->kept.header.layout;
-  uint64_t state_pages = l->states_length / KEPT_STATE_PAGE, first, i;
+  uint64_t per_page = k->kept.header.layout.blocks_per_page;
+  uint64_t first = page * per_page, blocks = kept_blocks (&k->kept), i;
 
-  if (p < state_pages) {
-    kept_export_page (&k->kept, &k->states, p, buf);
-    return;
-  }
-  first = (p - state_pages) * l->blocks_per_page;
-  for (i = 0; i < l->blocks_per_page; ++i) {
-    uint32_t mark = first + i < kept_blocks (&k->kept)
+  for (i = 0; i < per_page; ++i) {
+    uint32_t mark = first + i < blocks
                     ? htole32 (changes_mark_of (k->changes, first + i)) : 0;
     memcpy (buf + 4 * i, &mark, 4);
   }
 }
 
-/* The kept_take_pages of a flush: the table first if it changed, then
- * up to max dirty pages from page *next - 1 on into buf, marked clean.
+/* The kept_take_pages of a flush, taking the pages in the order the
+ * file holds them: the table first if it changed, then up to max of
+ * the dirty state pages and marks pages from page *next - 1 on (marks
+ * page m is page state_pages + m), into buf, marked clean.
  */
 static unsigned
 take_dirty_pages (void *opaque, uint64_t *next, uint64_t *at,
@@ -788,7 +810,7 @@ take_dirty_pages (void *opaque, uint64_t *next, uint64_t *at,
 {
   struct store_kept *k = opaque;
   const struct kept_layout *l = &k->kept.header.layout;
-  uint64_t total = metadata_pages (k), p;
+  uint64_t states = state_pages (k), p;
   unsigned n = 0;
 
   if (*next == 0) {
@@ -798,18 +820,32 @@ take_dirty_pages (void *opaque, uint64_t *next, uint64_t *at,
   }
   p = *next - 1;
   held_lock (&k->page_lock);
-  while (p < total && n < max) {
+  while (p < states && n < max) {
     unsigned dirty;
-    uint64_t end = statemap_run (&k->dirty_pages, p, total, &dirty);
+    uint64_t end = statemap_run (&k->dirty_pages, p, states, &dirty);
     if (!dirty) {
       p = end;
       continue;
     }
-    export_page (k, p, buf + n * KEPT_STATE_PAGE);
+    kept_export_page (&k->kept, &k->states, p, buf + n * KEPT_STATE_PAGE);
     statemap_set (&k->dirty_pages, p, 1, 0);
     at[n++] = l->states_offset + p++ * KEPT_STATE_PAGE;
   }
   held_unlock (&k->page_lock);
+  for (; k->history && p < 2 * states && n < max; ++p) {
+    uint64_t m = p - states;
+
+    /* 64 clean pages at a time. */
+    if (m % 64 == 0 &&
+        __atomic_load_n (&k->dirty_marks[m / 64], __ATOMIC_RELAXED) == 0) {
+      p += 63;
+      continue;
+    }
+    if (take_marks_page (k, m)) {
+      export_marks_page (k, m, buf + n * KEPT_STATE_PAGE);
+      at[n++] = l->states_offset + p * KEPT_STATE_PAGE;
+    }
+  }
   *next = p + 1;
   return n;
 }
@@ -867,6 +903,7 @@ free_kept (struct store_kept *k)
   kept_close (&k->kept);
   statemap_free (&k->states);
   statemap_free (&k->dirty_pages);
+  free (k->dirty_marks);
   pthread_mutex_destroy (&k->page_lock);
   pthread_mutex_destroy (&k->slot_lock);
   pthread_mutex_destroy (&k->stale_lock);
