@@ -57,7 +57,6 @@ kept_layout (uint32_t version, uint32_t block_size, uint64_t base_size,
    */
   uint64_t least = history ? 128 * 1024 : 4096;
   uint64_t align = block_size > least ? block_size : least;
-  uint64_t metadata_end;
 
   layout->geom = geom;
   layout->packed = packed;
@@ -70,9 +69,7 @@ kept_layout (uint32_t version, uint32_t block_size, uint64_t base_size,
   /* The marks are as long as the states: 4 bytes per block. */
   layout->marks_offset = history ? layout->states_offset
                                    + layout->states_length : 0;
-  metadata_end = layout->states_offset + layout->states_length
-                 * (history ? 2 : 1);
-  layout->data_offset = round_up (metadata_end, align);
+  layout->data_offset = round_up (kept_metadata_end (layout), align);
 }
 
 uint32_t

@@ -93,6 +93,16 @@ struct kept_header {
 extern void kept_layout (uint32_t version, uint32_t block_size,
                          uint64_t base_size, struct kept_layout *layout);
 
+/* The end of the file's metadata (header, table, states, marks): the
+ * bytes before data_offset past it are a hole, taking no space.
+ */
+static inline uint64_t
+kept_metadata_end (const struct kept_layout *layout)
+{
+  return (layout->history ? layout->marks_offset : layout->states_offset)
+         + layout->states_length;
+}
+
 /* Fills buf (KEPT_HEADER_SIZE bytes) with header, as its version.  The
  * name is at most KEPT_NAME_MAX bytes.
  */

@@ -321,7 +321,8 @@ kept_start (struct store *st, uint64_t size, uint64_t *overhead)
 
   if ((k->kept.has_header ? load (k, size) : create (k, size)) == -1)
     return -1;
-  *overhead = l->data_offset;
+  /* What lies between the metadata and the data area is a hole. */
+  *overhead = kept_metadata_end (l);
   if (l->packed && fstat (k->kept.fd, &st_file) == 0 &&
       (uint64_t) st_file.st_size > l->data_offset)
     k->sized_slots = blockgeom_block (&l->geom,

@@ -336,8 +336,7 @@ check_length (struct overlay_file *ov, bool repair)
     return true;
   printf ("%s: damaged: truncated to %" PRIu64 " bytes, its layout takes %"
           PRIu64 "\n", ov->kept.path, (uint64_t) st.st_size, want);
-  if ((uint64_t) st.st_size < (l->history ? l->marks_offset
-                                : l->states_offset) + l->states_length) {
+  if ((uint64_t) st.st_size < kept_metadata_end (l)) {
     printf ("%s: cannot repair: the block states are cut short%s, what "
             "they held is lost\n", ov->kept.path,
             l->history ? ", or the marks of changes after them" : "");
