@@ -233,8 +233,37 @@ copy_up_run (struct blk *blk, const struct blk_base *base,
   return r;
 }
 
+/* The fill's copy-up of blocks [first, first+n), all
+ * BLK_NOT_ALLOCATED: runs the base map knows read as zeros become
+ * BLK_ZERO unread (no space, no write); the others are copied up.
+ */
+static int
+fill_run (struct blk *blk, const struct blk_base *base, uint64_t first,
+          uint64_t n, int *err) REQUIRES (blk->rmw_locks)
+{
+  uint64_t b = first, end = first + n, e;
+  int r = 0;
+
+  while (b < end && r == 0) {
+    bool zero = basemap_reads_zeros (&blk->base_map, base, b);
+
+    for (e = b + 1;
+         e < end && basemap_reads_zeros (&blk->base_map, base, e) == zero;
+         ++e)
+      ;
+    if (!zero)
+      r = copy_up_run (blk, base, b, e - b, COPY_UPS_FILL, err);
+    else if ((r = reserve_states (blk, b, e - b, err)) == 0) {
+      set_states (blk, b, e - b, BLK_ZERO);
+      stat_add (blk, COPY_UPS_FILL, e - b);
+    }
+    b = e;
+  }
+  return r;
+}
+
 /* Copies the unallocated blocks touching the range, counting them in
- * kind (cow-on-read or cow-on-cache).
+ * kind (cow-on-read, cow-on-cache or the fill).
  */
 static int
 copy_up (struct blk *blk, const struct blk_base *base,
@@ -265,12 +294,21 @@ copy_up (struct blk *blk, const struct blk_base *base,
   for (b = first; b < stop && r == 0; ) {
     enum blk_state state;
     uint64_t end = blkmap_run (&blk->map, b, stop, &state);
-    if (state == BLK_NOT_ALLOCATED)
+    if (state == BLK_NOT_ALLOCATED && kind == COPY_UPS_FILL)
+      r = fill_run (blk, base, b, end - b, err);
+    else if (state == BLK_NOT_ALLOCATED)
       r = copy_up_run (blk, base, b, end - b, kind, err);
     b = end;
   }
   rangelock_unlock (&blk->rmw_locks, &held);
   return r;
+}
+
+int
+blk_fill (struct blk *blk, const struct blk_base *base,
+          uint32_t count, uint64_t offset, int *err)
+{
+  return copy_up (blk, base, count, offset, COPY_UPS_FILL, err);
 }
 
 int

@@ -88,6 +88,13 @@ extern int blk_zero (struct blk *blk, const struct blk_base *base,
 extern int blk_trim (struct blk *blk, uint32_t count, uint64_t offset,
                      int *err);
 /* Copies the unallocated blocks touching the range into the overlay. */
+/* The background fill (fill.c): as blk_copy_up, but a block the base
+ * is known to read as zeros (its extents say so) becomes zero in the
+ * overlay without being read.
+ */
+extern int blk_fill (struct blk *blk, const struct blk_base *base,
+                     uint32_t count, uint64_t offset, int *err);
+
 extern int blk_copy_up (struct blk *blk, const struct blk_base *base,
                         uint32_t count, uint64_t offset, int *err);
 
@@ -135,9 +142,10 @@ struct blk_stats {
   unsigned files;
   uint64_t overlay_bytes;
   /* Blocks copied up from the base: by cow-on-read, by cow-on-cache,
-   * and read to complete a partial write (read-modify-write).
+   * read to complete a partial write (read-modify-write), and by the
+   * background fill (zero blocks of the base included, unread).
    */
-  uint64_t copy_ups_read, copy_ups_cache, copy_ups_rmw;
+  uint64_t copy_ups_read, copy_ups_cache, copy_ups_rmw, copy_ups_fill;
   uint64_t base_reads, base_read_bytes;   /* calls of base->pread */
   uint64_t lock_waits[BLK_LOCKS];         /* times a thread had to wait */
   uint64_t lock_wait_ns[BLK_LOCKS];       /* and for how long, in total */

@@ -248,6 +248,7 @@ blk_get_stats (struct blk *blk, struct blk_stats *stats)
   stats->copy_ups_read = shardctr_sum (&blk->counters, COPY_UPS_READ);
   stats->copy_ups_cache = shardctr_sum (&blk->counters, COPY_UPS_CACHE);
   stats->copy_ups_rmw = shardctr_sum (&blk->counters, COPY_UPS_RMW);
+  stats->copy_ups_fill = shardctr_sum (&blk->counters, COPY_UPS_FILL);
   stats->base_reads = shardctr_sum (&blk->counters, BASE_READS);
   stats->base_read_bytes = shardctr_sum (&blk->counters, BASE_READ_BYTES);
   for (i = 0; i < BLK_LOCKS; ++i)

@@ -81,6 +81,7 @@ enum counter {
   COPY_UPS_READ,                /* blocks, see struct blk_stats */
   COPY_UPS_CACHE,
   COPY_UPS_RMW,
+  COPY_UPS_FILL,
   BASE_READS,
   BASE_READ_BYTES,
   COUNTERS

@@ -30,6 +30,7 @@
 #include "control.h"
 #include "exitstatus.h"
 #include "exports.h"
+#include "fill.h"
 #include "gather.h"
 #include "lifetime.h"
 #include "notice.h"
@@ -123,7 +124,7 @@ cow_after_fork (nbdkit_backend *backend)
 {
   if (params.stats_path && stats_start () == -1)
     return -1;
-  if (control_start () == -1)
+  if (control_start () == -1 || fill_start (backend) == -1)
     return -1;
   return lifetime_start ();
 }
@@ -136,6 +137,7 @@ static void
 cow_cleanup (nbdkit_backend *backend)
 {
   control_stop ();
+  fill_stop ();
   if (params.stats_path)
     stats_finish ();
   lifetime_stop ();
@@ -149,6 +151,7 @@ cow_unload (void)
    * .after_fork): the threads must not outlive the overlays they read.
    */
   control_stop ();
+  fill_stop ();
   stats_stop ();
   lifetime_stop ();
   if (exports_free () == -1)
@@ -435,7 +438,7 @@ cow_pread (nbdkit_next *next, void *handle,
 
   stats_count_request (&o->requests, REQ_READ, count);
   return blk_read (o->blk, &c->base.blk, buf, count, offset,
-                   !c->view && params_cow_on_read_now (), err);
+                   !c->view && params_switch_on (&params.cow_on_read), err);
 }
 
 static int

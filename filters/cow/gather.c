@@ -89,6 +89,7 @@ gather_overlays (struct export_stats **exports, size_t *n,
     e->name = strdup (o->exportname);
     blk_get_stats (o->blk, &e->blk);
     stats_sum_counters (&o->requests, e);
+    fill_read (&o->fill, &e->fill);
   }
   unpin_overlays (pinned, *n);
   free (pinned);

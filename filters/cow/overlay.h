@@ -17,6 +17,7 @@
 
 #include "basepool.h"
 #include "blk.h"
+#include "fill.h"
 #include "shardctr.h"
 #include "tsa.h"
 
@@ -25,6 +26,7 @@ struct overlay {
   struct blk *blk;
   struct shardctr requests;     /* stats.h: requests, plugin opens */
   struct base_pool *pool;       /* with cow-base-handles; else NULL */
+  struct fill_progress fill;    /* cow-fill: the fill thread's (fill.h) */
 
   /* Under overlays_lock: the overlay ends only when no connection has
    * it, no statistics walk reads it (pins), and its grace (idle_until,

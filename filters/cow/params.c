@@ -35,6 +35,9 @@ const char params_help[] =
   "cow-control=<SOCKET>  Take checkpoint commands (nbdcow checkpoint) on\n"
   "                      the Unix socket SOCKET.\n"
   "cow-file=<PATH>       Keep the overlay in PATH across restarts.\n"
+  "cow-fill=<BOOL>|/PATH  Copy the base's data into the overlays in the\n"
+  "                      background (while PATH exists).\n"
+  "cow-fill-rate=<SIZE>  Fill at most SIZE bytes a second (default: no cap).\n"
   "cow-lifetime=server|clients[:GRACE]  End an overlay GRACE seconds after\n"
   "                      its last client left (default: with the server).\n"
   "cow-max-exports=<N>   Make at most N overlays (default 128).\n"
@@ -126,13 +129,14 @@ parse_count (const char *key, const char *value, unsigned min, unsigned max,
 }
 
 static int
-parse_cow_on_read (const char *key, const char *value)
+parse_switch (const char *key, const char *value, struct path_switch *to)
 {
   int r;
 
+  to->arg = value;              /* argv outlives the server */
   if (value[0] == '/') {
-    params.cow_on_read = COW_ON_READ_PATH;
-    params.cow_on_read_path = value;    /* argv outlives the server */
+    to->mode = SWITCH_PATH;
+    to->path = value;           /* argv outlives the server */
     return 0;
   }
   if (strchr (value, '/') != NULL) {
@@ -145,7 +149,18 @@ parse_cow_on_read (const char *key, const char *value)
                   value);
     return -1;
   }
-  params.cow_on_read = r ? COW_ON_READ_ON : COW_ON_READ_OFF;
+  to->mode = r ? SWITCH_ON : SWITCH_OFF;
+  return 0;
+}
+
+static int
+parse_fill_rate (const char *key, const char *value)
+{
+  int64_t r = parse_size (key, value);
+
+  if (r == -1)
+    return -1;
+  params.fill_rate = r;
   return 0;
 }
 
@@ -246,6 +261,10 @@ params_parse (const char *key, const char *value)
     return parse_path (key, value, &params.control_path);
   if (strcmp (key, "cow-file") == 0)
     return parse_path (key, value, &params.cow_file);
+  if (strcmp (key, "cow-fill") == 0)
+    return parse_switch (key, value, &params.fill);
+  if (strcmp (key, "cow-fill-rate") == 0)
+    return parse_fill_rate (key, value);
   if (strcmp (key, "cow-lifetime") == 0)
     return parse_lifetime (key, value);
   if (strcmp (key, "cow-max-exports") == 0)
@@ -255,7 +274,7 @@ params_parse (const char *key, const char *value)
   if (strcmp (key, "cow-on-cache") == 0)
     return parse_bool (key, value, &params.cow_on_cache);
   if (strcmp (key, "cow-on-read") == 0)
-    return parse_cow_on_read (key, value);
+    return parse_switch (key, value, &params.cow_on_read);
   if (strcmp (key, "cow-stats") == 0)
     return parse_path (key, value, &params.stats_path);
   if (strcmp (key, "cow-stripes") == 0)
@@ -294,6 +313,12 @@ params_check (void)
                   params.changes_separator);
     return -1;
   }
+  if (params.fill.mode != SWITCH_OFF && params.base_handles == 0) {
+    nbdkit_error ("cow-fill=%s: needs cow-base-handles=N: the fill reads "
+                  "the plugin through the handles an export's clients "
+                  "share", params.fill.arg);
+    return -1;
+  }
   if (params.max_size < params.block_size) {
     nbdkit_error ("cow-max-size=%s: less than one block "
                   "(cow-block-size=%" PRIu32 ")", params.max_size_arg,
@@ -312,7 +337,7 @@ params_free (void)
 }
 
 bool
-params_cow_on_read_path_exists (void)
+params_switch_path_exists (const struct path_switch *s)
 {
-  return access (params.cow_on_read_path, F_OK) == 0;
+  return access (s->path, F_OK) == 0;
 }

@@ -16,13 +16,21 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-enum cow_on_read { COW_ON_READ_OFF, COW_ON_READ_ON, COW_ON_READ_PATH };
+/* A parameter that is true, false, or true while a path exists
+ * (cow-on-read, cow-fill).
+ */
+struct path_switch {
+  enum { SWITCH_OFF, SWITCH_ON, SWITCH_PATH } mode;
+  const char *path;             /* SWITCH_PATH: this path exists */
+  const char *arg;              /* as given, for messages */
+};
 
 struct cow_params {
   uint32_t block_size;          /* cow-block-size */
   bool cow_on_cache;            /* cow-on-cache */
-  enum cow_on_read cow_on_read; /* cow-on-read: off, on, or while */
-  const char *cow_on_read_path; /*   this path exists */
+  struct path_switch cow_on_read;       /* cow-on-read */
+  struct path_switch fill;      /* cow-fill */
+  uint64_t fill_rate;           /* cow-fill-rate, bytes a second; 0: none */
   char *cow_file;               /* cow-file, absolute, or NULL */
   char *stats_path;             /* cow-stats, absolute, or NULL */
   uint64_t max_size;            /* cow-max-size, or UINT64_MAX */
@@ -61,19 +69,19 @@ extern int params_check (void);
 
 extern void params_free (void);
 
-/* Whether the path of cow-on-read exists now. */
-extern bool params_cow_on_read_path_exists (void);
+/* Whether the path of a switch exists now. */
+extern bool params_switch_path_exists (const struct path_switch *s);
 
-/* Whether a read copies its blocks into the overlay now: cow-on-read
- * with a path is checked on every read, so that it can be switched
- * while nbdkit runs.  Inline: every read asks.
+/* Whether switch s is on now: one with a path is checked every time,
+ * so that it can be switched while nbdkit runs.  Inline: every read
+ * asks of cow-on-read.
  */
 static inline bool
-params_cow_on_read_now (void)
+params_switch_on (const struct path_switch *s)
 {
-  if (params.cow_on_read == COW_ON_READ_PATH)
-    return params_cow_on_read_path_exists ();
-  return params.cow_on_read == COW_ON_READ_ON;
+  if (s->mode == SWITCH_PATH)
+    return params_switch_path_exists (s);
+  return s->mode == SWITCH_ON;
 }
 
 #endif /* COW_PARAMS_H */

@@ -22,6 +22,7 @@
 #include "dirpath.h"
 #include "json.h"
 #include "monotonic.h"
+#include "params.h"
 #include "stats.h"
 
 /* The report is rewritten this often, in seconds. */
@@ -33,12 +34,37 @@ static const char *const request_names[REQ_TYPES] = {
   [REQ_EXTENTS] = "extents",
 };
 
+/* The fill of an export under cow-fill: its state, the bytes of the
+ * disk filled and to go, its rate since it began, and its error. */
+static void
+write_fill (FILE *fp, const struct fill_progress *f)
+{
+  uint64_t elapsed = f->started_ns ? monotonic_ns () - f->started_ns : 0;
+
+  if (params.fill.mode == SWITCH_OFF)
+    return;
+  fprintf (fp, "      \"fill\": { \"state\": \"%s\", \"filled_bytes\": %"
+           PRIu64 ", \"to_go_bytes\": %" PRIu64 ", \"bytes_per_second\": %"
+           PRIu64 ", \"error\": ", fill_state_name (f->state), f->offset,
+           f->size > f->offset ? f->size - f->offset : 0,
+           elapsed ? (uint64_t) (f->offset * 1e9 / elapsed) : 0);
+  if (f->state == FILL_FAILED)
+    json_write_string (fp, strerror (f->error));
+  else
+    fprintf (fp, "null");
+  fprintf (fp, " },\n");
+}
+
 static void
 write_export (FILE *fp, const struct export_stats *e)
 {
   const struct blk_stats *b = &e->blk;
+  char fill_copy_ups[64] = "";  /* under cow-fill */
   unsigned i;
 
+  if (params.fill.mode != SWITCH_OFF)
+    snprintf (fill_copy_ups, sizeof fill_copy_ups, ", \"fill\": %" PRIu64,
+              b->copy_ups_fill);
   fprintf (fp, "    {\n      \"name\": ");
   json_write_string (fp, e->name);
   fprintf (fp, ",\n"
@@ -50,7 +76,7 @@ write_export (FILE *fp, const struct export_stats *e)
            "      \"overlay_bytes_on_disk\": %" PRIu64 ",\n"
            "      \"copy_ups\": { \"cow_on_read\": %" PRIu64
            ", \"cow_on_cache\": %" PRIu64 ", \"read_modify_write\": %" PRIu64
-           " },\n"
+           "%s },\n"
            "      \"base_reads\": { \"requests\": %" PRIu64
            ", \"bytes\": %" PRIu64 " },\n"
            "      \"plugin_opens\": %" PRIu64 ",\n"
@@ -59,13 +85,16 @@ write_export (FILE *fp, const struct export_stats *e)
            b->blocks[BLK_ALLOCATED], b->blocks[BLK_ZERO], b->files,
            b->overlay_bytes,
            b->copy_ups_read, b->copy_ups_cache, b->copy_ups_rmw,
+           fill_copy_ups,
            b->base_reads, b->base_read_bytes, e->plugin_opens);
   for (i = 0; i < REQ_TYPES; ++i)
     fprintf (fp, "        \"%s\": { \"count\": %" PRIu64
              ", \"bytes\": %" PRIu64 " }%s\n",
              request_names[i], e->requests[i], e->request_bytes[i],
              i + 1 < REQ_TYPES ? "," : "");
-  fprintf (fp, "      },\n      \"lock_waits\": {\n");
+  fprintf (fp, "      },\n");
+  write_fill (fp, &e->fill);
+  fprintf (fp, "      \"lock_waits\": {\n");
   for (i = 0; i < BLK_LOCKS; ++i)
     fprintf (fp, "        \"%s\": { \"count\": %" PRIu64
              ", \"seconds\": %.6f }%s\n",

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "blk.h"
+#include "fill.h"
 #include "shardctr.h"
 
 /* The NBD requests counted per export. */
@@ -45,6 +46,7 @@ struct export_stats {
   uint64_t requests[REQ_TYPES];
   uint64_t request_bytes[REQ_TYPES];   /* bytes asked for; 0 for flush */
   uint64_t plugin_opens;
+  struct fill_progress fill;    /* under cow-fill */
 };
 
 /* Fills the requests and plugin opens of *e from counters. */

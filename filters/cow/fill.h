@@ -1,0 +1,49 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* The background fill (cow-fill): a thread that copies the base's data
+ * into each overlay through the overlay's shared plugin handles, while
+ * clients are served, so that a slow source is read once, in order.
+ */
+
+#ifndef COW_FILL_H
+#define COW_FILL_H
+
+#include <stdint.h>
+
+#include <nbdkit-filter.h>
+
+enum fill_state {
+  FILL_WAITING,                 /* no handle of the plugin yet */
+  FILL_RUNNING,
+  FILL_PAUSED,                  /* cow-fill=/PATH, and PATH is missing */
+  FILL_COMPLETE,                /* every block in the overlay */
+  FILL_FAILED,                  /* stopped by an error of the source */
+};
+
+/* An overlay's fill, written by the fill thread only and read by the
+ * statistics without a lock (every field atomic).
+ */
+struct fill_progress {
+  uint64_t offset;              /* filled up to here, in bytes */
+  uint64_t size;                /* of the base, once known */
+  uint64_t started_ns;          /* monotonic, when it began; 0 before */
+  enum fill_state state;
+  int error;                    /* FILL_FAILED: the errno */
+};
+
+/* A copy of an overlay's progress, read without a lock. */
+extern void fill_read (const struct fill_progress *from,
+                       struct fill_progress *to);
+
+/* The name of a state in the statistics. */
+extern const char *fill_state_name (enum fill_state state);
+
+/* .after_fork: starts the thread under cow-fill, reading the plugin
+ * through backend.  Returns 0, or -1 after nbdkit_error.
+ */
+extern int fill_start (nbdkit_backend *backend);
+
+/* Stops the thread and waits for it.  Safe if it never started. */
+extern void fill_stop (void);
+
+#endif /* COW_FILL_H */
