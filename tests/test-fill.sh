@@ -19,7 +19,7 @@ uri="nbd+unix:///?socket=$tmp/sock"
 stats=$tmp/stats.json
 start_nbdkit "$tmp/sock" --filter=cow --filter=log file "$tmp/base" \
   logfile="$tmp/log" cow-base-handles=1 cow-fill="$tmp/go" \
-  cow-fill-rate=8M cow-stats="$stats"
+  cow-fill-rate=64M cow-stats="$stats"
 
 # fill_is STATE: waits (up to 60 s) for the default export's fill.
 fill_is ()
