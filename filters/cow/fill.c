@@ -27,11 +27,11 @@
 #include "overlay.h"
 #include "params.h"
 
-/* What the fill copies at a time; a kept overlay is flushed each
- * FLUSH_BYTES filled, so that a restart reads it again at most.
+/* What the fill copies at a time.  A kept overlay is flushed after
+ * each piece, so that a fill cut short reads again at most the piece it
+ * was copying.
  */
 #define PIECE (4 * 1024 * 1024)
-#define FLUSH_BYTES (64 * 1024 * 1024)
 
 /* How long the thread waits while there is nothing to fill, or the
  * switch of cow-fill=/PATH is off.
@@ -152,12 +152,7 @@ fill_piece (struct overlay *o)
     return 0;
   }
   __atomic_store_n (&o->fill.offset, offset + len, __ATOMIC_RELEASE);
-  /* A kept overlay keeps what was filled: flushed now and then, and at
-   * the end.
-   */
-  if ((offset + len == io.size ||
-       (offset + len) / FLUSH_BYTES != offset / FLUSH_BYTES) &&
-      blk_flush (o->blk, &err) == -1) {
+  if (blk_flush (o->blk, &err) == -1) {
     fail (o, err);
     return len;
   }
