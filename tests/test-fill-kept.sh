@@ -3,7 +3,7 @@
 # on where it stood after a restart: over three kills at random moments
 # the plugin (behind nbdkit's log filter) reads the base's data at most
 # once plus one piece (4 MiB) per kill, and the final overlay reads as
-# the base.
+# the base: served over zeros, and exported with no backing file.
 . "$abs_top_srcdir/tests/functions.sh"
 
 M=$(( 1024 * 1024 ))
@@ -60,4 +60,14 @@ rm -f "$tmp/sock"
 start_nbdkit "$tmp/sock" --filter=cow file "$tmp/zeros" cow-file="$tmp/ov"
 nbdcopy "$uri" "$tmp/copy"
 cmp "$tmp/copy" "$tmp/base" || fail "the filled overlay is not the base"
+stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
+# Complete, it says so, and exports as a qcow2 file of its own.
+"$NBDCOW" info "$tmp/ov" | grep -q '^complete: yes' ||
+  fail "info: $("$NBDCOW" info "$tmp/ov")"
+"$NBDCOW" export "$tmp/ov" "$tmp/alone.qcow2" | grep -q standalone ||
+  fail "no standalone export"
+[ -z "$(qemu-img info --output=json "$tmp/alone.qcow2" | jq -r '."backing-filename" // empty')" ] ||
+  fail "the standalone export has a backing file"
+qemu-img compare -q "$tmp/alone.qcow2" "$tmp/base" ||
+  fail "the standalone export is not the base"
 echo "the fill resumed after each kill and left the base whole in the overlay"

@@ -64,8 +64,25 @@ check_base (const struct overlay_file *ov, const char *base, const char *out,
   return r;
 }
 
-/* Refuses an out that would overwrite the overlay or the base, or
- * that is not a file the export could replace.
+/* Without --base: the overlay must hold every block of the disk (a
+ * complete cow-fill), so that the qcow2 file stands alone.
+ */
+static int
+check_complete (const struct overlay_file *ov)
+{
+  uint64_t from_base = overlay_file_base_bytes (ov);
+
+  if (from_base == 0)
+    return 0;
+  nbdcow_error ("export: expected FILE, --base=BASE and OUT: %s leaves %"
+                PRIu64 " bytes of the disk to its base (only an overlay "
+                "that holds the whole disk exports without one)",
+                ov->kept.path, from_base);
+  return -1;
+}
+
+/* Refuses an out that would overwrite the overlay or the base (if
+ * any), or that is not a file the export could replace.
  */
 static int
 check_out (const struct overlay_file *ov, const char *out,
@@ -85,7 +102,7 @@ check_out (const struct overlay_file *ov, const char *out,
                   "qcow2", out);
     return -1;
   }
-  if (same_file (&o, base)) {
+  if (base && same_file (&o, base)) {
     nbdcow_error ("%s: is the base itself: name a new file for the qcow2",
                   out);
     return -1;
@@ -302,7 +319,7 @@ cmd_export (int argc, char **argv)
     else if (c == '?')
       return EXIT_ERROR;
   }
-  if (argc - optind != 2 || base == NULL) {
+  if (argc - optind != 2) {
     nbdcow_error ("export: expected FILE, --base=BASE and OUT");
     subcommand_usage ("export", stderr);
     return EXIT_ERROR;
@@ -318,15 +335,17 @@ cmd_export (int argc, char **argv)
   if (r == EXIT_OK && since && (r = overlay_file_since (&ov, since)) != EXIT_OK)
     overlay_file_close (&ov);
   else if (r == EXIT_OK) {
-    if (check_base (&ov, base, out, &base_st, &base_format) == -1 ||
-        check_out (&ov, out_file, &base_st) == -1 ||
+    if ((base ? check_base (&ov, base, out, &base_st, &base_format)
+              : check_complete (&ov)) == -1 ||
+        check_out (&ov, out_file, base ? &base_st : NULL) == -1 ||
         export_to (&ov, base, base_format, out_file, connections, progress,
                    &totals) == -1)
       r = EXIT_ERROR;
     else
       printf ("%s: exported %" PRIu64 " bytes of data and %" PRIu64
-              " bytes of zeros to %s, over %s\n", argv[optind],
-              totals.data_bytes, totals.zero_bytes, out, base);
+              " bytes of zeros to %s, %s%s\n", argv[optind],
+              totals.data_bytes, totals.zero_bytes, out,
+              base ? "over " : "standalone", base ? base : "");
     overlay_file_close (&ov);
   }
   free (out_file);

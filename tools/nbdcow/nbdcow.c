@@ -86,6 +86,26 @@ overlay_file_each_run (const struct overlay_file *ov, overlay_run_fn *fn,
   return 0;
 }
 
+/* The overlay_run_fn of overlay_file_base_bytes. */
+static int
+add_base_run (uint64_t offset, uint64_t length, unsigned state, void *opaque)
+{
+  uint64_t *bytes = opaque;
+
+  if (state == KEPT_NOT_ALLOCATED)
+    *bytes += length;
+  return 0;
+}
+
+uint64_t
+overlay_file_base_bytes (const struct overlay_file *ov)
+{
+  uint64_t bytes = 0;
+
+  overlay_file_each_run (ov, add_base_run, &bytes);
+  return bytes;
+}
+
 bool
 same_file (const struct stat *a, const struct stat *b)
 {
@@ -115,7 +135,7 @@ static const struct {
     "commit [--connections=N] [--empty] [--progress] FILE TARGET" },
   { "export", cmd_export,
     "export [--connections=N] [--progress] [--since=CHECKPOINT] FILE "
-    "--base=BASE OUT.qcow2" },
+    "[--base=BASE] OUT.qcow2" },
   { "checkpoint", cmd_checkpoint,
     "checkpoint create|delete SOCKET EXPORT NAME | "
     "checkpoint [--json] list SOCKET EXPORT" },

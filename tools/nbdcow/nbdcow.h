@@ -84,6 +84,11 @@ typedef int overlay_run_fn (uint64_t offset, uint64_t length,
 extern int overlay_file_each_run (const struct overlay_file *ov,
                                   overlay_run_fn *fn, void *opaque);
 
+/* The bytes of the disk the overlay leaves to the base: 0 when it
+ * holds the whole disk.
+ */
+extern uint64_t overlay_file_base_bytes (const struct overlay_file *ov);
+
 /* Whether a and b are the same file (device and inode). */
 struct stat;
 extern bool same_file (const struct stat *a, const struct stat *b);

@@ -341,13 +341,13 @@ qcow2_write_header (const struct qcow2_layout *q, int fd, const char *out,
    */
   enum { EXT = HEADER_LENGTH, END = EXT + 16, NAME = END + 8 };
   uint8_t buf[NAME + QCOW2_MAX_BACKING] = { 0 };
-  size_t name_len = strlen (backing);
+  size_t name_len = backing ? strlen (backing) : 0;
 
-  if (!qcow2_backing_fits (backing))
+  if (backing && !qcow2_backing_fits (backing))
     return -1;
   put32 (buf + 0, QCOW2_MAGIC);
   put32 (buf + 4, QCOW2_VERSION);
-  put64 (buf + 8, NAME);                        /* backing_file_offset */
+  put64 (buf + 8, backing ? NAME : 0);         /* backing_file_offset */
   put32 (buf + 16, name_len);                   /* backing_file_size */
   put32 (buf + 20, q->cluster_bits);
   put64 (buf + 24, q->virtual_size);
@@ -358,6 +358,8 @@ qcow2_write_header (const struct qcow2_layout *q, int fd, const char *out,
   /* No snapshots and no feature bits: bytes 60 to 95 stay zero. */
   put32 (buf + 96, REFCOUNT_ORDER);
   put32 (buf + 100, HEADER_LENGTH);
+  if (backing == NULL)          /* the end of the extensions: zeros */
+    return write_at (fd, out, buf, EXT + 8, 0);
   put32 (buf + EXT, EXT_BACKING_FORMAT);
   put32 (buf + EXT + 4, strlen (backing_format));
   memcpy (buf + EXT + 8, backing_format, strlen (backing_format));

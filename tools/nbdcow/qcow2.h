@@ -58,8 +58,8 @@ extern int qcow2_write_tables (const struct qcow2_layout *q,
 extern bool qcow2_backing_fits (const char *backing);
 
 /* Writes the header naming backing (at most QCOW2_MAX_BACKING bytes),
- * a file of format backing_format ("raw" or "qcow2").  Returns 0, or
- * -1 after a message.
+ * a file of format backing_format ("raw" or "qcow2"), or with no
+ * backing file if backing is NULL.  Returns 0, or -1 after a message.
  */
 extern int qcow2_write_header (const struct qcow2_layout *q, int fd,
                                const char *out, const char *backing,
