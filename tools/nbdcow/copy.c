@@ -174,18 +174,6 @@ worker_run (void *arg)
   return NULL;
 }
 
-static int
-count_run (uint64_t offset, uint64_t length, unsigned state, void *opaque)
-{
-  struct copy_totals *totals = opaque;
-
-  if (state == KEPT_ALLOCATED)
-    totals->data_bytes += length;
-  else if (state == KEPT_ZERO)
-    totals->zero_bytes += length;
-  return 0;
-}
-
 /* Draws the progress until every started worker has finished. */
 static void
 wait_for_workers (struct copy *c, unsigned started)
@@ -219,15 +207,17 @@ copy_pieces (struct overlay_file *ov, struct target *t, bool consecutive,
   struct copy c = { .ov = ov, .t = t, .consecutive = consecutive,
                     .next_data = data_offset };
   struct worker *workers = calloc (n, sizeof *workers);
+  struct overlay_counts counts;
   int err = 0;
 
   if (workers == NULL) {
     nbdcow_error ("%s: calloc: %m", ov->kept.path);
     return -1;
   }
-  memset (totals, 0, sizeof *totals);
-  totals->connections = n;
-  overlay_file_each_run (ov, count_run, totals);
+  overlay_file_count (ov, &counts);
+  *totals = (struct copy_totals) { .connections = n,
+                                   .data_bytes = counts.bytes[KEPT_ALLOCATED],
+                                   .zero_bytes = counts.bytes[KEPT_ZERO] };
   progress_init (&c.progress, progress, what,
                  totals->data_bytes + totals->zero_bytes);
   c.piece_blocks = PIECE_BYTES / block_size ? PIECE_BYTES / block_size : 1;

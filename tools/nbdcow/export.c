@@ -70,8 +70,11 @@ check_base (const struct overlay_file *ov, const char *base, const char *out,
 static int
 check_complete (const struct overlay_file *ov)
 {
-  uint64_t from_base = overlay_file_base_bytes (ov);
+  struct overlay_counts c;
+  uint64_t from_base;
 
+  overlay_file_count (ov, &c);
+  from_base = c.bytes[KEPT_NOT_ALLOCATED];
   if (from_base == 0)
     return 0;
   nbdcow_error ("export: expected FILE, --base=BASE and OUT: %s leaves %"

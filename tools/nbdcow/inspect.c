@@ -112,25 +112,8 @@ not_closed_why (const struct kept_header *h)
  * info
  */
 
-struct counts {
-  const struct blockgeom *geom;
-  uint64_t blocks[4];           /* by state; 3 is invalid */
-  uint64_t bytes[4];
-};
-
-static int
-count_run (uint64_t offset, uint64_t length, unsigned state, void *opaque)
-{
-  struct counts *c = opaque;
-
-  c->blocks[state] += blockgeom_block (c->geom, offset + length - 1)
-                      - blockgeom_block (c->geom, offset) + 1;
-  c->bytes[state] += length;
-  return 0;
-}
-
 static void
-print_info_json (const struct overlay_file *ov, const struct counts *c,
+print_info_json (const struct overlay_file *ov, const struct overlay_counts *c,
                  const struct overlay_history *hist, const uint64_t *changed,
                  uint64_t on_disk)
 {
@@ -166,7 +149,7 @@ print_info_json (const struct overlay_file *ov, const struct counts *c,
 }
 
 static void
-print_info_text (const struct overlay_file *ov, const struct counts *c,
+print_info_text (const struct overlay_file *ov, const struct overlay_counts *c,
                  const struct overlay_history *hist, const uint64_t *changed,
                  uint64_t on_disk)
 {
@@ -207,7 +190,7 @@ cmd_info (int argc, char **argv)
   struct overlay_file ov;
   struct overlay_history hist;
   uint64_t changed[CHECKPOINTS_MAX];
-  struct counts c = { 0 };
+  struct overlay_counts c;
   bool json;
   int r;
 
@@ -222,8 +205,7 @@ cmd_info (int argc, char **argv)
     overlay_file_close (&ov);
     return r;
   }
-  c.geom = &ov.kept.header.layout.geom;
-  overlay_file_each_run (&ov, count_run, &c);
+  overlay_file_count (&ov, &c);
   count_changed (&ov, &hist, changed);
   if (json)
     print_info_json (&ov, &c, &hist, changed, disk_bytes (ov.kept.fd));

@@ -86,24 +86,23 @@ overlay_file_each_run (const struct overlay_file *ov, overlay_run_fn *fn,
   return 0;
 }
 
-/* The overlay_run_fn of overlay_file_base_bytes. */
+/* The overlay_run_fn of overlay_file_count. */
 static int
-add_base_run (uint64_t offset, uint64_t length, unsigned state, void *opaque)
+count_run (uint64_t offset, uint64_t length, unsigned state, void *opaque)
 {
-  uint64_t *bytes = opaque;
+  struct overlay_counts *c = opaque;
 
-  if (state == KEPT_NOT_ALLOCATED)
-    *bytes += length;
+  c->blocks[state] += blockgeom_block (c->geom, offset + length - 1)
+                      - blockgeom_block (c->geom, offset) + 1;
+  c->bytes[state] += length;
   return 0;
 }
 
-uint64_t
-overlay_file_base_bytes (const struct overlay_file *ov)
+void
+overlay_file_count (const struct overlay_file *ov, struct overlay_counts *c)
 {
-  uint64_t bytes = 0;
-
-  overlay_file_each_run (ov, add_base_run, &bytes);
-  return bytes;
+  *c = (struct overlay_counts) { .geom = &ov->kept.header.layout.geom };
+  overlay_file_each_run (ov, count_run, c);
 }
 
 bool

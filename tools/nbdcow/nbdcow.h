@@ -84,10 +84,16 @@ typedef int overlay_run_fn (uint64_t offset, uint64_t length,
 extern int overlay_file_each_run (const struct overlay_file *ov,
                                   overlay_run_fn *fn, void *opaque);
 
-/* The bytes of the disk the overlay leaves to the base: 0 when it
- * holds the whole disk.
+/* The blocks, and the bytes of the disk, in each state (by enum
+ * kept_state; 3 counts the invalid state check finds).
  */
-extern uint64_t overlay_file_base_bytes (const struct overlay_file *ov);
+struct overlay_counts {
+  const struct blockgeom *geom;
+  uint64_t blocks[4];
+  uint64_t bytes[4];
+};
+extern void overlay_file_count (const struct overlay_file *ov,
+                                struct overlay_counts *c);
 
 /* Whether a and b are the same file (device and inode). */
 struct stat;
