@@ -137,6 +137,19 @@ kept_load_table (struct kept_overlay *ko, struct kept_table *table)
   return r;
 }
 
+void
+kept_export_marks_page (const struct kept_overlay *ko,
+                        const struct slotmap *marks, uint64_t page,
+                        uint8_t *buf)
+{
+  uint64_t per_page = ko->header.layout.blocks_per_page;
+  uint64_t first = page * per_page, blocks = kept_blocks (ko), i;
+
+  for (i = 0; i < per_page; ++i)
+    kept_put_le (buf + 4 * i,
+                 first + i < blocks ? slotmap_get (marks, first + i) : 0, 4);
+}
+
 /* What kept_load_marks passes to load_chunk. */
 struct load {
   kept_found_mark *found;

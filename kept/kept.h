@@ -313,6 +313,24 @@ typedef int kept_found_mark (void *opaque, uint64_t b, uint32_t mark);
 extern int kept_load_marks (struct kept_overlay *ko, kept_found_mark *found,
                             void *opaque, uint32_t *max_mark);
 
+/* Version 4: the bytes of marks page page (KEPT_STATE_PAGE of them:
+ * the marks of the blocks of state page page) as the file stores
+ * them, from marks (the mark of block b at entry b), into buf.
+ */
+extern void kept_export_marks_page (const struct kept_overlay *ko,
+                                    const struct slotmap *marks,
+                                    uint64_t page, uint8_t *buf);
+
+/* Whether the marks of a file whose table holds checkpoints
+ * checkpoints may miss a change it holds (MARKS_STALE): then every
+ * block of its overlay counts as changed since each checkpoint.
+ */
+static inline bool
+kept_marks_stale (const struct kept_header *header, unsigned checkpoints)
+{
+  return checkpoints > 0 && (header->flags & KEPT_MARKS_STALE) != 0;
+}
+
 /* Version 4: empties the table and clears the marks, durably. */
 extern int kept_clear_history (struct kept_overlay *ko);
 

@@ -83,13 +83,13 @@ changes_mark (struct changes *ch, uint64_t first, uint64_t n)
   return epoch != 0 && n > 0 && changes_mark_epoch (ch, first, n, epoch);
 }
 
-/* Block b's mark: the epoch of its last change while a checkpoint
- * existed, or 0.  Takes no lock.
+/* The marks: entry b is the epoch of block b's last change while a
+ * checkpoint existed, or 0.  To read only, without a lock.
  */
-static inline uint32_t
-changes_mark_of (const struct changes *ch, uint64_t b)
+static inline const struct slotmap *
+changes_marks (const struct changes *ch)
 {
-  return slotmap_get (&ch->marks, b);
+  return &ch->marks;
 }
 
 /* Whether a mark could not be made (changes.lost).  Takes no lock. */

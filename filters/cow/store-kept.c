@@ -35,7 +35,6 @@
 
 #include <config.h>
 
-#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -268,7 +267,7 @@ restore_marks (struct store_kept *k)
   count = changes_list (k->changes, list, &last);
   if (max_mark > last)
     changes_restore (k->changes, list, count, last = max_mark);
-  k->stale = count > 0 && (ko->header.flags & KEPT_MARKS_STALE);
+  k->stale = kept_marks_stale (&ko->header, count);
   if (k->stale) {
     nbdkit_debug ("cow-file=%s: changes may have been written that its "
                   "marks do not hold: every block of the overlay counts "
@@ -786,20 +785,6 @@ redirty_pages (void *opaque, const uint64_t *at, unsigned n)
   }
 }
 
-/* The marks of the blocks of state page page, as the file keeps them. */
-static void
-export_marks_page (struct store_kept *k, uint64_t page, uint8_t *buf)
-{
-  uint64_t per_page = k->kept.header.layout.blocks_per_page;
-  uint64_t first = page * per_page, blocks = kept_blocks (&k->kept), i;
-
-  for (i = 0; i < per_page; ++i) {
-    uint32_t mark = first + i < blocks
-                    ? htole32 (changes_mark_of (k->changes, first + i)) : 0;
-    memcpy (buf + 4 * i, &mark, 4);
-  }
-}
-
 /* The kept_take_pages of a flush, taking the pages in the order the
  * file holds them: the table first if it changed, then up to max of
  * the dirty state pages and marks pages from page *next - 1 on (marks
@@ -843,7 +828,8 @@ take_dirty_pages (void *opaque, uint64_t *next, uint64_t *at,
       continue;
     }
     if (take_marks_page (k, m)) {
-      export_marks_page (k, m, buf + n * KEPT_STATE_PAGE);
+      kept_export_marks_page (&k->kept, changes_marks (k->changes), m,
+                              buf + n * KEPT_STATE_PAGE);
       at[n++] = l->states_offset + p * KEPT_STATE_PAGE;
     }
   }
