@@ -45,36 +45,8 @@ jq -e '.exports[0].fill | .filled_bytes == 33554432 and .to_go_bytes == 0
   fail "fill statistics: $(jq -c '.exports[0].fill' "$stats")"
 
 # Every data byte of the base read once, no hole read at all.
-"$PYTHON" - "$tmp/log" "$tmp/base" <<'PY'
-import os, re, sys
-log, base = sys.argv[1:]
-reads = [(int(o, 16), int(c, 16)) for o, c in
-         re.findall(r'Read id=\d+ offset=(0x[0-9a-f]+) count=(0x[0-9a-f]+)',
-                    open(log).read())]
-fd = os.open(base, os.O_RDONLY)
-size = os.fstat(fd).st_size
-data, at = set(), 0
-while True:
-    try:
-        start = os.lseek(fd, at, os.SEEK_DATA)
-    except OSError:
-        break
-    end = os.lseek(fd, start, os.SEEK_HOLE)
-    data.update(range(start // 4096, end // 4096))
-    at = end
-seen = {}
-for offset, count in reads:
-    for unit in range(offset // 4096, (offset + count) // 4096):
-        seen[unit] = seen.get(unit, 0) + 1
-holes = [u for u in seen if u not in data]
-twice = [u for u, n in seen.items() if n > 1]
-missed = data - set(seen)
-assert not holes, 'holes read: %d units, the first at %d' % (len(holes), holes[0] * 4096)
-assert not twice, '%d units read twice, the first at %d' % (len(twice), twice[0] * 4096)
-assert not missed, '%d data units never read' % len(missed)
-print('%d data units read once, no hole read' % len(data))
-PY
-[ $? -eq 0 ] || fail "the base was not read once"
+"$PYTHON" "$tests/base-reads.py" "$tmp/log" "$tmp/base" 0 ||
+  fail "the base was not read once"
 
 # The writes stay; the rest reads as the base; the plugin is not read.
 reads_before=$(grep -c ' Read id=' "$tmp/log")
