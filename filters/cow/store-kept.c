@@ -647,11 +647,11 @@ mark_stale (struct store_kept *k)
 /* Clears MARKS_STALE after a flush whose marks hold every change
  * begun before it ended: none was in flight when it began (ended was
  * ended_at_flush, which no change has begun past since), and none was
- * lost for want of memory (then the flag stays for the file's life).  stale is
- * cleared before begun is read, and a change reads stale after it
- * counts itself begun, so either the flush sees the change or the
- * change sees the file unmarked and marks it again (waiting for the
- * lock).
+ * lost for want of memory (then the flag stays until the file is next
+ * opened).  stale is cleared before begun is read, and a change reads
+ * stale after it counts itself begun, so either the flush sees the
+ * change or the change sees the file unmarked and marks it again
+ * (waiting for the lock).
  */
 static void
 settle_stale (struct store_kept *k)
