@@ -81,16 +81,25 @@ parse_block_size (const char *key, const char *value)
   return 0;
 }
 
+/* Sets *to to the size in key=value, or returns -1 after an error
+ * naming both.
+ */
 static int
-parse_max_size (const char *key, const char *value)
+parse_bytes (const char *key, const char *value, uint64_t *to)
 {
   int64_t r = parse_size (key, value);
 
   if (r == -1)
     return -1;
-  params.max_size = r;
-  params.max_size_arg = value;  /* argv outlives the server */
+  *to = r;
   return 0;
+}
+
+static int
+parse_max_size (const char *key, const char *value)
+{
+  params.max_size_arg = value;  /* argv outlives the server */
+  return parse_bytes (key, value, &params.max_size);
 }
 
 static int
@@ -153,16 +162,6 @@ parse_switch (const char *key, const char *value, struct path_switch *to)
   return 0;
 }
 
-static int
-parse_fill_rate (const char *key, const char *value)
-{
-  int64_t r = parse_size (key, value);
-
-  if (r == -1)
-    return -1;
-  params.fill_rate = r;
-  return 0;
-}
 
 static int
 parse_path (const char *key, const char *value, char **path)
@@ -264,7 +263,7 @@ params_parse (const char *key, const char *value)
   if (strcmp (key, "cow-fill") == 0)
     return parse_switch (key, value, &params.fill);
   if (strcmp (key, "cow-fill-rate") == 0)
-    return parse_fill_rate (key, value);
+    return parse_bytes (key, value, &params.fill_rate);
   if (strcmp (key, "cow-lifetime") == 0)
     return parse_lifetime (key, value);
   if (strcmp (key, "cow-max-exports") == 0)

@@ -35,7 +35,8 @@ static const char *const request_names[REQ_TYPES] = {
 };
 
 /* The fill of an export under cow-fill: its state, the bytes of the
- * disk filled and to go, its rate since it began, and its error. */
+ * disk filled and to go, its rate since it began, and its error.
+ */
 static void
 write_fill (FILE *fp, const struct fill_progress *f)
 {
