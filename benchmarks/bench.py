@@ -93,6 +93,12 @@ OURS_EXPORT, RECIPE_EXPORT = ("nbdcow export",
 # The peers of the diff saved from a running server (class ChangesView).
 VIEW_DIFF, RECIPE_DIFF = ("qemu-img convert -B of the changes view",
                           "qemu-img create -b + rebase")
+# The peers of the background fill (class Fill), and its yardstick.
+FILL_ON, COR_ALONE, NEITHER, ONE_PASS = (
+    "ours, cow-fill", "ours, cow-on-read alone", "ours, neither",
+    "one pass over the source (nbdcopy, no filter)")
+SOURCE_LATENCY = "1ms"  # per read of the slow source
+SOURCE_RATE = "100M"    # its bandwidth, bytes a second
 JOBS = [1, 2, 4, 8]
 IODEPTH = 16
 
@@ -748,6 +754,107 @@ class ChangesView:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+class Fill:
+    """A virt-v2v-like pipeline over a slow source: a file of data and
+    holes behind nbdkit's delay filter (SOURCE_LATENCY per read) and
+    rate filter (SOURCE_RATE).  A client modifies the disk in place
+    with a few hundred scattered reads (each timed) and writes, then
+    nbdcopy copies it out over 4 connections.  Peers: our filter with
+    cow-fill, with cow-on-read alone and with neither, and the
+    yardstick: one nbdcopy of the source itself.  cow-stats gives the
+    bytes each peer read from the source."""
+
+    OPS = 300
+
+    def __init__(self, bench):
+        self.b = bench
+        self.size = (256 << 20) if bench.args.quick else (1 << 30)
+        self.dir = os.path.join(bench.work, "fill")
+        self.base = os.path.join(self.dir, "base.img")
+        self.stats = os.path.join(self.dir, "stats.json")
+        self.out = os.path.join(self.dir, "out.img")
+        self.data = 0
+
+    def prepare(self):
+        """The source: in each 16 MiB, 10 MiB of data, then a hole."""
+        shutil.rmtree(self.dir, ignore_errors=True)
+        os.makedirs(self.dir)
+        chunk = 16 << 20
+        with open(self.base, "wb") as f:
+            f.truncate(self.size)
+            for at in range(0, self.size, chunk):
+                f.seek(at)
+                f.write(os.urandom(10 << 20))
+                self.data += 10 << 20
+
+    def serve(self, peer):
+        source = ["file", self.base]
+        slow = ["rate", "delay"]
+        params = ["rate=" + SOURCE_RATE, "delay-read=" + SOURCE_LATENCY]
+        if peer == ONE_PASS:
+            self.b.nbdkit("srv", slow, source, params)
+        else:
+            mode = {FILL_ON: ["cow-fill=true"],
+                    COR_ALONE: ["cow-on-read=true"], NEITHER: []}[peer]
+            self.b.nbdkit("srv", [self.b.args.filter] + slow, source,
+                          params + mode + ["cow-stats=" + self.stats])
+        return "nbd+unix:///?socket=" + self.b.sock("srv")
+
+    def modify(self, uri):
+        """OPS scattered requests, two reads of 64 KiB for each write of
+        4 KiB, at the same offsets for every peer; the reads' seconds."""
+        import nbd
+        import random
+        rng = random.Random(65)
+        h = nbd.NBD()
+        h.connect_uri(uri)
+        latencies = []
+        for i in range(self.OPS):
+            offset = rng.randrange(self.size - 65536)
+            if i % 3 == 2:
+                h.pwrite(b"m" * 4096, offset)
+                continue
+            t = time.perf_counter()
+            h.pread(65536, offset)
+            latencies.append(time.perf_counter() - t)
+        h.flush()
+        h.shutdown()
+        return latencies
+
+    def one(self, peer):
+        remove_settled(self.out)
+        uri = self.serve(peer)
+        t = time.monotonic()
+        latencies = [] if peer == ONE_PASS else self.modify(uri)
+        modify_s = time.monotonic() - t
+        copy_s = self.b.run(["nbdcopy", "--connections=4", uri, self.out])
+        self.b.stop_all()                 # the statistics' final report
+        source = self.data if peer == ONE_PASS else \
+            json.load(open(self.stats))["exports"][0]["base_reads"]["bytes"]
+        latencies.sort()
+        pick = (lambda q: latencies[min(len(latencies) - 1,
+                                        int(q * len(latencies)))] * 1000
+                if latencies else 0)
+        return {"peer": peer, "modify_s": modify_s, "copy_s": copy_s,
+                "seconds": modify_s + copy_s, "source_bytes": source,
+                "data_bytes": self.data, "size": self.size,
+                "latency": SOURCE_LATENCY, "rate": SOURCE_RATE,
+                "ops": self.OPS,
+                "read_p50_ms": pick(0.5), "read_p99_ms": pick(0.99)}
+
+    def run(self, results):
+        self.prepare()
+        for peer in [ONE_PASS, NEITHER, COR_ALONE, FILL_ON]:
+            results.append(self.one(peer))
+            os.sync()
+            r = results[-1]
+            progress("fill | %s: %.2f s, %d bytes of the source, reads "
+                     "p50 %.2f ms p99 %.2f ms" %
+                     (peer, r["seconds"], r["source_bytes"],
+                      r["read_p50_ms"], r["read_p99_ms"]))
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
 def median_zeroes_row(rows):
     """The round with the median data / zeros ratio, with the largest
     overlay any round left: a size that only one round shows is still
@@ -922,7 +1029,7 @@ def main():
     results = {"machine": machine(), "runtime": args.runtime,
                "quick": args.quick, "fio": [], "pipeline": [], "zeroes": [],
                "targets": [], "tools": [], "changes": [],
-               "shared_handles": []}
+               "shared_handles": [], "fill": []}
     started = time.time()
     try:
         if not (args.targets_only or args.tools_only):
@@ -934,6 +1041,7 @@ def main():
         if not args.targets_only:
             Tools(b).run(results["tools"])
             ChangesView(b).run(results["changes"])
+            Fill(b).run(results["fill"])
         if not args.tools_only:
             b.target_runs(results["targets"])
     finally:

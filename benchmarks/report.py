@@ -11,7 +11,8 @@ import statistics
 import subprocess
 import sys
 
-from bench import (DISTRO, FAST1M, FAST64, FILE_NONE, KEPT, NONE,
+from bench import (COR_ALONE, DISTRO, FAST1M, FAST64, FILE_NONE, FILL_ON,
+                   KEPT, NONE, ONE_PASS,
                    NONE_AGAIN, OURS, OURS_COMMIT,
                    OURS_EXPORT, OURS_KEEP, PEERS, QEMU, QEMU_COMMIT,
                    QEMU_KEEP, RECIPE_DIFF, RECIPE_EXPORT, VIEW_DIFF,
@@ -184,6 +185,8 @@ def check_targets(res):
         check_tool_targets(res, t)
     if res.get("changes"):
         check_changes_targets(res, t)
+    if res.get("fill"):
+        check_fill_targets(res, t)
     return t
 
 
@@ -197,6 +200,22 @@ def check_changes_targets(res, t):
             view["read_bytes"] / view["changes"], "<=", 1.05)
     t.check("the same: %s time / %s" % (RECIPE_DIFF, VIEW_DIFF),
             ratio(rows[RECIPE_DIFF]["seconds"], view["seconds"]), ">=", 10)
+
+
+def check_fill_targets(res, t):
+    """The pipeline over a slow source with the fill against one pass
+    over the source, and the client's reads against cow-on-read
+    alone."""
+    rows = {r["peer"]: r for r in res["fill"]}
+    fill, alone, one = rows[FILL_ON], rows[COR_ALONE], rows[ONE_PASS]
+    t.check("pipeline over a slow source with cow-fill: total / one pass "
+            "over the source", fill["seconds"] / one["seconds"], "<=", 1.25)
+    t.check("pipeline with cow-fill: bytes read from the source / its data",
+            fill["source_bytes"] / fill["data_bytes"], "<=", 1.05)
+    for q in ("p50", "p99"):
+        t.check("client reads while the fill runs: %s / %s without" %
+                (q, q), fill["read_%s_ms" % q] / alone["read_%s_ms" % q],
+                "<=", 1.5)
 
 
 def check_tool_targets(res, t):
@@ -374,6 +393,8 @@ def report(d):
         out += tools_section(res)
     if res.get("changes"):
         out += changes_section(res)
+    if res.get("fill"):
+        out += fill_section(res)
     with open(os.path.join(d, "report.md"), "w") as f:
         f.write("\n".join(out) + "\n")
     return t.missed
@@ -529,6 +550,29 @@ def changes_section(res):
                    (r["peer"], r["seconds"],
                     ", ".join("%.2f" % x for x in r["all_s"]),
                     r["read_bytes"], r["base_bytes"]))
+    return out
+
+
+def fill_section(res):
+    r0 = res["fill"][0]
+    out = ["", "## Filling in the background, over a slow source", "",
+           "A source of %g MiB, 10 MiB of data and a hole in every 16 MiB, "
+           "behind nbdkit's delay filter (%s a read) and rate filter "
+           "(%s bytes a second).  The pipeline: one client modifies the "
+           "disk in place with %d scattered requests (two reads of 64 KiB, "
+           "each timed, for each write of 4 KiB), then `nbdcopy "
+           "--connections=4` copies it out.  The yardstick copies the "
+           "source itself, once.  Source bytes: what the filter read from "
+           "the source (cow-stats).  One round." %
+           (r0["size"] / 2**20, r0["latency"], r0["rate"], r0["ops"]), "",
+           "| peer | modify (s) | copy (s) | total (s) | source bytes | "
+           "/ data | reads p50 (ms) | reads p99 (ms) |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in res["fill"]:
+        out.append("| %s | %.2f | %.2f | %.2f | %d | %.2f | %.2f | %.2f |" %
+                   (r["peer"], r["modify_s"], r["copy_s"], r["seconds"],
+                    r["source_bytes"], r["source_bytes"] / r["data_bytes"],
+                    r["read_p50_ms"], r["read_p99_ms"]))
     return out
 
 

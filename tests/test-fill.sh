@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# cow-fill copies the base's data into the overlay in the background,
-# through the export's shared plugin handle: over a base of data runs
-# and holes behind nbdkit's log filter, while a client writes, every
-# data byte of the base is read once (fill and the client's
-# read-modify-write together), holes never; the client's writes stay;
-# the statistics say complete; afterwards reading the whole export
-# reads nothing from the plugin.  cow-fill=/PATH waits while PATH is
-# missing, and cow-fill without cow-base-handles is refused.
+# cow-fill copies the base's data into the overlay in the background
+# while four clients write and read at random (tests/fill-clients.py,
+# every read checked against a model), over a base of data runs and
+# holes behind nbdkit's delay and log filters: every data byte of the
+# base is read once (fill and clients' misses together), holes never;
+# the statistics say complete; afterwards a new client's reads and an
+# nbdcopy over four connections make no call of the plugin.
+# cow-fill=/PATH waits while PATH is missing.  Without cow-base-handles
+# the fill reads through one handle of its own.
 . "$abs_top_srcdir/tests/functions.sh"
+requires_filter delay
 
 M=$(( 1024 * 1024 ))
 truncate -s $(( 32 * M )) "$tmp/base"
@@ -17,50 +19,59 @@ for at in 0 5 12 31; do
 done
 uri="nbd+unix:///?socket=$tmp/sock"
 stats=$tmp/stats.json
-start_nbdkit "$tmp/sock" --filter=cow --filter=log file "$tmp/base" \
-  logfile="$tmp/log" cow-base-handles=1 cow-fill="$tmp/go" \
-  cow-fill-rate=64M cow-stats="$stats"
+start_nbdkit "$tmp/sock" --filter=cow --filter=log --filter=delay \
+  file "$tmp/base" logfile="$tmp/log" rdelay=1ms cow-base-handles=1 \
+  cow-fill="$tmp/go" cow-fill-rate=64M cow-stats="$stats"
 
-# fill_is STATE: waits (up to 60 s) for the default export's fill.
-fill_is ()
-{
-  for _ in $(seq 300); do
-    [ "$(jq -r '.exports[0].fill.state' "$stats" 2>/dev/null)" = "$1" ] &&
-      return 0
-    sleep 0.2
-  done
-  fail "the fill is not $1: $(jq -c '.exports[0].fill' "$stats")"
-}
-
-# Writes before the fill runs, one into a data run it has not reached.
-nbdsh -u "$uri" -c "
-h.pwrite(b'w' * 4096, 12 * $M + 100)
-h.pwrite(b'v' * 65536, 20 * $M)
-"
-fill_is paused
-touch "$tmp/go"
-fill_is complete
-jq -e '.exports[0].fill | .filled_bytes == 33554432 and .to_go_bytes == 0
-       and .error == null' "$stats" >/dev/null ||
+"$PYTHON" "$tests/fill-clients.py" "$uri" "$tmp/base" "$stats" "$tmp/go" \
+  "$tmp/want" || fail "a client read wrong"
+jq -e '.exports[0].fill | .state == "complete" and
+       .filled_bytes == 33554432 and .to_go_bytes == 0 and .error == null' \
+  "$stats" >/dev/null ||
   fail "fill statistics: $(jq -c '.exports[0].fill' "$stats")"
 
 # Every data byte of the base read once, no hole read at all.
 "$PYTHON" "$tests/base-reads.py" "$tmp/log" "$tmp/base" 0 ||
   fail "the base was not read once"
 
-# The writes stay; the rest reads as the base; the plugin is not read.
-reads_before=$(grep -c ' Read id=' "$tmp/log")
+# A new client and a copy over four connections: no call of the plugin
+# but the preconnect nbdkit makes for every connection, before it opens
+# any filter.
+calls ()
+{
+  grep -vc Preconnect "$tmp/log"
+}
+calls_before=$(calls)
 nbdsh -u "$uri" -c "
-base = open('$tmp/base', 'rb').read()
-want = bytearray(base)
-want[12 * $M + 100:12 * $M + 4196] = b'w' * 4096
-want[20 * $M:20 * $M + 65536] = b'v' * 65536
-for at in range(0, len(want), $M):
-    assert h.pread($M, at) == want[at:at + $M], 'MiB %d reads wrong' % (at // $M)
+want = open('$tmp/want', 'rb').read()
+assert h.pread(len(want), 0) == want, 'a new client reads wrong'
 "
-[ "$(grep -c ' Read id=' "$tmp/log")" -eq "$reads_before" ] ||
-  fail "a read after the fill reached the plugin"
-echo "the fill read each data byte once, kept the writes, and stands alone"
+nbdcopy --connections=4 "$uri" "$tmp/copy"
+cmp "$tmp/copy" "$tmp/want" || fail "the copy-out differs"
+[ "$(calls)" -eq "$calls_before" ] ||
+  fail "after the fill the plugin was called: $(grep -v Preconnect "$tmp/log" | tail -n +$(( calls_before + 1 )) | head -5)"
+echo "the fill read each data byte once beside four clients, and stands alone"
+stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
 
-expect_start_failure "cow-fill=true: needs cow-base-handles=N" \
-  --filter=cow file "$tmp/base" cow-fill=true
+# Without cow-base-handles: one more plugin handle, the fill's own.
+rm -f "$tmp/sock" "$tmp/log"
+start_nbdkit "$tmp/sock" --filter=cow --filter=log file "$tmp/base" \
+  logfile="$tmp/log" cow-fill=true cow-stats="$stats"
+nbdinfo --size "$uri" >/dev/null
+for _ in $(seq 300); do
+  [ "$(jq -r '.exports[0].fill.state' "$stats" 2>/dev/null)" = complete ] &&
+    break
+  sleep 0.2
+done
+jq -e '.exports[0] | .fill.state == "complete" and .plugin_opens == 2' \
+  "$stats" >/dev/null ||
+  fail "fill without shared handles: $(jq -c '.exports[0] | {fill, plugin_opens}' "$stats")"
+"$PYTHON" "$tests/base-reads.py" "$tmp/log" "$tmp/base" 0 ||
+  fail "the base was not read once by the fill's own handle"
+
+case $("$system_nbdkit" --version) in
+  "nbdkit 1."[0-3][0-9].*|"nbdkit 1.4"[0-2].*|"nbdkit 1.43."[0-8])
+    mkdir "$tmp/dir"
+    expect_start_failure "cow-fill=true: nbdkit .* without an export name" \
+      --filter=cow file dir="$tmp/dir" cow-fill=true ;;
+esac

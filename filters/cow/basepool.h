@@ -4,7 +4,8 @@
  * cow-base-handles=N: N contexts of the plugin, each opened read-only
  * the first time a connection needs it and kept until nbdkit cleans
  * up, instead of one per client connection.  Connections take them in
- * turn.  A context is opened shared (nbdkit_next_context_open), outside
+ * turn.  The background fill (fill.h) reads through them too, or,
+ * without cow-base-handles, through a pool of one context its own.  A context is opened shared (nbdkit_next_context_open), outside
  * any one client's connection, so the plugin sees the facts of no
  * client: TLS only if nbdkit requires it, and, before nbdkit 1.44, no
  * export name (the man page says when sharing is unsafe).

@@ -93,14 +93,32 @@ overlay_write (struct blk *blk, const void *buf, uint64_t count,
   return r;
 }
 
+/* The clients' reads of any base under way, for the fill to give way
+ * to (atomic).
+ */
+static unsigned client_base_reads;
+
 /* Every read of the base goes through here, to be counted. */
 static int
 base_read (struct blk *blk, const struct blk_base *base, void *buf,
            uint32_t len, uint64_t offset, int *err)
 {
+  int r;
+
   stat_add (blk, BASE_READS, 1);
   stat_add (blk, BASE_READ_BYTES, len);
-  return base->pread (base->opaque, buf, len, offset, err);
+  if (base->background)
+    return base->pread (base->opaque, buf, len, offset, err);
+  __atomic_add_fetch (&client_base_reads, 1, __ATOMIC_RELAXED);
+  r = base->pread (base->opaque, buf, len, offset, err);
+  __atomic_sub_fetch (&client_base_reads, 1, __ATOMIC_RELAXED);
+  return r;
+}
+
+unsigned
+blk_client_base_reads (void)
+{
+  return __atomic_load_n (&client_base_reads, __ATOMIC_RELAXED);
 }
 
 /* Makes room for a change of the states of blocks [first, first+n), in

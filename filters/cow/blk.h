@@ -88,15 +88,20 @@ extern int blk_zero (struct blk *blk, const struct blk_base *base,
 extern int blk_trim (struct blk *blk, uint32_t count, uint64_t offset,
                      int *err);
 /* Copies the unallocated blocks touching the range into the overlay. */
-/* The background fill (fill.c): as blk_copy_up, but a block the base
+extern int blk_copy_up (struct blk *blk, const struct blk_base *base,
+                        uint32_t count, uint64_t offset, int *err);
+
+/* The background fill (fill.h): as blk_copy_up, but a block the base
  * is known to read as zeros (its extents say so) becomes zero in the
  * overlay without being read.
  */
 extern int blk_fill (struct blk *blk, const struct blk_base *base,
                      uint32_t count, uint64_t offset, int *err);
 
-extern int blk_copy_up (struct blk *blk, const struct blk_base *base,
-                        uint32_t count, uint64_t offset, int *err);
+/* How many reads of a base, by clients of any overlay and not by the
+ * fill, are under way now.
+ */
+extern unsigned blk_client_base_reads (void);
 
 /* Sets *state to the state of the block holding offset and returns the
  * end of the run of bytes in [offset, end) in that same state.

@@ -41,6 +41,10 @@ struct blk_base {
   int (*describe) (void *opaque, uint32_t count, uint64_t offset,
                    blk_found_run *found, void *found_opaque);
   void *opaque;
+  /* The background fill's (fill.h), whose reads of the base give way
+   * to the clients' (blk_client_base_reads).
+   */
+  bool background;
 };
 
 /* The locks of the layer, whose waits the statistics count

@@ -102,6 +102,14 @@ cow_get_ready (int thread_model)
             "nbdkit %s opens a shared handle without an export name, which "
             "the plugin's dir= needs (1.44 tells it)", params.base_handles,
             NBDKIT_VERSION_STRING);
+  if (params.fill.mode != SWITCH_OFF && !SHARED_KNOWS_NAME &&
+      params.plugin_dir) {
+    nbdkit_error ("cow-fill=%s: nbdkit %s opens the fill's handle of the "
+                  "plugin without an export name, which the plugin's dir= "
+                  "needs (1.44 tells it)", params.fill.arg,
+                  NBDKIT_VERSION_STRING);
+    return -1;
+  }
   shared_sees_tls = servertls_required ();
   if (exports_init () == -1)
     return -1;
@@ -426,6 +434,7 @@ cow_export_description (nbdkit_next *next, void *handle)
   return baseio_export_description (&((struct conn *) handle)->base);
 }
 
+
 static int
 cow_pread (nbdkit_next *next, void *handle,
            void *buf, uint32_t count, uint64_t offset, uint32_t flags,
@@ -437,6 +446,12 @@ cow_pread (nbdkit_next *next, void *handle,
   CHECK (next == NULL || next == c->base.next);
 
   stats_count_request (&o->requests, REQ_READ, count);
+  /* Under cow-fill a read fills what it reads, which the fill would
+   * otherwise read from the base again.
+   */
+  if (!c->view && params.fill.mode != SWITCH_OFF &&
+      blk_fill (o->blk, &c->base.blk, count, offset, err) == -1)
+    return -1;
   return blk_read (o->blk, &c->base.blk, buf, count, offset,
                    !c->view && params_switch_on (&params.cow_on_read), err);
 }

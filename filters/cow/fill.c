@@ -1,11 +1,16 @@
 /* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
 
-/* The background fill (fill.h): one thread, which copies a piece of
- * one overlay at a time, the overlays in turn, through the rmw path of
- * the block layer's copy-ups (blk_fill), so a client's write is never
- * overwritten and a client's request waits for at most one piece.
- * It reads through the overlay's shared plugin handles
- * (cow-base-handles), paced by cow-fill-rate.
+/* The background fill (fill.h): cow-fill-requests threads, each
+ * copying one request of the fill at a time, the overlays in turn,
+ * through the block layer's copy-ups (blk_fill).  A copy-up holds the
+ * rmw locks of its range and copies only blocks not in the overlay, so
+ * a client's write is never overwritten and a client's request waits
+ * for at most one request of the fill.  Clients go first: a thread
+ * starts no request while a client's read of a base is under way, for
+ * up to CLIENT_WAIT_MAX_NS at a time.  The threads read through the
+ * overlay's pool of plugin contexts (basepool.h), paced together by
+ * cow-fill-rate; a failed request is tried again cow-fill-retries
+ * times before it stops the overlay's fill.
  */
 
 #include <config.h>
@@ -26,21 +31,62 @@
 #include "monotonic.h"
 #include "overlay.h"
 #include "params.h"
+#include "server.h"
+#include "shardctr.h"
+#include "stats.h"
 
-/* What the fill copies at a time.  A kept overlay is flushed after
- * each piece, so that a fill cut short reads again at most the piece it
- * was copying.
+/* What one request of the fill copies. */
+#define REQUEST (256 * 1024)
+
+/* A kept overlay is flushed each time another PIECE bytes are filled,
+ * so that a fill cut short reads again at most PIECE and the requests
+ * then in flight (the man page's window).
  */
 #define PIECE (4 * 1024 * 1024)
 
-/* How long the thread waits while there is nothing to fill, or the
+/* How long a thread waits while there is nothing to fill, or the
  * switch of cow-fill=/PATH is off.
  */
 #define IDLE_NS (200 * 1000 * 1000)
 
-static struct bgthread thread = BGTHREAD_INIT;
+/* While clients read a base, a thread looks again every
+ * CLIENT_POLL_NS, and starts its request anyway after
+ * CLIENT_WAIT_MAX_NS, so that busy clients slow the fill down but
+ * never stop it.
+ */
+#define CLIENT_POLL_NS (1000 * 1000)
+#define CLIENT_WAIT_MAX_NS (100 * 1000 * 1000)
+
+/* The first retry of a failed request waits this long, each next one
+ * twice as long as the last.
+ */
+#define RETRY_FIRST_NS UINT64_C (1000000000)
+
+/* The fill stops when it would leave less than this share of
+ * cow-max-size to the clients' writes.
+ */
+#define RESERVE_DIVISOR 8
+
+/* One thread of the fill, and the request it tries again, if any. */
+struct filler {
+  struct bgthread thread;
+  char *retry_name;             /* the request's export, or NULL */
+  uint64_t retry_offset;
+  uint32_t retry_len;
+  unsigned tries;               /* of that request, failed */
+  uint64_t giving_way_since;    /* to clients, monotonic ns; 0: not */
+};
+
+static struct filler *fillers;
+static unsigned n_fillers;
 static nbdkit_backend *backend;
-static unsigned turn;           /* the thread's: whose turn it is */
+static unsigned turn;           /* atomic: the overlay whose turn it is */
+
+/* cow-fill-rate: when the threads together may start their next
+ * request.
+ */
+static mutex_t pace_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t paced_until GUARDED_BY (pace_lock);
 
 const char *
 fill_state_name (enum fill_state state)
@@ -57,9 +103,11 @@ void
 fill_read (const struct fill_progress *from, struct fill_progress *to)
 {
   to->state = __atomic_load_n (&from->state, __ATOMIC_ACQUIRE);
-  to->offset = __atomic_load_n (&from->offset, __ATOMIC_ACQUIRE);
+  to->filled = __atomic_load_n (&from->filled, __ATOMIC_ACQUIRE);
+  to->claimed = __atomic_load_n (&from->claimed, __ATOMIC_RELAXED);
   to->size = __atomic_load_n (&from->size, __ATOMIC_RELAXED);
   to->started_ns = __atomic_load_n (&from->started_ns, __ATOMIC_RELAXED);
+  to->retries = __atomic_load_n (&from->retries, __ATOMIC_RELAXED);
   to->error = __atomic_load_n (&from->error, __ATOMIC_RELAXED);
 }
 
@@ -69,21 +117,32 @@ state_of (const struct overlay *o)
   return __atomic_load_n (&o->fill.state, __ATOMIC_ACQUIRE);
 }
 
+/* Moves o's fill from state from to state to, if it is in from. */
 static void
-set_state (struct overlay *o, enum fill_state state)
+move_state (struct overlay *o, enum fill_state from, enum fill_state to)
 {
-  __atomic_store_n (&o->fill.state, state, __ATOMIC_RELEASE);
+  __atomic_compare_exchange_n (&o->fill.state, &from, to, false,
+                               __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 
-/* Whether the fill has work in o. */
 static bool
-wants_fill (const struct overlay *o) REQUIRES (overlays_lock)
+has_ended (const struct overlay *o)
 {
   enum fill_state state = state_of (o);
 
+  return state == FILL_COMPLETE || state == FILL_FAILED;
+}
+
+/* Whether o has requests of the fill to hand out. */
+static bool
+wants_fill (const struct overlay *o) REQUIRES (overlays_lock)
+{
+  uint64_t size = __atomic_load_n (&o->fill.size, __ATOMIC_RELAXED);
+
   return o->pool != NULL && !o->ending && o->blk != NULL &&
-         blk_is_sized (o->blk) &&
-         state != FILL_COMPLETE && state != FILL_FAILED;
+         blk_is_sized (o->blk) && !has_ended (o) &&
+         (size == 0 ||
+          __atomic_load_n (&o->fill.claimed, __ATOMIC_RELAXED) < size);
 }
 
 /* The name of the overlay whose turn it is, or NULL if none wants the
@@ -92,6 +151,7 @@ wants_fill (const struct overlay *o) REQUIRES (overlays_lock)
 static char *
 next_name (void)
 {
+  unsigned my_turn = __atomic_fetch_add (&turn, 1, __ATOMIC_RELAXED);
   struct overlay *o;
   unsigned n = 0, i = 0;
   char *name = NULL;
@@ -100,67 +160,12 @@ next_name (void)
   for (o = overlay_list (); o; o = o->next)
     n += wants_fill (o);
   for (o = overlay_list (); o && n > 0; o = o->next)
-    if (wants_fill (o) && i++ == turn % n) {
+    if (wants_fill (o) && i++ == my_turn % n) {
       name = strdup (o->exportname);
       break;
     }
   held_unlock (&overlays_lock);
-  turn++;
   return name;
-}
-
-/* The fill of o stops with error err. */
-static void
-fail (struct overlay *o, int err)
-{
-  nbdkit_error ("cow-fill: export \"%s\": stopped at offset %" PRIu64
-                ": %s", o->exportname, o->fill.offset, strerror (err));
-  __atomic_store_n (&o->fill.error, err, __ATOMIC_RELAXED);
-  set_state (o, FILL_FAILED);
-}
-
-/* Fills the next piece of o, pinned.  Returns the bytes filled. */
-static uint64_t
-fill_piece (struct overlay *o)
-{
-  char *base = clone_base_name (o->exportname, params.clone_separator);
-  struct base_use use;
-  struct base_io io;
-  uint64_t offset = o->fill.offset, len;
-  int err;
-
-  if (base == NULL) {
-    fail (o, errno);
-    return 0;
-  }
-  use = basepool_take (o->pool, backend, base, NULL);
-  free (base);
-  if (use.next == NULL)
-    return 0;                   /* said why; a later turn tries again */
-  if (baseio_init (&io, use.next, use.call_lock) == -1) {
-    fail (o, EIO);
-    return 0;
-  }
-  if (o->fill.started_ns == 0) {
-    __atomic_store_n (&o->fill.size, io.size, __ATOMIC_RELAXED);
-    __atomic_store_n (&o->fill.started_ns, monotonic_ns (), __ATOMIC_RELAXED);
-  }
-  set_state (o, FILL_RUNNING);
-  len = io.size - offset < PIECE ? io.size - offset : PIECE;
-  if (len > 0 && blk_fill (o->blk, &io.blk, len, offset, &err) == -1) {
-    fail (o, err);
-    return 0;
-  }
-  __atomic_store_n (&o->fill.offset, offset + len, __ATOMIC_RELEASE);
-  if (blk_flush (o->blk, &err) == -1) {
-    fail (o, err);
-    return len;
-  }
-  if (offset + len == io.size) {
-    nbdkit_debug ("cow-fill: export \"%s\": complete", o->exportname);
-    set_state (o, FILL_COMPLETE);
-  }
-  return len;
 }
 
 /* cow-fill=/PATH and PATH is missing: the fills wait. */
@@ -171,48 +176,265 @@ pause_all (void)
 
   held_lock (&overlays_lock);
   for (o = overlay_list (); o; o = o->next)
-    if (wants_fill (o))
-      set_state (o, FILL_PAUSED);
+    if (wants_fill (o)) {
+      move_state (o, FILL_WAITING, FILL_PAUSED);
+      move_state (o, FILL_RUNNING, FILL_PAUSED);
+    }
   held_unlock (&overlays_lock);
 }
 
-/* The bgthread_fn: a piece of the overlay whose turn it is, then the
- * pause cow-fill-rate asks for.
+/* The fill of o stops with error err. */
+static void
+fail (struct overlay *o, int err)
+{
+  nbdkit_error ("cow-fill: export \"%s\": stopped with %" PRIu64
+                " bytes filled: %s", o->exportname,
+                __atomic_load_n (&o->fill.filled, __ATOMIC_RELAXED),
+                strerror (err));
+  __atomic_store_n (&o->fill.error, err, __ATOMIC_RELAXED);
+  __atomic_store_n (&o->fill.state, FILL_FAILED, __ATOMIC_RELEASE);
+}
+
+static void
+forget_retry (struct filler *f)
+{
+  free (f->retry_name);
+  f->retry_name = NULL;
+  f->tries = 0;
+}
+
+/* Whether f gives way to clients reading a base now. */
+static bool
+gives_way (struct filler *f, uint64_t now)
+{
+  if (blk_client_base_reads () == 0 ||
+      (f->giving_way_since && now - f->giving_way_since >= CLIENT_WAIT_MAX_NS)) {
+    f->giving_way_since = 0;
+    return false;
+  }
+  if (f->giving_way_since == 0)
+    f->giving_way_since = now;
+  return true;
+}
+
+/* When the next request may start, len bytes having been filled. */
+static uint64_t
+paced (uint64_t now, uint32_t len)
+{
+  uint64_t due;
+
+  if (params.fill_rate == 0)
+    return now;
+  held_lock (&pace_lock);
+  if (paced_until < now)
+    paced_until = now;
+  paced_until += len * UINT64_C (1000000000) / params.fill_rate;
+  due = paced_until;
+  held_unlock (&pace_lock);
+  return due;
+}
+
+/* Whether filling len more bytes leaves the clients their share of
+ * cow-max-size.
  */
+static bool
+has_room (uint32_t len)
+{
+  uint64_t reserve = params.max_size == UINT64_MAX ? 0
+    : params.max_size / RESERVE_DIVISOR;
+
+  return server_space_left () >= reserve + 2 * (uint64_t) len;
+}
+
+/* Reads o's base through a context of its pool, learning the base's
+ * size the first time.  Returns 0, or -1 (said why: a later turn tries
+ * again).
+ */
+static int
+open_base (struct overlay *o, struct base_io *io)
+{
+  char *base = clone_base_name (o->exportname, params.clone_separator);
+  struct base_use use;
+  uint64_t none = 0;
+
+  if (base == NULL) {
+    nbdkit_error ("cow-fill: %m");
+    return -1;
+  }
+  use = basepool_take (o->pool, backend, base, NULL);
+  free (base);
+  if (use.opened) {
+    shardctr_add (&o->requests, STATS_PLUGIN_OPENS, use.opened);
+    server_count_plugin_opens (use.opened);
+  }
+  if (use.next == NULL || baseio_init (io, use.next, use.call_lock) == -1)
+    return -1;
+  io->blk.background = true;
+  if (__atomic_compare_exchange_n (&o->fill.size, &none, io->size, false,
+                                   __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+    __atomic_store_n (&o->fill.started_ns, monotonic_ns (),
+                      __ATOMIC_RELAXED);
+  return 0;
+}
+
+/* Hands out o's next request: sets *offset and returns its length, or
+ * 0 if every request is out.
+ */
+static uint32_t
+claim (struct overlay *o, uint64_t *offset)
+{
+  uint64_t size = __atomic_load_n (&o->fill.size, __ATOMIC_RELAXED);
+  uint64_t at = __atomic_fetch_add (&o->fill.claimed, REQUEST,
+                                    __ATOMIC_RELAXED);
+
+  if (at >= size)
+    return 0;
+  *offset = at;
+  return size - at < REQUEST ? size - at : REQUEST;
+}
+
+/* A request of len bytes of o is filled: a kept overlay is flushed
+ * after every PIECE, and when the last request ends.
+ */
+static void
+count_filled (struct overlay *o, uint32_t len)
+{
+  uint64_t size = __atomic_load_n (&o->fill.size, __ATOMIC_RELAXED);
+  uint64_t filled = __atomic_add_fetch (&o->fill.filled, len,
+                                        __ATOMIC_RELEASE);
+  int err;
+
+  if ((filled - len) / PIECE == filled / PIECE && filled < size)
+    return;
+  if (blk_flush (o->blk, &err) == -1) {
+    fail (o, err);
+    return;
+  }
+  if (filled == size) {
+    nbdkit_debug ("cow-fill: export \"%s\": complete", o->exportname);
+    move_state (o, FILL_WAITING, FILL_COMPLETE);
+    move_state (o, FILL_PAUSED, FILL_COMPLETE);
+    move_state (o, FILL_RUNNING, FILL_COMPLETE);
+  }
+}
+
+/* Request [offset, offset+len) of o failed with err: f tries it again
+ * later, or it stops the fill.  Returns when f is next due.
+ */
+static uint64_t
+request_failed (struct filler *f, struct overlay *o, uint64_t offset,
+                uint32_t len, int err, uint64_t now)
+{
+  uint64_t delay = RETRY_FIRST_NS << (f->tries < 6 ? f->tries : 6);
+
+  __atomic_store_n (&o->fill.error, err, __ATOMIC_RELAXED);
+  if (err == ENOSPC || f->tries >= params.fill_retries) {
+    forget_retry (f);
+    fail (o, err);
+    return now;
+  }
+  if (f->retry_name == NULL &&
+      (f->retry_name = strdup (o->exportname)) == NULL) {
+    fail (o, errno);
+    return now;
+  }
+  f->retry_offset = offset;
+  f->retry_len = len;
+  f->tries++;
+  __atomic_add_fetch (&o->fill.retries, 1, __ATOMIC_RELAXED);
+  nbdkit_error ("cow-fill: export \"%s\": reading %" PRIu32 " bytes at "
+                "%" PRIu64 ": %s: trying again in %" PRIu64 " s (%u of %u)",
+                o->exportname, len, offset, strerror (err),
+                delay / RETRY_FIRST_NS, f->tries, params.fill_retries);
+  return now + delay;
+}
+
+/* Fills one request of o, pinned: the one f tries again, or the next.
+ * Returns when f is next due.
+ */
+static uint64_t
+fill_request (struct filler *f, struct overlay *o, uint64_t now)
+{
+  struct base_io io;
+  uint64_t offset = f->retry_offset;
+  uint32_t len = f->retry_len;
+  int err;
+
+  if (has_ended (o)) {
+    forget_retry (f);
+    return now;
+  }
+  if (open_base (o, &io) == -1)
+    return now + IDLE_NS;
+  if (f->retry_name == NULL && (len = claim (o, &offset)) == 0)
+    return now;
+  if (!has_room (len)) {
+    nbdkit_error ("cow-fill: export \"%s\": cow-max-size=%s leaves the "
+                  "rest to the clients' writes", o->exportname,
+                  params.max_size_arg);
+    forget_retry (f);
+    fail (o, ENOSPC);
+    return now;
+  }
+  move_state (o, FILL_WAITING, FILL_RUNNING);
+  move_state (o, FILL_PAUSED, FILL_RUNNING);
+  if (blk_fill (o->blk, &io.blk, len, offset, &err) == -1)
+    return request_failed (f, o, offset, len, err, now);
+  if (f->tries > 0)             /* the source is back */
+    __atomic_store_n (&o->fill.error, 0, __ATOMIC_RELAXED);
+  forget_retry (f);
+  count_filled (o, len);
+  return paced (now, len);
+}
+
+/* The bgthread_fn of a filler. */
 static uint64_t
 fill_due (uint64_t now, void *opaque)
 {
+  struct filler *f = opaque;
   struct overlay *o;
-  uint64_t filled = 0;
   char *name;
+  uint64_t due;
 
   if (!params_switch_on (&params.fill)) {
     pause_all ();
     return now + IDLE_NS;
   }
-  name = next_name ();
+  if (gives_way (f, now))
+    return now + CLIENT_POLL_NS;
+  name = f->retry_name ? strdup (f->retry_name) : next_name ();
   if (name == NULL)
     return now + IDLE_NS;
   o = exports_pin (name);
   free (name);
-  if (o == NULL)
+  if (o == NULL) {
+    forget_retry (f);
     return now;
-  filled = fill_piece (o);
+  }
+  due = fill_request (f, o, now);
   exports_unpin (o);
-  if (params.fill_rate == 0)
-    return now;
-  return now + filled * UINT64_C (1000000000) / params.fill_rate;
+  return due;
 }
 
 int
 fill_start (nbdkit_backend *b)
 {
+  unsigned i;
+
   if (params.fill.mode == SWITCH_OFF)
     return 0;
   backend = b;
-  if (bgthread_start (&thread, fill_due, NULL) == -1) {
-    nbdkit_error ("cow-fill: cannot start a thread: %m");
+  fillers = calloc (params.fill_requests, sizeof *fillers);
+  if (fillers == NULL) {
+    nbdkit_error ("cow-fill: %m");
     return -1;
+  }
+  for (i = 0; i < params.fill_requests; ++i, ++n_fillers) {
+    fillers[i].thread = (struct bgthread) BGTHREAD_INIT;
+    if (bgthread_start (&fillers[i].thread, fill_due, &fillers[i]) == -1) {
+      nbdkit_error ("cow-fill: cannot start a thread: %m");
+      return -1;
+    }
   }
   return 0;
 }
@@ -220,5 +442,13 @@ fill_start (nbdkit_backend *b)
 void
 fill_stop (void)
 {
-  bgthread_stop (&thread);
+  unsigned i;
+
+  for (i = 0; i < n_fillers; ++i) {
+    bgthread_stop (&fillers[i].thread);
+    forget_retry (&fillers[i]);
+  }
+  free (fillers);
+  fillers = NULL;
+  n_fillers = 0;
 }

@@ -1,8 +1,8 @@
 /* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
 
-/* The background fill (cow-fill): a thread that copies the base's data
- * into each overlay through the overlay's shared plugin handles, while
- * clients are served, so that a slow source is read once, in order.
+/* The background fill (cow-fill): threads that copy the base's data
+ * into each overlay while clients are served, so that a slow source is
+ * read once, in order, and the overlay can then stand alone.
  */
 
 #ifndef COW_FILL_H
@@ -20,15 +20,19 @@ enum fill_state {
   FILL_FAILED,                  /* stopped by an error of the source */
 };
 
-/* An overlay's fill, written by the fill thread only and read by the
- * statistics without a lock (every field atomic).
+/* An overlay's fill, written by the fill threads only and read by the
+ * statistics without a lock (every field atomic).  Its requests are
+ * handed out in order but may end in any order.
  */
 struct fill_progress {
-  uint64_t offset;              /* filled up to here, in bytes */
+  uint64_t claimed;             /* handed out up to here, in bytes */
+  uint64_t filled;              /* bytes of the disk filled */
   uint64_t size;                /* of the base, once known */
   uint64_t started_ns;          /* monotonic, when it began; 0 before */
+  uint64_t retries;             /* requests tried again after an error */
   enum fill_state state;
-  int error;                    /* FILL_FAILED: the errno */
+  int error;                    /* of a request being tried again, or
+                                   FILL_FAILED's; else 0 */
 };
 
 /* A copy of an overlay's progress, read without a lock. */
@@ -38,12 +42,12 @@ extern void fill_read (const struct fill_progress *from,
 /* The name of a state in the statistics. */
 extern const char *fill_state_name (enum fill_state state);
 
-/* .after_fork: starts the thread under cow-fill, reading the plugin
+/* .after_fork: starts the threads under cow-fill, reading the plugin
  * through backend.  Returns 0, or -1 after nbdkit_error.
  */
 extern int fill_start (nbdkit_backend *backend);
 
-/* Stops the thread and waits for it.  Safe if it never started. */
+/* Stops the threads and waits for them.  Safe if it never started. */
 extern void fill_stop (void);
 
 #endif /* COW_FILL_H */

@@ -41,6 +41,17 @@ overlay_find (const char *name)
   return NULL;
 }
 
+/* The contexts of the overlay's pool: those its connections share
+ * (cow-base-handles), else one for the fill alone, else none.
+ */
+static unsigned
+pool_size (void)
+{
+  if (params.base_handles > 0)
+    return params.base_handles;
+  return params.fill.mode != SWITCH_OFF;
+}
+
 struct overlay *
 overlay_new (const char *name)
 {
@@ -48,8 +59,7 @@ overlay_new (const char *name)
 
   if (o == NULL || (o->exportname = strdup (name)) == NULL ||
       shardctr_init (&o->requests, STATS_EXPORT_COUNTERS) == -1 ||
-      (params.base_handles &&
-       (o->pool = basepool_new (params.base_handles)) == NULL)) {
+      (pool_size () && (o->pool = basepool_new (pool_size ())) == NULL)) {
     nbdkit_error ("cow: %m");
     if (o)
       overlay_free (o);

@@ -25,7 +25,7 @@ struct overlay {
   char *exportname;             /* "" for the default export */
   struct blk *blk;
   struct shardctr requests;     /* stats.h: requests, plugin opens */
-  struct base_pool *pool;       /* with cow-base-handles; else NULL */
+  struct base_pool *pool;       /* with cow-base-handles or cow-fill */
   struct fill_progress fill;    /* cow-fill: the fill thread's (fill.h) */
 
   /* Under overlays_lock: the overlay ends only when no connection has

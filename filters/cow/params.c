@@ -23,6 +23,10 @@
 #define DEFAULT_MAX_EXPORTS 128
 #define MAX_MAX_EXPORTS 1000000
 #define MAX_BASE_HANDLES 64
+#define DEFAULT_FILL_REQUESTS 4
+#define DEFAULT_FILL_RETRIES 5
+#define MAX_FILL_REQUESTS 64
+#define MAX_FILL_RETRIES 30
 #define MAX_GRACE_SECONDS 86400
 
 const char params_help[] =
@@ -38,6 +42,9 @@ const char params_help[] =
   "cow-fill=<BOOL>|/PATH  Copy the base's data into the overlays in the\n"
   "                      background (while PATH exists).\n"
   "cow-fill-rate=<SIZE>  Fill at most SIZE bytes a second (default: no cap).\n"
+  "cow-fill-requests=<N>  Keep N reads of the fill in flight (default 4).\n"
+  "cow-fill-retries=<N>  Try a failed read of the fill N times more, 1, 2,\n"
+  "                      4... seconds apart, then stop (default 5).\n"
   "cow-lifetime=server|clients[:GRACE]  End an overlay GRACE seconds after\n"
   "                      its last client left (default: with the server).\n"
   "cow-max-exports=<N>   Make at most N overlays (default 128).\n"
@@ -53,6 +60,8 @@ struct cow_params params = {
   .max_size = UINT64_MAX,
   .stripes = DEFAULT_STRIPES,
   .max_exports = DEFAULT_MAX_EXPORTS,
+  .fill_requests = DEFAULT_FILL_REQUESTS,
+  .fill_retries = DEFAULT_FILL_RETRIES,
 };
 
 /* The size in key=value, or -1 after an error naming both. */
@@ -264,6 +273,12 @@ params_parse (const char *key, const char *value)
     return parse_switch (key, value, &params.fill);
   if (strcmp (key, "cow-fill-rate") == 0)
     return parse_bytes (key, value, &params.fill_rate);
+  if (strcmp (key, "cow-fill-requests") == 0)
+    return parse_count (key, value, 1, MAX_FILL_REQUESTS,
+                        &params.fill_requests);
+  if (strcmp (key, "cow-fill-retries") == 0)
+    return parse_count (key, value, 0, MAX_FILL_RETRIES,
+                        &params.fill_retries);
   if (strcmp (key, "cow-lifetime") == 0)
     return parse_lifetime (key, value);
   if (strcmp (key, "cow-max-exports") == 0)
@@ -310,12 +325,6 @@ params_check (void)
     nbdkit_error ("cow-changes-separator=%c: the same as "
                   "cow-clone-separator: choose another",
                   params.changes_separator);
-    return -1;
-  }
-  if (params.fill.mode != SWITCH_OFF && params.base_handles == 0) {
-    nbdkit_error ("cow-fill=%s: needs cow-base-handles=N: the fill reads "
-                  "the plugin through the handles an export's clients "
-                  "share", params.fill.arg);
     return -1;
   }
   if (params.max_size < params.block_size) {

@@ -31,6 +31,8 @@ struct cow_params {
   struct path_switch cow_on_read;       /* cow-on-read */
   struct path_switch fill;      /* cow-fill */
   uint64_t fill_rate;           /* cow-fill-rate, bytes a second; 0: none */
+  unsigned fill_requests;       /* cow-fill-requests */
+  unsigned fill_retries;        /* cow-fill-retries */
   char *cow_file;               /* cow-file, absolute, or NULL */
   char *stats_path;             /* cow-stats, absolute, or NULL */
   uint64_t max_size;            /* cow-max-size, or UINT64_MAX */

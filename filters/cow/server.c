@@ -67,6 +67,16 @@ server_exiting (void)
     temp_files_exiting (temp_files);
 }
 
+uint64_t
+server_space_left (void)
+{
+  uint64_t limit = space_limit (&space), used = space_used (&space);
+
+  if (limit == UINT64_MAX)
+    return UINT64_MAX;
+  return used < limit ? limit - used : 0;
+}
+
 void
 server_count_plugin_opens (unsigned n)
 {

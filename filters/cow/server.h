@@ -28,6 +28,11 @@ extern struct blk *server_new_blk (const char *exportname);
  */
 extern void server_exiting (void);
 
+/* The overlay space cow-max-size still allows (UINT64_MAX without
+ * it).
+ */
+extern uint64_t server_space_left (void);
+
 /* Counts n more opens of the plugin, by any overlay. */
 extern void server_count_plugin_opens (unsigned n);
 

@@ -35,7 +35,8 @@ static const char *const request_names[REQ_TYPES] = {
 };
 
 /* The fill of an export under cow-fill: its state, the bytes of the
- * disk filled and to go, its rate since it began, and its error.
+ * disk filled and to go, its rate since it began, its requests tried
+ * again, and its last error.
  */
 static void
 write_fill (FILE *fp, const struct fill_progress *f)
@@ -46,10 +47,11 @@ write_fill (FILE *fp, const struct fill_progress *f)
     return;
   fprintf (fp, "      \"fill\": { \"state\": \"%s\", \"filled_bytes\": %"
            PRIu64 ", \"to_go_bytes\": %" PRIu64 ", \"bytes_per_second\": %"
-           PRIu64 ", \"error\": ", fill_state_name (f->state), f->offset,
-           f->size > f->offset ? f->size - f->offset : 0,
-           elapsed ? (uint64_t) (f->offset * 1e9 / elapsed) : 0);
-  if (f->state == FILL_FAILED)
+           PRIu64 ", \"retries\": %" PRIu64 ", \"error\": ",
+           fill_state_name (f->state), f->filled,
+           f->size > f->filled ? f->size - f->filled : 0,
+           elapsed ? (uint64_t) (f->filled * 1e9 / elapsed) : 0, f->retries);
+  if (f->error != 0)
     json_write_string (fp, strerror (f->error));
   else
     fprintf (fp, "null");
