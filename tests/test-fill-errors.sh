@@ -51,7 +51,11 @@ except nbd.Error as e:
 touch "$tmp/failing"
 serve cow-fill-retries=3
 client_checks
-sleep 1.5
+for _ in $(seq 150); do
+  [ "$(jq -r '.exports[0].fill.retries' "$stats" 2>/dev/null)" -ge 1 ] 2>/dev/null &&
+    break
+  sleep 0.2
+done
 jq -e '.exports[0].fill | .state == "running" and .retries >= 1 and
        .error == "Input/output error"' "$stats" >/dev/null ||
   fail "retrying not shown: $(jq -c '.exports[0].fill' "$stats")"
