@@ -7,7 +7,8 @@
 # the statistics say complete; afterwards a new client's reads and an
 # nbdcopy over four connections make no call of the plugin.
 # cow-fill=/PATH waits while PATH is missing.  Without cow-base-handles
-# the fill reads through one handle of its own.
+# the fill reads through one handle of its own.  An empty disk is
+# complete at once.
 . "$abs_top_srcdir/tests/functions.sh"
 requires_filter delay
 
@@ -68,6 +69,20 @@ jq -e '.exports[0] | .fill.state == "complete" and .plugin_opens == 2' \
   fail "fill without shared handles: $(jq -c '.exports[0] | {fill, plugin_opens}' "$stats")"
 "$PYTHON" "$tests/base-reads.py" "$tmp/log" "$tmp/base" 0 ||
   fail "the base was not read once by the fill's own handle"
+
+stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
+
+rm -f "$tmp/sock"
+start_nbdkit "$tmp/sock" --filter=cow null size=0 cow-fill=true \
+  cow-stats="$stats"
+nbdinfo --size "$uri" >/dev/null
+for _ in $(seq 50); do
+  [ "$(jq -r '.exports[0].fill.state' "$stats" 2>/dev/null)" = complete ] &&
+    break
+  sleep 0.2
+done
+jq -e '.exports[0].fill.state == "complete"' "$stats" >/dev/null ||
+  fail "an empty disk: $(jq -c '.exports[0].fill' "$stats")"
 
 case $("$system_nbdkit" --version) in
   "nbdkit 1."[0-3][0-9].*|"nbdkit 1.4"[0-2].*|"nbdkit 1.43."[0-8])

@@ -293,6 +293,16 @@ claim (struct overlay *o, uint64_t *offset)
   return size - at < REQUEST ? size - at : REQUEST;
 }
 
+/* Every request of o is filled. */
+static void
+complete (struct overlay *o)
+{
+  nbdkit_debug ("cow-fill: export \"%s\": complete", o->exportname);
+  move_state (o, FILL_WAITING, FILL_COMPLETE);
+  move_state (o, FILL_PAUSED, FILL_COMPLETE);
+  move_state (o, FILL_RUNNING, FILL_COMPLETE);
+}
+
 /* A request of len bytes of o is filled: a kept overlay is flushed
  * after every PIECE, and when the last request ends.
  */
@@ -310,12 +320,8 @@ count_filled (struct overlay *o, uint32_t len)
     fail (o, err);
     return;
   }
-  if (filled == size) {
-    nbdkit_debug ("cow-fill: export \"%s\": complete", o->exportname);
-    move_state (o, FILL_WAITING, FILL_COMPLETE);
-    move_state (o, FILL_PAUSED, FILL_COMPLETE);
-    move_state (o, FILL_RUNNING, FILL_COMPLETE);
-  }
+  if (filled == size)
+    complete (o);
 }
 
 /* Request [offset, offset+len) of o failed with err: f tries it again
@@ -366,6 +372,10 @@ fill_request (struct filler *f, struct overlay *o, uint64_t now)
   }
   if (open_base (o, &io) == -1)
     return now + IDLE_NS;
+  if (io.size == 0) {           /* nothing to fill */
+    complete (o);
+    return now;
+  }
   if (f->retry_name == NULL && (len = claim (o, &offset)) == 0)
     return now;
   if (!has_room (len)) {
