@@ -13,6 +13,9 @@
 # what a disk may hold then, built from the shim's log of the calls
 # nbdkit made on it (power_image), and the same must hold.
 #
+# $KEPT_CRASH_PARAMS adds parameters to nbdkit's (the background fill,
+# whose copy-ups must never undo a write nor invent data).
+#
 # usage: kept-crash.py NBDKIT BASE OVERLAY SOCKET ROUNDS SEED [POWER_SHIM]
 
 import os
@@ -62,7 +65,8 @@ def start(logged=False):
     p = subprocess.Popen([nbdkit, '-f', '-U', sock, '--filter=cow', 'file',
                           base, 'cow-file=' + overlay,
                           'cow-control=' + control,
-                          'cow-changes-separator=+'],
+                          'cow-changes-separator=+'] +
+                         os.environ.get('KEPT_CRASH_PARAMS', '').split(),
                          stderr=open(overlay + '.err', 'a'), env=env)
     # 30 seconds, as tests/functions.sh gives: under a sanitizer runtime
     # beside other tests, starting takes seconds.

@@ -5,7 +5,8 @@
 # source is back; with cow-fill-retries=0 it stops, failed with the
 # error.  Clients meanwhile see only their own requests' errors: their
 # writes and reads of the overlay succeed.  cow-max-size stops the fill
-# short of the limit, leaving room for a client's write.
+# short of the limit, leaving room for a client's write, and a full
+# filesystem stops it.
 . "$abs_top_srcdir/tests/functions.sh"
 requires_filter error
 
@@ -102,3 +103,24 @@ nbdsh -u "$uri" -c "h.pwrite(b'y' * $M, 30 * $M)" -c "assert h.pread($M, 30 * $M
 jq -e '.server.space.refused_requests == 0' "$stats" >/dev/null ||
   fail "a request was refused: $(jq -c .server "$stats")"
 echo "cow-max-size stopped the fill, not the client"
+stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
+
+# A full filesystem (a 4 MiB tmpfs for $TMPDIR) stops the fill; the
+# server goes on, and a client's write over a block the fill copied
+# takes no new space and succeeds.
+mkdir "$tmp/small"
+if ! mount -t tmpfs -o size=4m tmpfs "$tmp/small" 2>/dev/null; then
+  echo "the full filesystem not tried: cannot mount a small tmpfs here"
+  exit 0
+fi
+on_exit "umount '$tmp/small'"
+TMPDIR=$tmp/small serve
+nbdinfo --size "$uri" >/dev/null
+fill_is failed
+jq -e '.exports[0].fill.error == "No space left on device"' "$stats" \
+  >/dev/null || fail "full filesystem: $(jq -c '.exports[0].fill' "$stats")"
+nbdsh -u "$uri" -c "h.pwrite(b'z' * 65536, 0)" \
+  -c "assert h.pread(65536, 0) == b'z' * 65536" ||
+  fail "a client's write failed on the full filesystem"
+stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
+echo "a full filesystem stopped the fill, not the server"

@@ -7,8 +7,8 @@
 # the statistics say complete; afterwards a new client's reads and an
 # nbdcopy over four connections make no call of the plugin.
 # cow-fill=/PATH waits while PATH is missing.  Without cow-base-handles
-# the fill reads through one handle of its own.  An empty disk is
-# complete at once.
+# the fill reads through one handle of its own, which the connections
+# made after it completed share.  An empty disk is complete at once.
 . "$abs_top_srcdir/tests/functions.sh"
 requires_filter delay
 
@@ -69,6 +69,12 @@ jq -e '.exports[0] | .fill.state == "complete" and .plugin_opens == 2' \
   fail "fill without shared handles: $(jq -c '.exports[0] | {fill, plugin_opens}' "$stats")"
 "$PYTHON" "$tests/base-reads.py" "$tmp/log" "$tmp/base" 0 ||
   fail "the base was not read once by the fill's own handle"
+# Complete, a new connection shares the fill's handle: no plugin call.
+calls_before=$(calls)
+nbdcopy --connections=4 "$uri" "$tmp/copy"
+cmp "$tmp/copy" "$tmp/base" || fail "the copy-out differs from the base"
+[ "$(calls)" -eq "$calls_before" ] ||
+  fail "after the fill a new connection called the plugin: $(grep -v Preconnect "$tmp/log" | tail -n +$(( calls_before + 1 )) | head -5)"
 
 stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
 

@@ -127,6 +127,23 @@ exports_unpin (struct overlay *o)
     lifetime_end (o);
 }
 
+/* Whether exportname has an overlay, not ending, whose fill is
+ * complete: its connections then never read the plugin, and share the
+ * fill's context instead of opening one.
+ */
+static bool
+filled (const char *exportname)
+{
+  struct overlay *o;
+  bool complete;
+
+  held_lock (&overlays_lock);
+  o = alive_overlay (exportname);
+  complete = o && o->pool && fill_is_complete (&o->fill);
+  held_unlock (&overlays_lock);
+  return complete;
+}
+
 /* Counts n opens of the plugin for overlay o, and for the server. */
 static void
 count_plugin_opens (struct overlay *o, unsigned n)
@@ -186,7 +203,7 @@ exports_connect (struct export_conn *c, const char *exportname,
                  const char *base, bool share, nbdkit_next_open *next,
                  nbdkit_context *context)
 {
-  if (share)
+  if (share || filled (exportname))
     return connect_shared (c, exportname, base,
                            nbdkit_context_get_backend (context));
   return connect_own (c, exportname, base, next, context);

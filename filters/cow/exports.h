@@ -41,7 +41,8 @@ extern int exports_init (void);
 /* Connects c to the overlay of exportname, reading the plugin's export
  * base: with share, through a context the export's connections share
  * (a name new to the server is opened in the plugin first, so that the
- * plugin can refuse it before an overlay is made); else through the
+ * plugin can refuse it before an overlay is made), as every connection
+ * does once the export's fill is complete (fill.h); else through the
  * connection's own context, opened read-only with next, nbdkit's open,
  * before the overlay, as nbdkit's filter does.  Returns 0, or -1 after
  * nbdkit_error if the name is refused or its overlay cannot be made.

@@ -99,6 +99,13 @@ fill_state_name (enum fill_state state)
   return names[state];
 }
 
+bool
+fill_is_complete (const struct fill_progress *progress)
+{
+  return __atomic_load_n (&progress->state, __ATOMIC_ACQUIRE) ==
+         FILL_COMPLETE;
+}
+
 void
 fill_read (const struct fill_progress *from, struct fill_progress *to)
 {
