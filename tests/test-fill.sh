@@ -4,11 +4,12 @@
 # every read checked against a model), over a base of data runs and
 # holes behind nbdkit's delay and log filters: every data byte of the
 # base is read once (fill and clients' misses together), holes never;
-# the statistics say complete; afterwards a new client's reads and an
-# nbdcopy over four connections make no call of the plugin.
+# the statistics say complete; then the shared plugin handle closes,
+# and a new client's reads and an nbdcopy over four connections make
+# no call of the plugin.
 # cow-fill=/PATH waits while PATH is missing.  Without cow-base-handles
-# the fill reads through one handle of its own, which the connections
-# made after it completed share.  An empty disk is complete at once.
+# the fill reads through one handle of its own, which closes when it is
+# complete.  An empty disk is complete at once.
 . "$abs_top_srcdir/tests/functions.sh"
 requires_filter delay
 
@@ -35,13 +36,25 @@ jq -e '.exports[0].fill | .state == "complete" and
 "$PYTHON" "$tests/base-reads.py" "$tmp/log" "$tmp/base" 0 ||
   fail "the base was not read once"
 
-# A new client and a copy over four connections: no call of the plugin
-# but the preconnect nbdkit makes for every connection, before it opens
-# any filter.
+# The shared handle closed, a new client and a copy over four
+# connections make no call of the plugin but the preconnect nbdkit makes
+# for every connection, before it opens any filter.
 calls ()
 {
   grep -vc Preconnect "$tmp/log"
 }
+# handles_closed: waits (up to 10 s) until every handle of the plugin
+# opened is closed again, as the log filter says.
+handles_closed ()
+{
+  for _ in $(seq 50); do
+    [ "$(grep -c ' Connect ' "$tmp/log")" -eq \
+      "$(grep -c ' Disconnect ' "$tmp/log")" ] && return 0
+    sleep 0.2
+  done
+  fail "plugin handles left open: $(grep -E ' (Connect|Disconnect) ' "$tmp/log" | cut -c1-80)"
+}
+handles_closed
 calls_before=$(calls)
 nbdsh -u "$uri" -c "
 want = open('$tmp/want', 'rb').read()
@@ -69,7 +82,8 @@ jq -e '.exports[0] | .fill.state == "complete" and .plugin_opens == 2' \
   fail "fill without shared handles: $(jq -c '.exports[0] | {fill, plugin_opens}' "$stats")"
 "$PYTHON" "$tests/base-reads.py" "$tmp/log" "$tmp/base" 0 ||
   fail "the base was not read once by the fill's own handle"
-# Complete, a new connection shares the fill's handle: no plugin call.
+# Complete, the fill's handle closes, and new connections open none.
+handles_closed
 calls_before=$(calls)
 nbdcopy --connections=4 "$uri" "$tmp/copy"
 cmp "$tmp/copy" "$tmp/base" || fail "the copy-out differs from the base"

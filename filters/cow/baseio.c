@@ -190,6 +190,7 @@ baseio_init (struct base_io *io, nbdkit_next *next,
       next->block_size (next, &minimum, &preferred, &maximum) == -1)
     return -1;
   io->next = next;
+  io->alone = NULL;
   io->call_lock = call_lock;
   io->limits = block_limits_of (minimum, maximum);
   io->size = size;
@@ -203,11 +204,99 @@ baseio_init (struct base_io *io, nbdkit_next *next,
   return 0;
 }
 
+/* blk_base.pread of a connection that stands alone. */
+static int
+base_pread_alone (void *opaque, void *buf, uint32_t count, uint64_t offset,
+                  int *err)
+{
+  nbdkit_error ("cow: the export stands alone: no read of the plugin");
+  *err = EIO;
+  return -1;
+}
+
+void
+baseio_init_alone (struct base_io *io, const struct base_facts *facts)
+{
+  *io = (struct base_io) {
+    .alone = facts,
+    .limits = block_limits_of (facts->minimum, facts->maximum),
+    .size = facts->size,
+    .blk = { .pread = base_pread_alone, .opaque = io },
+  };
+}
+
+struct base_facts *
+baseio_facts_new (const struct base_io *io)
+{
+  struct base_facts *facts = calloc (1, sizeof *facts);
+  const char *description;
+
+  if (facts == NULL) {
+    nbdkit_error ("cow: %m");
+    return NULL;
+  }
+  facts->size = io->size;
+  if (baseio_block_size (io, &facts->minimum, &facts->preferred,
+                         &facts->maximum) == -1 ||
+      (facts->can_cache = baseio_can_cache (io)) == -1 ||
+      (facts->is_rotational = baseio_is_rotational (io)) == -1) {
+    baseio_facts_free (facts);
+    return NULL;
+  }
+  description = baseio_export_description (io);
+  if (description && (facts->description = strdup (description)) == NULL) {
+    nbdkit_error ("cow: %m");
+    baseio_facts_free (facts);
+    return NULL;
+  }
+  return facts;
+}
+
+void
+baseio_facts_free (struct base_facts *facts)
+{
+  if (facts == NULL)
+    return;
+  free (facts->description);
+  free (facts);
+}
+
+int
+baseio_block_size (const struct base_io *io, uint32_t *minimum,
+                   uint32_t *preferred, uint32_t *maximum)
+{
+  if (io->alone) {
+    *minimum = io->alone->minimum;
+    *preferred = io->alone->preferred;
+    *maximum = io->alone->maximum;
+    return 0;
+  }
+  return io->next->block_size (io->next, minimum, preferred, maximum);
+}
+
+int
+baseio_can_cache (const struct base_io *io)
+{
+  if (io->alone)
+    return io->alone->can_cache;
+  return io->next->can_cache (io->next);
+}
+
+int
+baseio_is_rotational (const struct base_io *io)
+{
+  if (io->alone)
+    return io->alone->is_rotational;
+  return io->next->is_rotational (io->next);
+}
+
 const char *
 baseio_export_description (const struct base_io *io)
 {
   const char *r;
 
+  if (io->alone)
+    return io->alone->description;
   call_begin (io);
   r = io->next->export_description (io->next);
   call_end (io);
@@ -265,7 +354,7 @@ baseio_extents (const struct base_io *io, uint32_t count, uint64_t offset,
 {
   uint64_t end = offset + count, req_end;
 
-  if (io->next->can_extents (io->next) != 1)
+  if (io->alone || io->next->can_extents (io->next) != 1)
     return add_extent (extents, offset, count, 0, err);
   while (offset < end) {
     struct nbdkit_extents *found = request_extents (io, offset, end, flags,
@@ -292,6 +381,8 @@ baseio_cache (const struct base_io *io, uint32_t count, uint64_t offset,
   uint64_t end = offset + count, req_offset;
   uint32_t req_count;
 
+  if (io->alone)                /* the overlay holds every block */
+    return 0;
   while (offset < end) {
     offset += next_request (io, offset, end, &req_offset, &req_count);
     int r;

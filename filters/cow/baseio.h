@@ -28,8 +28,21 @@
  * next stays the connection's for its life: its own context, or one
  * its export shares (basepool.h).
  */
+/* What a connection tells its client of the plugin beyond its data,
+ * kept by an export whose fill is complete, so that its new
+ * connections stand alone, with no context of the plugin.
+ */
+struct base_facts {
+  uint64_t size;
+  uint32_t minimum, preferred, maximum;
+  int can_cache;
+  int is_rotational;
+  char *description;            /* NULL for none */
+};
+
 struct base_io {
-  nbdkit_next *next;
+  nbdkit_next *next;            /* NULL where alone is set */
+  const struct base_facts *alone;       /* every answer, or NULL */
   /* Held over every call into next that reaches the plugin, where
    * calls into one context must not overlap (a shared context under a
    * thread model that serializes requests); NULL where they may.
@@ -45,6 +58,28 @@ struct base_io {
  */
 extern int baseio_init (struct base_io *io, nbdkit_next *next,
                         mutex_t *call_lock);
+
+/* Fills io for a connection that reads nothing from the plugin: every
+ * answer comes from facts, which must outlive io, and a read of the
+ * base fails with EIO (the block layer makes none: every block of the
+ * overlay is in it).
+ */
+extern void baseio_init_alone (struct base_io *io,
+                               const struct base_facts *facts);
+
+/* Asks io's plugin its facts.  Returns them, or NULL after
+ * nbdkit_error.
+ */
+extern struct base_facts *baseio_facts_new (const struct base_io *io);
+extern void baseio_facts_free (struct base_facts *facts);
+
+/* What nbdkit caches of the plugin: its block sizes (0, or -1 after
+ * nbdkit_error), whether it caches, whether it is rotational.
+ */
+extern int baseio_block_size (const struct base_io *io, uint32_t *minimum,
+                              uint32_t *preferred, uint32_t *maximum);
+extern int baseio_can_cache (const struct base_io *io);
+extern int baseio_is_rotational (const struct base_io *io);
 
 /* The plugin's description of the export (NULL for none). */
 extern const char *baseio_export_description (const struct base_io *io);

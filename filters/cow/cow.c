@@ -303,8 +303,11 @@ cow_prepare (nbdkit_next *next, void *handle, int readonly)
   struct conn *c = handle;
   struct blk *blk = c->export.overlay->blk;
 
-  if (baseio_init (&c->base, c->export.shared ? c->export.shared : next,
-                   c->export.call_lock) == -1)
+  if (c->export.alone)
+    baseio_init_alone (&c->base, c->export.alone);
+  else if (baseio_init (&c->base,
+                        c->export.shared ? c->export.shared : next,
+                        c->export.call_lock) == -1)
     return -1;
   if (blk_set_size (blk, c->base.size) == 0) {
     c->served = true;
@@ -330,8 +333,7 @@ cow_block_size (nbdkit_next *next, void *handle,
 {
   struct conn *c = handle;
 
-  next = c->base.next;
-  if (next->block_size (next, minimum, preferred, maximum) == -1)
+  if (baseio_block_size (&c->base, minimum, preferred, maximum) == -1)
     return -1;
   block_limits_advertise (params.block_size, minimum, preferred, maximum);
   return 0;
@@ -408,11 +410,12 @@ cow_can_cache (nbdkit_next *next, void *handle)
 
   if (params.cow_on_cache)
     return NBDKIT_CACHE_NATIVE;
-  return c->base.next->can_cache (c->base.next);
+  return baseio_can_cache (&c->base);
 }
 
 /* What nbdkit would pass through, from the connection's base: with
- * cow-base-handles nbdkit hands the callbacks no next.
+ * cow-base-handles, or where the export stands alone, nbdkit hands the
+ * callbacks no next.
  */
 static int64_t
 cow_get_size (nbdkit_next *next, void *handle)
@@ -423,9 +426,7 @@ cow_get_size (nbdkit_next *next, void *handle)
 static int
 cow_is_rotational (nbdkit_next *next, void *handle)
 {
-  struct conn *c = handle;
-
-  return c->base.next->is_rotational (c->base.next);
+  return baseio_is_rotational (&((struct conn *) handle)->base);
 }
 
 static const char *

@@ -11,6 +11,7 @@
 #include <nbdkit-filter.h>
 
 #include "admission.h"
+#include "baseio.h"
 #include "basepool.h"
 #include "checks.h"
 #include "defaultname.h"
@@ -127,21 +128,67 @@ exports_unpin (struct overlay *o)
     lifetime_end (o);
 }
 
-/* Whether exportname has an overlay, not ending, whose fill is
- * complete: its connections then never read the plugin, and share the
- * fill's context instead of opening one.
+struct base_pool *
+exports_pool_use (struct overlay *o)
+{
+  struct base_pool *pool;
+
+  held_lock (&overlays_lock);
+  pool = o->alone ? NULL : o->pool;
+  if (pool)
+    o->pool_users++;
+  held_unlock (&overlays_lock);
+  return pool;
+}
+
+void
+exports_pool_done (struct overlay *o)
+{
+  struct base_pool *closing = NULL;
+
+  held_lock (&overlays_lock);
+  CHECK (o->pool_users > 0);
+  if (--o->pool_users == 0 && o->alone) {
+    closing = o->pool;
+    o->pool = NULL;
+  }
+  held_unlock (&overlays_lock);
+  if (closing) {
+    nbdkit_debug ("cow: export \"%s\" stands alone: its plugin handles "
+                  "close", o->exportname);
+    basepool_free (closing);
+  }
+}
+
+void
+exports_stand_alone (struct overlay *o, struct base_facts *facts)
+{
+  held_lock (&overlays_lock);
+  if (o->alone == NULL) {
+    o->alone = facts;
+    facts = NULL;
+  }
+  held_unlock (&overlays_lock);
+  baseio_facts_free (facts);
+}
+
+/* exports_connect to an overlay of exportname that stands alone, if
+ * there is one.  Returns whether it did.
  */
 static bool
-filled (const char *exportname)
+connect_alone (struct export_conn *c, const char *exportname)
 {
   struct overlay *o;
-  bool complete;
 
   held_lock (&overlays_lock);
   o = alive_overlay (exportname);
-  complete = o && o->pool && fill_is_complete (&o->fill);
+  if (o && o->alone) {
+    o->connections++;
+    c->overlay = o;
+    c->alone = o->alone;
+  }
   held_unlock (&overlays_lock);
-  return complete;
+  return c->alone != NULL;
 }
 
 /* Counts n opens of the plugin for overlay o, and for the server. */
@@ -160,6 +207,7 @@ connect_shared (struct export_conn *c, const char *exportname,
                 const char *base, nbdkit_backend *backend)
 {
   nbdkit_next *opened = NULL;
+  struct base_pool *pool;
   struct base_use use;
 
   if (!known (exportname)) {
@@ -173,9 +221,17 @@ connect_shared (struct export_conn *c, const char *exportname,
       basepool_close (opened);
     return -1;
   }
-  use = basepool_take (c->overlay->pool, backend, base, opened);
+  pool = exports_pool_use (c->overlay);
+  if (pool == NULL) {           /* it stands alone since */
+    if (opened)
+      basepool_close (opened);
+    c->alone = c->overlay->alone;
+    return 0;
+  }
+  use = basepool_take (pool, backend, base, opened);
   count_plugin_opens (c->overlay, (opened != NULL) + use.opened);
   if (use.next == NULL) {
+    exports_pool_done (c->overlay);
     close_overlay (c->overlay, false);
     return -1;
   }
@@ -203,7 +259,9 @@ exports_connect (struct export_conn *c, const char *exportname,
                  const char *base, bool share, nbdkit_next_open *next,
                  nbdkit_context *context)
 {
-  if (share || filled (exportname))
+  if (connect_alone (c, exportname))
+    return 0;
+  if (share)
     return connect_shared (c, exportname, base,
                            nbdkit_context_get_backend (context));
   return connect_own (c, exportname, base, next, context);
@@ -212,6 +270,8 @@ exports_connect (struct export_conn *c, const char *exportname,
 void
 exports_disconnect (const struct export_conn *c, bool served)
 {
+  if (c->shared)
+    exports_pool_done (c->overlay);
   close_overlay (c->overlay, served);
 }
 

@@ -30,6 +30,8 @@ struct export_conn {
                                    NULL: the connection's own */
   mutex_t *call_lock;           /* the lock calls into shared hold, or
                                    NULL (basepool.h) */
+  const struct base_facts *alone;       /* the overlay's, where it
+                                           stands alone; else NULL */
 };
 
 /* .get_ready: what every overlay shares (server.h) and, with cow-file,
@@ -41,16 +43,29 @@ extern int exports_init (void);
 /* Connects c to the overlay of exportname, reading the plugin's export
  * base: with share, through a context the export's connections share
  * (a name new to the server is opened in the plugin first, so that the
- * plugin can refuse it before an overlay is made), as every connection
- * does once the export's fill is complete (fill.h); else through the
+ * plugin can refuse it before an overlay is made); else through the
  * connection's own context, opened read-only with next, nbdkit's open,
- * before the overlay, as nbdkit's filter does.  Returns 0, or -1 after
+ * before the overlay, as nbdkit's filter does.  Where the overlay
+ * stands alone (exports_stand_alone), through nothing: c->alone says
+ * what to answer of the plugin.  Returns 0, or -1 after
  * nbdkit_error if the name is refused or its overlay cannot be made.
  * The overlay lives at least until exports_disconnect.
  */
 extern int exports_connect (struct export_conn *c, const char *exportname,
                             const char *base, bool share,
                             nbdkit_next_open *next, nbdkit_context *context);
+
+/* The overlay's pool for one more user, the fill's request (pinned),
+ * or NULL if the overlay stands alone.  Each use ends with
+ * exports_pool_done.
+ */
+extern struct base_pool *exports_pool_use (struct overlay *o);
+extern void exports_pool_done (struct overlay *o);
+
+/* The fill of o is complete: its new connections open no context and
+ * answer facts (taken), and its pool closes when its last user leaves.
+ */
+extern void exports_stand_alone (struct overlay *o, struct base_facts *facts);
 
 /* The connection of c has closed, served (it got past .prepare) or
  * refused (lifetime.h).

@@ -99,13 +99,6 @@ fill_state_name (enum fill_state state)
   return names[state];
 }
 
-bool
-fill_is_complete (const struct fill_progress *progress)
-{
-  return __atomic_load_n (&progress->state, __ATOMIC_ACQUIRE) ==
-         FILL_COMPLETE;
-}
-
 void
 fill_read (const struct fill_progress *from, struct fill_progress *to)
 {
@@ -146,7 +139,8 @@ wants_fill (const struct overlay *o) REQUIRES (overlays_lock)
 {
   uint64_t size = __atomic_load_n (&o->fill.size, __ATOMIC_RELAXED);
 
-  return o->pool != NULL && !o->ending && o->blk != NULL &&
+  return o->pool != NULL && o->alone == NULL && !o->ending &&
+         o->blk != NULL &&
          blk_is_sized (o->blk) && !has_ended (o) &&
          (size == 0 ||
           __atomic_load_n (&o->fill.claimed, __ATOMIC_RELAXED) < size);
@@ -253,9 +247,9 @@ has_room (uint32_t len)
   return server_space_left () >= reserve + 2 * (uint64_t) len;
 }
 
-/* Reads o's base through a context of its pool, learning the base's
- * size the first time.  Returns 0, or -1 (said why: a later turn tries
- * again).
+/* Reads o's base through a context of its pool (o being one of its
+ * users), learning the base's size the first time.  Returns 0, or -1
+ * (said why: a later turn tries again).
  */
 static int
 open_base (struct overlay *o, struct base_io *io)
@@ -300,21 +294,28 @@ claim (struct overlay *o, uint64_t *offset)
   return size - at < REQUEST ? size - at : REQUEST;
 }
 
-/* Every request of o is filled. */
+/* Every request of o is filled: o stands alone, with the facts of the
+ * plugin io reads (which a failure only leaves unsaid: its connections
+ * then go on opening the plugin).
+ */
 static void
-complete (struct overlay *o)
+complete (struct overlay *o, const struct base_io *io)
 {
+  struct base_facts *facts = baseio_facts_new (io);
+
   nbdkit_debug ("cow-fill: export \"%s\": complete", o->exportname);
   move_state (o, FILL_WAITING, FILL_COMPLETE);
   move_state (o, FILL_PAUSED, FILL_COMPLETE);
   move_state (o, FILL_RUNNING, FILL_COMPLETE);
+  if (facts)
+    exports_stand_alone (o, facts);
 }
 
 /* A request of len bytes of o is filled: a kept overlay is flushed
  * after every PIECE, and when the last request ends.
  */
 static void
-count_filled (struct overlay *o, uint32_t len)
+count_filled (struct overlay *o, const struct base_io *io, uint32_t len)
 {
   uint64_t size = __atomic_load_n (&o->fill.size, __ATOMIC_RELAXED);
   uint64_t filled = __atomic_add_fetch (&o->fill.filled, len,
@@ -328,7 +329,7 @@ count_filled (struct overlay *o, uint32_t len)
     return;
   }
   if (filled == size)
-    complete (o);
+    complete (o, io);
 }
 
 /* Request [offset, offset+len) of o failed with err: f tries it again
@@ -362,8 +363,8 @@ request_failed (struct filler *f, struct overlay *o, uint64_t offset,
   return now + delay;
 }
 
-/* Fills one request of o, pinned: the one f tries again, or the next.
- * Returns when f is next due.
+/* Fills one request of o, pinned and a user of its pool: the one f
+ * tries again, or the next.  Returns when f is next due.
  */
 static uint64_t
 fill_request (struct filler *f, struct overlay *o, uint64_t now)
@@ -380,7 +381,7 @@ fill_request (struct filler *f, struct overlay *o, uint64_t now)
   if (open_base (o, &io) == -1)
     return now + IDLE_NS;
   if (io.size == 0) {           /* nothing to fill */
-    complete (o);
+    complete (o, &io);
     return now;
   }
   if (f->retry_name == NULL && (len = claim (o, &offset)) == 0)
@@ -400,7 +401,7 @@ fill_request (struct filler *f, struct overlay *o, uint64_t now)
   if (f->tries > 0)             /* the source is back */
     __atomic_store_n (&o->fill.error, 0, __ATOMIC_RELAXED);
   forget_retry (f);
-  count_filled (o, len);
+  count_filled (o, &io, len);
   return paced (now, len);
 }
 
@@ -428,7 +429,14 @@ fill_due (uint64_t now, void *opaque)
     forget_retry (f);
     return now;
   }
-  due = fill_request (f, o, now);
+  if (exports_pool_use (o) == NULL) {   /* it stands alone */
+    forget_retry (f);
+    due = now;
+  }
+  else {
+    due = fill_request (f, o, now);
+    exports_pool_done (o);
+  }
   exports_unpin (o);
   return due;
 }

@@ -8,7 +8,6 @@
 #ifndef COW_FILL_H
 #define COW_FILL_H
 
-#include <stdbool.h>
 #include <stdint.h>
 
 #include <nbdkit-filter.h>
@@ -39,9 +38,6 @@ struct fill_progress {
 /* A copy of an overlay's progress, read without a lock. */
 extern void fill_read (const struct fill_progress *from,
                        struct fill_progress *to);
-
-/* Whether the fill of an overlay has copied the whole base. */
-extern bool fill_is_complete (const struct fill_progress *progress);
 
 /* The name of a state in the statistics. */
 extern const char *fill_state_name (enum fill_state state);

@@ -12,6 +12,7 @@
 
 #include <nbdkit-filter.h>
 
+#include "baseio.h"
 #include "checks.h"
 #include "overlay.h"
 #include "params.h"
@@ -96,6 +97,7 @@ void
 overlay_free (struct overlay *o)
 {
   basepool_free (o->pool);
+  baseio_facts_free (o->alone);
   shardctr_free (&o->requests);
   free (o->exportname);
   free (o);

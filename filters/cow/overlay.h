@@ -21,12 +21,23 @@
 #include "shardctr.h"
 #include "tsa.h"
 
+struct base_facts;
+
 struct overlay {
   char *exportname;             /* "" for the default export */
   struct blk *blk;
   struct shardctr requests;     /* stats.h: requests, plugin opens */
   struct base_pool *pool;       /* with cow-base-handles or cow-fill */
   struct fill_progress fill;    /* cow-fill: the fill thread's (fill.h) */
+
+  /* Under overlays_lock: the users of pool (connections reading
+   * through it, fill requests), and, once the fill is complete, what
+   * the overlay's new connections answer of the plugin instead of
+   * opening it (set once).  The pool closes when both are set and its
+   * last user leaves (exports.h).
+   */
+  unsigned pool_users;
+  struct base_facts *alone;
 
   /* Under overlays_lock: the overlay ends only when no connection has
    * it, no statistics walk reads it (pins), and its grace (idle_until,
