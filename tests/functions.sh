@@ -261,6 +261,20 @@ make_base ()
   fi
 }
 
+# fill_state_is STATS STATE [NAME]: waits (up to 60 s) until the
+# statistics file STATS gives the fill of export NAME ("" if omitted)
+# as STATE, or fails saying where it stands.
+fill_state_is ()
+{
+  local fill='.exports[] | select(.name == $name) | .fill'
+  for _ in $(seq 300); do
+    [ "$(jq -r --arg name "${3-}" "$fill.state" "$1" 2>/dev/null)" = "$2" ] &&
+      return 0
+    sleep 0.2
+  done
+  fail "the fill of \"${3-}\" is not $2: $(jq -c --arg name "${3-}" "$fill" "$1")"
+}
+
 # overlay_fds SOCK: the /proc paths of the (deleted) overlay files of
 # the server started on SOCK, one per line, or nothing.  Only our names
 # count: valgrind keeps files of its own in $TMPDIR.

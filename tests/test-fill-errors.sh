@@ -21,16 +21,6 @@ serve ()
     error=EIO error-pread-rate=100% error-file="$tmp/failing" \
     cow-fill=true cow-stats="$stats" "$@"
 }
-# fill_is STATE: waits (up to 30 s) for the default export's fill.
-fill_is ()
-{
-  for _ in $(seq 150); do
-    [ "$(jq -r '.exports[0].fill.state' "$stats" 2>/dev/null)" = "$1" ] &&
-      return 0
-    sleep 0.2
-  done
-  fail "the fill is not $1: $(jq -c '.exports[0].fill' "$stats")"
-}
 # client_checks: a write of a whole block and its read succeed while
 # the source fails, a read of the source fails with the client's own
 # error.
@@ -63,7 +53,7 @@ jq -e '.exports[0].fill | .state == "running" and .retries >= 1 and
 grep -q 'cow-fill: export "": reading .*Input/output error: trying again in 1 s (1 of 3)' \
   "$tmp/sock.err" || fail "the retry is not in the log: $(cat "$tmp/sock.err")"
 rm "$tmp/failing"
-fill_is complete
+fill_state_is "$stats" complete
 jq -e '.exports[0].fill.error == null' "$stats" >/dev/null ||
   fail "an error left after the source came back: $(jq -c '.exports[0].fill' "$stats")"
 nbdsh -u "$uri" -c "
@@ -77,7 +67,7 @@ stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
 touch "$tmp/failing"
 serve cow-fill-retries=0
 client_checks
-fill_is failed
+fill_state_is "$stats" failed
 jq -e '.exports[0].fill.error == "Input/output error"' "$stats" >/dev/null ||
   fail "no error: $(jq -c '.exports[0].fill' "$stats")"
 grep -q 'cow-fill: export "": stopped with 0 bytes filled: Input/output error' \
@@ -92,7 +82,7 @@ echo "the fill tried again or stopped as told; the clients were served"
 make_base "$tmp/base" $(( 32 * M ))
 serve cow-max-size=16M
 nbdinfo --size "$uri" >/dev/null
-fill_is failed
+fill_state_is "$stats" failed
 jq -e '.exports[0].fill.error == "No space left on device" and
        .server.space.used <= 15728640' "$stats" >/dev/null ||
   fail "cow-max-size: $(jq -c '[.exports[0].fill, .server]' "$stats")"
@@ -118,7 +108,7 @@ fi
 on_exit "umount '$tmp/small'"
 TMPDIR=$tmp/small serve cow-fill-requests=1
 nbdinfo --size "$uri" >/dev/null
-fill_is failed
+fill_state_is "$stats" failed
 jq -e '.exports[0].fill.error == "No space left on device"' "$stats" \
   >/dev/null || fail "full filesystem: $(jq -c '.exports[0].fill' "$stats")"
 nbdsh -u "$uri" -c "h.pwrite(b'z' * 65536, 0)" \

@@ -28,13 +28,7 @@ for i in $(seq $kills); do
   sleep 0.2
 done
 serve
-for _ in $(seq 300); do
-  [ "$(jq -r '.exports[0].fill.state' "$tmp/stats" 2>/dev/null)" = complete ] &&
-    break
-  sleep 0.2
-done
-[ "$(jq -r '.exports[0].fill.state' "$tmp/stats")" = complete ] ||
-  fail "not complete: $(jq -c '.exports[0].fill' "$tmp/stats")"
+fill_state_is "$tmp/stats" complete
 # Every data byte read, no hole, and at most a window again per kill:
 # 4 MiB and the default 4 requests of 256 KiB.
 window=$(( 4 * M + 4 * 256 * 1024 ))

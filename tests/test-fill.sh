@@ -72,11 +72,7 @@ rm -f "$tmp/sock" "$tmp/log"
 start_nbdkit "$tmp/sock" --filter=cow --filter=log file "$tmp/base" \
   logfile="$tmp/log" cow-fill=true cow-stats="$stats"
 nbdinfo --size "$uri" >/dev/null
-for _ in $(seq 300); do
-  [ "$(jq -r '.exports[0].fill.state' "$stats" 2>/dev/null)" = complete ] &&
-    break
-  sleep 0.2
-done
+fill_state_is "$stats" complete
 jq -e '.exports[0] | .fill.state == "complete" and .plugin_opens == 2' \
   "$stats" >/dev/null ||
   fail "fill without shared handles: $(jq -c '.exports[0] | {fill, plugin_opens}' "$stats")"
@@ -96,11 +92,7 @@ rm -f "$tmp/sock"
 start_nbdkit "$tmp/sock" --filter=cow null size=0 cow-fill=true \
   cow-stats="$stats"
 nbdinfo --size "$uri" >/dev/null
-for _ in $(seq 50); do
-  [ "$(jq -r '.exports[0].fill.state' "$stats" 2>/dev/null)" = complete ] &&
-    break
-  sleep 0.2
-done
+fill_state_is "$stats" complete
 jq -e '.exports[0].fill.state == "complete"' "$stats" >/dev/null ||
   fail "an empty disk: $(jq -c '.exports[0].fill' "$stats")"
 
