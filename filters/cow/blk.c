@@ -93,10 +93,10 @@ overlay_write (struct blk *blk, const void *buf, uint64_t count,
   return r;
 }
 
-/* The clients' reads of any base under way, for the fill to give way
- * to (atomic).
+/* The clients' reads of any base started and ended, for the fill to
+ * give way to (atomic, wrapping).
  */
-static unsigned client_base_reads;
+static unsigned client_reads_started, client_reads_ended;
 
 /* Every read of the base goes through here, to be counted. */
 static int
@@ -107,18 +107,28 @@ base_read (struct blk *blk, const struct blk_base *base, void *buf,
 
   stat_add (blk, BASE_READS, 1);
   stat_add (blk, BASE_READ_BYTES, len);
-  if (base->background)
+  if (base->background_bytes) {
+    *base->background_bytes += len;
     return base->pread (base->opaque, buf, len, offset, err);
-  __atomic_add_fetch (&client_base_reads, 1, __ATOMIC_RELAXED);
+  }
+  __atomic_add_fetch (&client_reads_started, 1, __ATOMIC_RELAXED);
   r = base->pread (base->opaque, buf, len, offset, err);
-  __atomic_sub_fetch (&client_base_reads, 1, __ATOMIC_RELAXED);
+  __atomic_add_fetch (&client_reads_ended, 1, __ATOMIC_RELAXED);
   return r;
 }
 
 unsigned
 blk_client_base_reads (void)
 {
-  return __atomic_load_n (&client_base_reads, __ATOMIC_RELAXED);
+  return __atomic_load_n (&client_reads_started, __ATOMIC_RELAXED);
+}
+
+bool
+blk_client_base_reads_under_way (void)
+{
+  /* A read that starts or ends between the loads is seen next time. */
+  return __atomic_load_n (&client_reads_started, __ATOMIC_RELAXED) !=
+    __atomic_load_n (&client_reads_ended, __ATOMIC_RELAXED);
 }
 
 /* Makes room for a change of the states of blocks [first, first+n), in

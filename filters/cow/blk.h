@@ -98,10 +98,11 @@ extern int blk_copy_up (struct blk *blk, const struct blk_base *base,
 extern int blk_fill (struct blk *blk, const struct blk_base *base,
                      uint32_t count, uint64_t offset, int *err);
 
-/* How many reads of a base, by clients of any overlay and not by the
- * fill, are under way now.
+/* How many reads of a base clients of any overlay (not the fill) have
+ * started, wrapping, and whether one of them is under way now.
  */
 extern unsigned blk_client_base_reads (void);
+extern bool blk_client_base_reads_under_way (void);
 
 /* Sets *state to the state of the block holding offset and returns the
  * end of the run of bytes in [offset, end) in that same state.

@@ -41,10 +41,11 @@ struct blk_base {
   int (*describe) (void *opaque, uint32_t count, uint64_t offset,
                    blk_found_run *found, void *found_opaque);
   void *opaque;
-  /* The background fill's (fill.h), whose reads of the base give way
-   * to the clients' (blk_client_base_reads).
+  /* Not NULL for the background fill (fill.h), whose reads of the
+   * base add their bytes here and give way to the clients'
+   * (blk_client_base_reads_under_way).
    */
-  bool background;
+  uint64_t *background_bytes;
 };
 
 /* The locks of the layer, whose waits the statistics count

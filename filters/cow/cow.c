@@ -263,6 +263,7 @@ cow_open (nbdkit_next_open *next, nbdkit_context *context,
     goto out;
   }
   name = viewed ? viewed : exportname;
+  fill_client_connecting ();
   r = exports_connect (&c->export, name, base, shares_base (is_tls, base),
                        next, context);
   if (r == 0 && viewed && open_view (c, exportname, checkpoint) == -1) {

@@ -5,9 +5,10 @@
  * through the block layer's copy-ups (blk_fill).  A copy-up holds the
  * rmw locks of its range and copies only blocks not in the overlay, so
  * a client's write is never overwritten and a client's request waits
- * for at most one request of the fill.  Clients go first: a thread
- * starts no request while a client's read of a base is under way, for
- * up to CLIENT_WAIT_MAX_NS at a time.  The threads read through the
+ * for at most one request of the fill.  Clients go first: while
+ * clients are about, one thread alone fills, in small requests, and a
+ * thread starts no request while a client's read of a base is under
+ * way, for up to CLIENT_WAIT_MAX_NS at a time.  The threads read through the
  * overlay's pool of plugin contexts (basepool.h), paced together by
  * cow-fill-rate; a failed request is tried again cow-fill-retries
  * times before it stops the overlay's fill.
@@ -57,6 +58,17 @@
 #define CLIENT_POLL_NS (1000 * 1000)
 #define CLIENT_WAIT_MAX_NS (100 * 1000 * 1000)
 
+/* For CLIENTS_QUIET_NS after a client connected or started a read of
+ * a base, the fill keeps a single request of GENTLE_REQUEST bytes (or one
+ * block, if larger) in flight, whatever cow-fill-requests: a source
+ * shares its bandwidth among the reads it serves at once, so that a
+ * client's read then shares it with that one small read at most.  The
+ * other threads look again every QUIET_POLL_NS.
+ */
+#define CLIENTS_QUIET_NS UINT64_C (500000000)
+#define GENTLE_REQUEST (64 * 1024)
+#define QUIET_POLL_NS (10 * 1000 * 1000)
+
 /* The first retry of a failed request waits this long, each next one
  * twice as long as the last.
  */
@@ -81,6 +93,13 @@ static struct filler *fillers;
 static unsigned n_fillers;
 static nbdkit_backend *backend;
 static unsigned turn;           /* atomic: the overlay whose turn it is */
+
+/* The clients' base reads last seen started (blk_client_base_reads),
+ * and when that count was last seen to change or a client connected
+ * (monotonic ns): atomic.
+ */
+static unsigned client_reads_seen;
+static uint64_t clients_seen_ns;
 
 /* cow-fill-rate: when the threads together may start their next
  * request.
@@ -208,7 +227,7 @@ forget_retry (struct filler *f)
 static bool
 gives_way (struct filler *f, uint64_t now)
 {
-  if (blk_client_base_reads () == 0 ||
+  if (!blk_client_base_reads_under_way () ||
       (f->giving_way_since && now - f->giving_way_since >= CLIENT_WAIT_MAX_NS)) {
     f->giving_way_since = 0;
     return false;
@@ -218,9 +237,35 @@ gives_way (struct filler *f, uint64_t now)
   return true;
 }
 
-/* When the next request may start, len bytes having been filled. */
+void
+fill_client_connecting (void)
+{
+  __atomic_store_n (&clients_seen_ns, monotonic_ns (), __ATOMIC_RELAXED);
+}
+
+/* Whether a client has connected or started a read of a base within
+ * the last CLIENTS_QUIET_NS.
+ */
+static bool
+clients_active (uint64_t now)
+{
+  unsigned started = blk_client_base_reads ();
+  uint64_t seen_ns;
+
+  if (__atomic_exchange_n (&client_reads_seen, started, __ATOMIC_RELAXED)
+      != started) {
+    __atomic_store_n (&clients_seen_ns, now, __ATOMIC_RELAXED);
+    return true;
+  }
+  seen_ns = __atomic_load_n (&clients_seen_ns, __ATOMIC_RELAXED);
+  return seen_ns != 0 && (now < seen_ns || now - seen_ns < CLIENTS_QUIET_NS);
+}
+
+/* When the next request may start, the last having read len bytes
+ * of the base.
+ */
 static uint64_t
-paced (uint64_t now, uint32_t len)
+paced (uint64_t now, uint64_t len)
 {
   uint64_t due;
 
@@ -248,11 +293,12 @@ has_room (uint32_t len)
 }
 
 /* Reads o's base through a context of its pool (o being one of its
- * users), learning the base's size the first time.  Returns 0, or -1
- * (said why: a later turn tries again).
+ * users), adding the bytes read to *read_bytes, learning the base's
+ * size the first time.  Returns 0, or -1 (said why: a later turn tries
+ * again).
  */
 static int
-open_base (struct overlay *o, struct base_io *io)
+open_base (struct overlay *o, struct base_io *io, uint64_t *read_bytes)
 {
   char *base = clone_base_name (o->exportname, params.clone_separator);
   struct base_use use;
@@ -270,7 +316,7 @@ open_base (struct overlay *o, struct base_io *io)
   }
   if (use.next == NULL || baseio_init (io, use.next, use.call_lock) == -1)
     return -1;
-  io->blk.background = true;
+  io->blk.background_bytes = read_bytes;
   if (__atomic_compare_exchange_n (&o->fill.size, &none, io->size, false,
                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
     __atomic_store_n (&o->fill.started_ns, monotonic_ns (),
@@ -278,20 +324,19 @@ open_base (struct overlay *o, struct base_io *io)
   return 0;
 }
 
-/* Hands out o's next request: sets *offset and returns its length, or
- * 0 if every request is out.
+/* Hands out o's next request, of at most max bytes: sets *offset and
+ * returns its length, or 0 if every request is out.
  */
 static uint32_t
-claim (struct overlay *o, uint64_t *offset)
+claim (struct overlay *o, uint32_t max, uint64_t *offset)
 {
   uint64_t size = __atomic_load_n (&o->fill.size, __ATOMIC_RELAXED);
-  uint64_t at = __atomic_fetch_add (&o->fill.claimed, REQUEST,
-                                    __ATOMIC_RELAXED);
+  uint64_t at = __atomic_fetch_add (&o->fill.claimed, max, __ATOMIC_RELAXED);
 
   if (at >= size)
     return 0;
   *offset = at;
-  return size - at < REQUEST ? size - at : REQUEST;
+  return size - at < max ? size - at : max;
 }
 
 /* Every request of o is filled: o stands alone, with the facts of the
@@ -363,13 +408,16 @@ request_failed (struct filler *f, struct overlay *o, uint64_t offset,
   return now + delay;
 }
 
-/* Fills one request of o, pinned and a user of its pool: the one f
- * tries again, or the next.  Returns when f is next due.
+/* Fills one request of o, of at most max bytes, o being pinned and a
+ * user of its pool: the one f tries again, or the next.  Returns when f
+ * is next due.
  */
 static uint64_t
-fill_request (struct filler *f, struct overlay *o, uint64_t now)
+fill_request (struct filler *f, struct overlay *o, uint32_t max,
+              uint64_t now)
 {
   struct base_io io;
+  uint64_t read_bytes = 0;
   uint64_t offset = f->retry_offset;
   uint32_t len = f->retry_len;
   int err;
@@ -378,13 +426,13 @@ fill_request (struct filler *f, struct overlay *o, uint64_t now)
     forget_retry (f);
     return now;
   }
-  if (open_base (o, &io) == -1)
+  if (open_base (o, &io, &read_bytes) == -1)
     return now + IDLE_NS;
   if (io.size == 0) {           /* nothing to fill */
     complete (o, &io);
     return now;
   }
-  if (f->retry_name == NULL && (len = claim (o, &offset)) == 0)
+  if (f->retry_name == NULL && (len = claim (o, max, &offset)) == 0)
     return now;
   if (!has_room (len)) {
     nbdkit_error ("cow-fill: export \"%s\": cow-max-size=%s leaves the "
@@ -402,7 +450,7 @@ fill_request (struct filler *f, struct overlay *o, uint64_t now)
     __atomic_store_n (&o->fill.error, 0, __ATOMIC_RELAXED);
   forget_retry (f);
   count_filled (o, &io, len);
-  return paced (now, len);
+  return paced (now, read_bytes);
 }
 
 /* The bgthread_fn of a filler. */
@@ -410,6 +458,9 @@ static uint64_t
 fill_due (uint64_t now, void *opaque)
 {
   struct filler *f = opaque;
+  bool gentle = clients_active (now);
+  uint32_t max = !gentle ? REQUEST
+    : params.block_size > GENTLE_REQUEST ? params.block_size : GENTLE_REQUEST;
   struct overlay *o;
   char *name;
   uint64_t due;
@@ -418,6 +469,8 @@ fill_due (uint64_t now, void *opaque)
     pause_all ();
     return now + IDLE_NS;
   }
+  if (gentle && f != fillers)
+    return now + QUIET_POLL_NS;
   if (gives_way (f, now))
     return now + CLIENT_POLL_NS;
   name = f->retry_name ? strdup (f->retry_name) : next_name ();
@@ -434,7 +487,7 @@ fill_due (uint64_t now, void *opaque)
     due = now;
   }
   else {
-    due = fill_request (f, o, now);
+    due = fill_request (f, o, max, now);
     exports_pool_done (o);
   }
   exports_unpin (o);

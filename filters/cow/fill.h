@@ -47,6 +47,11 @@ extern const char *fill_state_name (enum fill_state state);
  */
 extern int fill_start (nbdkit_backend *backend);
 
+/* A client is connecting: for a while the fill keeps to a single small
+ * request in flight, as when a client reads a base.
+ */
+extern void fill_client_connecting (void);
+
 /* Stops the threads and waits for them.  Safe if it never started. */
 extern void fill_stop (void);
 
