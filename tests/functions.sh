@@ -275,6 +275,18 @@ fill_state_is ()
   fail "the fill of \"${3-}\" is not $2: $(jq -c --arg name "${3-}" "$fill" "$1")"
 }
 
+# handles_closed LOG: waits (up to 10 s) until every handle of the
+# plugin opened is closed again, as nbdkit's log filter says in LOG.
+handles_closed ()
+{
+  for _ in $(seq 50); do
+    [ "$(grep -c ' Connect ' "$1")" -eq "$(grep -c ' Disconnect ' "$1")" ] &&
+      return 0
+    sleep 0.2
+  done
+  fail "plugin handles left open: $(grep -E ' (Connect|Disconnect) ' "$1" | cut -c1-80)"
+}
+
 # overlay_fds SOCK: the /proc paths of the (deleted) overlay files of
 # the server started on SOCK, one per line, or nothing.  Only our names
 # count: valgrind keeps files of its own in $TMPDIR.

@@ -43,18 +43,7 @@ calls ()
 {
   grep -vc Preconnect "$tmp/log"
 }
-# handles_closed: waits (up to 10 s) until every handle of the plugin
-# opened is closed again, as the log filter says.
-handles_closed ()
-{
-  for _ in $(seq 50); do
-    [ "$(grep -c ' Connect ' "$tmp/log")" -eq \
-      "$(grep -c ' Disconnect ' "$tmp/log")" ] && return 0
-    sleep 0.2
-  done
-  fail "plugin handles left open: $(grep -E ' (Connect|Disconnect) ' "$tmp/log" | cut -c1-80)"
-}
-handles_closed
+handles_closed "$tmp/log"
 calls_before=$(calls)
 nbdsh -u "$uri" -c "
 want = open('$tmp/want', 'rb').read()
@@ -79,7 +68,7 @@ jq -e '.exports[0] | .fill.state == "complete" and .plugin_opens == 2' \
 "$PYTHON" "$tests/base-reads.py" "$tmp/log" "$tmp/base" 0 ||
   fail "the base was not read once by the fill's own handle"
 # Complete, the fill's handle closes, and new connections open none.
-handles_closed
+handles_closed "$tmp/log"
 calls_before=$(calls)
 nbdcopy --connections=4 "$uri" "$tmp/copy"
 cmp "$tmp/copy" "$tmp/base" || fail "the copy-out differs from the base"
