@@ -191,9 +191,8 @@ connect_alone (struct export_conn *c, const char *exportname)
   return c->alone != NULL;
 }
 
-/* Counts n opens of the plugin for overlay o, and for the server. */
-static void
-count_plugin_opens (struct overlay *o, unsigned n)
+void
+exports_count_plugin_opens (struct overlay *o, unsigned n)
 {
   if (n == 0)
     return;
@@ -229,7 +228,7 @@ connect_shared (struct export_conn *c, const char *exportname,
     return 0;
   }
   use = basepool_take (pool, backend, base, opened);
-  count_plugin_opens (c->overlay, (opened != NULL) + use.opened);
+  exports_count_plugin_opens (c->overlay, (opened != NULL) + use.opened);
   if (use.next == NULL) {
     exports_pool_done (c->overlay);
     close_overlay (c->overlay, false);
@@ -250,7 +249,7 @@ connect_own (struct export_conn *c, const char *exportname, const char *base,
   c->overlay = open_overlay (exportname);
   if (c->overlay == NULL)
     return -1;
-  count_plugin_opens (c->overlay, 1);
+  exports_count_plugin_opens (c->overlay, 1);
   return 0;
 }
 

@@ -55,6 +55,9 @@ extern int exports_connect (struct export_conn *c, const char *exportname,
                             const char *base, bool share,
                             nbdkit_next_open *next, nbdkit_context *context);
 
+/* Counts n opens of the plugin for overlay o, and for the server. */
+extern void exports_count_plugin_opens (struct overlay *o, unsigned n);
+
 /* The overlay's pool for one more user, the fill's request (pinned),
  * or NULL if the overlay stands alone.  Each use ends with
  * exports_pool_done.

@@ -33,8 +33,6 @@
 #include "overlay.h"
 #include "params.h"
 #include "server.h"
-#include "shardctr.h"
-#include "stats.h"
 
 /* What one request of the fill copies. */
 #define REQUEST (256 * 1024)
@@ -310,10 +308,7 @@ open_base (struct overlay *o, struct base_io *io, uint64_t *read_bytes)
   }
   use = basepool_take (o->pool, backend, base, NULL);
   free (base);
-  if (use.opened) {
-    shardctr_add (&o->requests, STATS_PLUGIN_OPENS, use.opened);
-    server_count_plugin_opens (use.opened);
-  }
+  exports_count_plugin_opens (o, use.opened);
   if (use.next == NULL || baseio_init (io, use.next, use.call_lock) == -1)
     return -1;
   io->blk.background_bytes = read_bytes;
