@@ -505,7 +505,10 @@ run_op (struct overlay *o, unsigned i, struct input *in, uint8_t *buf)
   uint64_t x;
   int err = 0, r = 0;
 
-  /* The low bits choose a fault, the rest when it strikes. */
+  /* The low bits choose a fault, the next two when it strikes; 0x40
+   * makes a copy-up read the fill's (under cow-fill), 0x80 the overlay
+   * unable to punch.
+   */
   fail_base_read_at = (fault & 3) == 1 ? 1 + (fault >> 2) % 4 : 0;
   fail_overlay_write_at = (fault & 3) == 2 ? 1 + (fault >> 2) % 4 : 0;
   fail_overlay_read_at = (fault & 3) == 3 ? 1 + (fault >> 2) % 4 : 0;
@@ -515,7 +518,9 @@ run_op (struct overlay *o, unsigned i, struct input *in, uint8_t *buf)
   switch (op) {
   case F_READ:
   case F_READ_COW:
-    r = blk_read (blk, &base, buf, count, offset, op == F_READ_COW, &err);
+    r = blk_read (blk, &base, buf, count, offset,
+                  op == F_READ ? BLK_READ_ONLY
+                  : fault & 0x40 ? BLK_READ_FILL : BLK_READ_COPY_UP, &err);
     if (r == 0)
       check_read (buf, offset, count);
     break;
@@ -616,7 +621,8 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     check_states (o.blk);
   }
   /* Faults off: the whole disk must read as the model says. */
-  if (blk_read (o.blk, &base, buf, disk_size, 0, false, &(int) { 0 }) == -1)
+  if (blk_read (o.blk, &base, buf, disk_size, 0, BLK_READ_ONLY,
+                &(int) { 0 }) == -1)
     abort ();
   check_read (buf, 0, disk_size);
   blk_free (o.blk);

@@ -352,8 +352,8 @@ blk_copy_up (struct blk *blk, const struct blk_base *base,
 
 int
 blk_read (struct blk *blk, const struct blk_base *base,
-          void *buf, uint32_t count, uint64_t offset, bool cow_on_read,
-          int *err)
+          void *buf, uint32_t count, uint64_t offset,
+          enum blk_read_mode mode, int *err)
 {
   char *p = buf;
   uint64_t end = offset + count;
@@ -361,8 +361,10 @@ blk_read (struct blk *blk, const struct blk_base *base,
   /* After a copy-up every block of the range is allocated or zero, and
    * stays so: the loop below then reads only the overlay.
    */
-  if (cow_on_read &&
-      copy_up (blk, base, count, offset, COPY_UPS_READ, err) == -1)
+  if (mode != BLK_READ_ONLY &&
+      copy_up (blk, base, count, offset,
+               mode == BLK_READ_FILL ? COPY_UPS_FILL : COPY_UPS_READ,
+               err) == -1)
     return -1;
 
   while (offset < end) {

@@ -65,14 +65,21 @@ extern int blk_set_size (struct blk *blk, uint64_t size);
 /* Whether a call of blk_set_size has fixed the size. */
 extern bool blk_is_sized (struct blk *blk);
 
+/* What a read does with the blocks of the base it reads. */
+enum blk_read_mode {
+  BLK_READ_ONLY,                /* reads them */
+  BLK_READ_COPY_UP,             /* copies them up first (cow-on-read) */
+  BLK_READ_FILL,                /* as blk_fill first (under cow-fill) */
+};
+
 /* The NBD operations.  Each returns 0, or -1 with *err set, leaving
  * no block marked allocated without its data in the overlay.  Any
  * that needs new overlay space past the limit of its space fails with
- * ENOSPC (a read only with cow_on_read).
+ * ENOSPC (a read only when it copies up).
  */
 extern int blk_read (struct blk *blk, const struct blk_base *base,
                      void *buf, uint32_t count, uint64_t offset,
-                     bool cow_on_read, int *err);
+                     enum blk_read_mode mode, int *err);
 /* buf NULL writes zeros, leaving the blocks allocated. */
 extern int blk_write (struct blk *blk, const struct blk_base *base,
                       const void *buf, uint32_t count, uint64_t offset,

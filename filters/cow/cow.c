@@ -437,6 +437,21 @@ cow_export_description (nbdkit_next *next, void *handle)
 }
 
 
+/* What c's reads do with the blocks of the base: under cow-fill they
+ * fill what they read, which the fill would otherwise read from the
+ * base again.
+ */
+static enum blk_read_mode
+read_mode (const struct conn *c)
+{
+  if (c->view)
+    return BLK_READ_ONLY;
+  if (params.fill.mode != SWITCH_OFF)
+    return BLK_READ_FILL;
+  return params_switch_on (&params.cow_on_read) ? BLK_READ_COPY_UP
+    : BLK_READ_ONLY;
+}
+
 static int
 cow_pread (nbdkit_next *next, void *handle,
            void *buf, uint32_t count, uint64_t offset, uint32_t flags,
@@ -448,14 +463,8 @@ cow_pread (nbdkit_next *next, void *handle,
   CHECK (next == NULL || next == c->base.next);
 
   stats_count_request (&o->requests, REQ_READ, count);
-  /* Under cow-fill a read fills what it reads, which the fill would
-   * otherwise read from the base again.
-   */
-  if (!c->view && params.fill.mode != SWITCH_OFF &&
-      blk_fill (o->blk, &c->base.blk, count, offset, err) == -1)
-    return -1;
   return blk_read (o->blk, &c->base.blk, buf, count, offset,
-                   !c->view && params_switch_on (&params.cow_on_read), err);
+                   read_mode (c), err);
 }
 
 static int
