@@ -147,12 +147,15 @@ expect_start_failure ()
 
 # start_nbdkit SOCKET NBDKIT-ARGS...: serve in the background until the
 # test ends, messages in SOCKET.err; returns once the socket accepts
-# connections.  It gets 30 seconds: under valgrind, beside another
-# test, starting takes seconds.
+# connections, which nbdkit says by writing its pidfile (a socket file
+# is there from bind, before listen): so a pidfile left by an earlier
+# server on SOCKET goes first.  It gets 30 seconds: under valgrind,
+# beside another test, starting takes seconds.
 start_nbdkit ()
 {
   sock=$1; shift
   pidfile="$sock.pid"
+  rm -f "$pidfile"
   "$NBDKIT" -f -U "$sock" -P "$pidfile" "$@" 2>"$sock.err" &
   on_exit "stop_nbdkit $! '$sock.err'"
   for _ in $(seq 300); do
