@@ -10,7 +10,7 @@
 # as its last writes.  Both outcomes must have been seen.
 . "$abs_top_srcdir/tests/functions.sh"
 
-seconds=$(rounds 10 20)
+seconds=10
 grace=$(rounds 0.1 1)
 mkdir "$tmp/images" "$tmp/kept"
 make_base "$tmp/images/golden" $((1024 * 1024))
