@@ -5,7 +5,7 @@
 # no hole, at most once plus one window per kill (a flush every 4 MiB
 # filled and the cow-fill-requests then in flight), and the final
 # overlay reads as the base: served over zeros, and exported with no
-# backing file.
+# backing file.  Opened again, it is complete at once.
 . "$abs_top_srcdir/tests/functions.sh"
 
 M=$(( 1024 * 1024 ))
@@ -52,3 +52,14 @@ stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
 qemu-img compare -q "$tmp/alone.qcow2" "$tmp/base" ||
   fail "the standalone export is not the base"
 echo "the fill resumed after each kill and left the base whole in the overlay"
+
+# Opened again, the complete overlay hands out no request of the fill:
+# it is complete at once, without walking the disk.
+rm -f "$tmp/sock"
+start_nbdkit "$tmp/sock" -v --filter=cow file "$tmp/base" \
+  cow-file="$tmp/ov" cow-fill=true cow-stats="$tmp/stats"
+nbdinfo --size "$uri" >/dev/null
+fill_state_is "$tmp/stats" complete
+grep -q 'cow-fill: export "": the overlay holds every block' "$tmp/sock.err" ||
+  fail "the complete overlay was walked again"
+stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"

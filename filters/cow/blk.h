@@ -65,6 +65,11 @@ extern int blk_set_size (struct blk *blk, uint64_t size);
 /* Whether a call of blk_set_size has fixed the size. */
 extern bool blk_is_sized (struct blk *blk);
 
+/* Whether the sized overlay holds every block (allocated or zero), so
+ * that nothing reads the base any more: a block never leaves that.
+ */
+extern bool blk_holds_all (struct blk *blk);
+
 /* What a read does with the blocks of the base it reads. */
 enum blk_read_mode {
   BLK_READ_ONLY,                /* reads them */

@@ -205,6 +205,15 @@ blk_is_sized (struct blk *blk)
   return sized;
 }
 
+bool
+blk_holds_all (struct blk *blk)
+{
+  uint64_t counts[3];
+
+  blkmap_count (&blk->map, blockgeom_blocks (&blk->map.geom), counts);
+  return counts[BLK_NOT_ALLOCATED] == 0;
+}
+
 int
 blk_flush (struct blk *blk, int *err)
 {

@@ -334,6 +334,26 @@ claim (struct overlay *o, uint32_t max, uint64_t *offset)
   return size - at < max ? size - at : max;
 }
 
+/* Whether nothing of o is left to fill before its first request is
+ * handed out (a kept overlay filled before a restart): then every
+ * request is taken at once, filled.
+ */
+static bool
+holds_all (struct overlay *o, uint64_t size)
+{
+  uint64_t none = 0;
+
+  if (__atomic_load_n (&o->fill.claimed, __ATOMIC_RELAXED) != 0 ||
+      !blk_holds_all (o->blk) ||
+      !__atomic_compare_exchange_n (&o->fill.claimed, &none, size, false,
+                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+    return false;
+  __atomic_store_n (&o->fill.filled, size, __ATOMIC_RELEASE);
+  nbdkit_debug ("cow-fill: export \"%s\": the overlay holds every block",
+                o->exportname);
+  return true;
+}
+
 /* Every request of o is filled: o stands alone, with the facts of the
  * plugin io reads (which a failure only leaves unsaid: its connections
  * then go on opening the plugin).
@@ -423,7 +443,7 @@ fill_request (struct filler *f, struct overlay *o, uint32_t max,
   }
   if (open_base (o, &io, &read_bytes) == -1)
     return now + IDLE_NS;
-  if (io.size == 0) {           /* nothing to fill */
+  if (io.size == 0 || holds_all (o, io.size)) {  /* nothing to fill */
     complete (o, &io);
     return now;
   }
