@@ -259,6 +259,21 @@ clients_active (uint64_t now)
   return seen_ns != 0 && (now < seen_ns || now - seen_ns < CLIENTS_QUIET_NS);
 }
 
+/* The most f's next request may copy: REQUEST, or while clients are
+ * about GENTLE_REQUEST (one block, if larger) for the first thread and
+ * 0 (none) for the others.
+ */
+static uint32_t
+request_max (const struct filler *f, uint64_t now)
+{
+  if (!clients_active (now))
+    return REQUEST;
+  if (f != fillers)
+    return 0;
+  return params.block_size > GENTLE_REQUEST ? params.block_size
+    : GENTLE_REQUEST;
+}
+
 /* When the next request may start, the last having read len bytes
  * of the base.
  */
@@ -473,10 +488,8 @@ static uint64_t
 fill_due (uint64_t now, void *opaque)
 {
   struct filler *f = opaque;
-  bool gentle = clients_active (now);
-  uint32_t max = !gentle ? REQUEST
-    : params.block_size > GENTLE_REQUEST ? params.block_size : GENTLE_REQUEST;
   struct overlay *o;
+  uint32_t max;
   char *name;
   uint64_t due;
 
@@ -484,8 +497,6 @@ fill_due (uint64_t now, void *opaque)
     pause_all ();
     return now + IDLE_NS;
   }
-  if (gentle && f != fillers)
-    return now + QUIET_POLL_NS;
   if (gives_way (f, now))
     return now + CLIENT_POLL_NS;
   name = f->retry_name ? strdup (f->retry_name) : next_name ();
@@ -497,7 +508,11 @@ fill_due (uint64_t now, void *opaque)
     forget_retry (f);
     return now;
   }
-  if (exports_pool_use (o) == NULL) {   /* it stands alone */
+  /* Asked once o is found: the connection that made it is seen. */
+  max = request_max (f, now);
+  if (max == 0)
+    due = now + QUIET_POLL_NS;
+  else if (exports_pool_use (o) == NULL) {      /* it stands alone */
     forget_retry (f);
     due = now;
   }
