@@ -290,6 +290,19 @@ handles_closed ()
   fail "plugin handles left open: $(grep -E ' (Connect|Disconnect) ' "$1" | cut -c1-80)"
 }
 
+# plugin_calls LOG: the calls of the plugin nbdkit's log filter records
+# in LOG, but the preconnect nbdkit makes for every connection before
+# it opens any filter.
+plugin_calls () { grep -vc Preconnect "$1"; }
+
+# no_plugin_call_since LOG COUNT MESSAGE: fails with MESSAGE and the
+# first calls past COUNT unless LOG still records COUNT plugin calls.
+no_plugin_call_since ()
+{
+  [ "$(plugin_calls "$1")" -eq "$2" ] ||
+    fail "$3: $(grep -v Preconnect "$1" | tail -n +$(( $2 + 1 )) | head -5)"
+}
+
 # overlay_fds SOCK: the /proc paths of the (deleted) overlay files of
 # the server started on SOCK, one per line, or nothing.  Only our names
 # count: valgrind keeps files of its own in $TMPDIR.

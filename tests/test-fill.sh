@@ -37,22 +37,17 @@ jq -e '.exports[0].fill | .state == "complete" and
   fail "the base was not read once"
 
 # The shared handle closed, a new client and a copy over four
-# connections make no call of the plugin but the preconnect nbdkit makes
-# for every connection, before it opens any filter.
-calls ()
-{
-  grep -vc Preconnect "$tmp/log"
-}
+# connections make no call of the plugin.
 handles_closed "$tmp/log"
-calls_before=$(calls)
+calls_before=$(plugin_calls "$tmp/log")
 nbdsh -u "$uri" -c "
 want = open('$tmp/want', 'rb').read()
 assert h.pread(len(want), 0) == want, 'a new client reads wrong'
 "
 nbdcopy --connections=4 "$uri" "$tmp/copy"
 cmp "$tmp/copy" "$tmp/want" || fail "the copy-out differs"
-[ "$(calls)" -eq "$calls_before" ] ||
-  fail "after the fill the plugin was called: $(grep -v Preconnect "$tmp/log" | tail -n +$(( calls_before + 1 )) | head -5)"
+no_plugin_call_since "$tmp/log" "$calls_before" \
+  "after the fill the plugin was called"
 echo "the fill read each data byte once beside four clients, and stands alone"
 stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
 
@@ -69,11 +64,11 @@ jq -e '.exports[0] | .fill.state == "complete" and .plugin_opens == 2' \
   fail "the base was not read once by the fill's own handle"
 # Complete, the fill's handle closes, and new connections open none.
 handles_closed "$tmp/log"
-calls_before=$(calls)
+calls_before=$(plugin_calls "$tmp/log")
 nbdcopy --connections=4 "$uri" "$tmp/copy"
 cmp "$tmp/copy" "$tmp/base" || fail "the copy-out differs from the base"
-[ "$(calls)" -eq "$calls_before" ] ||
-  fail "after the fill a new connection called the plugin: $(grep -v Preconnect "$tmp/log" | tail -n +$(( calls_before + 1 )) | head -5)"
+no_plugin_call_since "$tmp/log" "$calls_before" \
+  "after the fill a new connection called the plugin"
 
 stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
 
