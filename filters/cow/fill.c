@@ -8,10 +8,10 @@
  * for at most one request of the fill.  Clients go first: while
  * clients are about, one thread alone fills, in small requests, and a
  * thread starts no request while a client's read of a base is under
- * way, for up to CLIENT_WAIT_MAX_NS at a time.  The threads read through the
- * overlay's pool of plugin contexts (basepool.h), paced together by
- * cow-fill-rate; a failed request is tried again cow-fill-retries
- * times before it stops the overlay's fill.
+ * way, for up to CLIENT_WAIT_MAX_NS at a time.  The threads read
+ * through the overlay's pool of plugin contexts (basepool.h), paced
+ * together by cow-fill-rate; a failed request is tried again
+ * cow-fill-retries times before it stops the overlay's fill.
  */
 
 #include <config.h>
