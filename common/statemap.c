@@ -128,14 +128,13 @@ uint64_t
 statemap_run (const struct statemap *map, uint64_t i, uint64_t end,
               unsigned *state)
 {
-  unsigned s = statemap_get (map, i);
+  uint64_t hole_last;
+  const uint8_t *leaf = find_leaf (map, i, &hole_last);
+  unsigned s = leaf ? leaf_get (leaf, i & LEAF_MASK) : 0;
 
   *state = s;
-  while (i < end) {
-    uint64_t hole_last;
-    const uint8_t *leaf = find_leaf (map, i, &hole_last);
-    uint64_t base = i & ~LEAF_MASK;
-    uint64_t stop, j;
+  for (;;) {
+    uint64_t base = i & ~LEAF_MASK, stop;
 
     if (leaf == NULL) {
       if (s != 0)
@@ -143,15 +142,15 @@ statemap_run (const struct statemap *map, uint64_t i, uint64_t end,
       if (hole_last >= end - 1)
         return end;
       i = hole_last + 1;
-      continue;
     }
-    stop = end - base > LEAF_MASK ? base + LEAF_ENTRIES : end;
-    j = base + leaf_scan (leaf, i - base, stop - base, s);
-    if (j < stop)
-      return j;
-    i = stop;
+    else {
+      stop = end - base > LEAF_MASK ? base + LEAF_ENTRIES : end;
+      i = base + leaf_scan (leaf, i - base, stop - base, s);
+      if (i < stop || i == end)
+        return i;
+    }
+    leaf = find_leaf (map, i, &hole_last);
   }
-  return end;
 }
 
 static void *
