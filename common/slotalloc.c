@@ -24,14 +24,10 @@ slotalloc_free (struct slotalloc *a)
   a->words = a->end = a->next = 0;
 }
 
-bool
-slotalloc_is_taken (const struct slotalloc *a, uint64_t slot)
-{
-  return slot / 64 < a->words && (a->taken[slot / 64] >> (slot % 64) & 1);
-}
-
-/* Makes room for bit slot, doubling the bitmap. */
-static int
+/* Makes room for bit slot, doubling the bitmap.  Out of line: it runs
+ * seldom, and its callers stay lean.
+ */
+static int __attribute__ ((noinline, cold))
 grow (struct slotalloc *a, uint64_t slot)
 {
   uint64_t words = a->words ? a->words : 16, *taken;
@@ -51,12 +47,10 @@ grow (struct slotalloc *a, uint64_t slot)
   return 0;
 }
 
-int
-slotalloc_mark (struct slotalloc *a, uint64_t slot)
+/* Marks slot, which is free and below limit, taken. */
+static inline int
+set_taken (struct slotalloc *a, uint64_t slot)
 {
-  assert (slot < a->limit);
-  if (slotalloc_is_taken (a, slot))
-    return 1;
   if (slot / 64 >= a->words && grow (a, slot) == -1)
     return -1;
   a->taken[slot / 64] |= UINT64_C (1) << (slot % 64);
@@ -66,7 +60,16 @@ slotalloc_mark (struct slotalloc *a, uint64_t slot)
 }
 
 int
-slotalloc_take (struct slotalloc *a, uint64_t *slot)
+slotalloc_mark (struct slotalloc *a, uint64_t slot)
+{
+  assert (slot < a->limit);
+  if (slotalloc_is_taken (a, slot))
+    return 1;
+  return set_taken (a, slot);
+}
+
+int
+slotalloc_take_search (struct slotalloc *a, uint64_t *slot)
 {
   uint64_t s = a->next;
 
@@ -83,11 +86,38 @@ slotalloc_take (struct slotalloc *a, uint64_t *slot)
     errno = ENOSPC;
     return -1;
   }
-  if (slotalloc_mark (a, s) == -1)
+  if (set_taken (a, s) == -1)
     return -1;
   a->next = s + 1;
   *slot = s;
   return 0;
+}
+
+int
+slotalloc_take_run (struct slotalloc *a, unsigned n, uint64_t *first)
+{
+  uint64_t s;
+  unsigned k = 1;
+
+  if (slotalloc_take (a, first) == -1)
+    return -1;
+  s = *first;
+  if (s + 1 == a->end) {
+    /* At the end: every slot after it is free, up to the limit. */
+    if (n > a->limit - s)
+      n = a->limit - s;
+    if ((s + n - 1) / 64 >= a->words && grow (a, s + n - 1) == -1)
+      n = 1;
+    for (; k < n; ++k)
+      a->taken[(s + k) / 64] |= UINT64_C (1) << ((s + k) % 64);
+    a->end = s + n;
+  }
+  else
+    while (k < n && s + k < a->limit && !slotalloc_is_taken (a, s + k) &&
+           set_taken (a, s + k) == 0)
+      k++;
+  a->next = s + k;
+  return k;
 }
 
 void

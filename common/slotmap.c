@@ -125,7 +125,7 @@ slotmap_reserve (struct slotmap *map, uint64_t i, uint64_t n)
 }
 
 void
-slotmap_set (struct slotmap *map, uint64_t i, uint32_t value)
+slotmap_set_walk (struct slotmap *map, uint64_t i, uint32_t value)
 {
   uint32_t *entries;
 

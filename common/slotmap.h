@@ -71,10 +71,28 @@ slotmap_get (const struct slotmap *map, uint64_t i)
  */
 extern int slotmap_reserve (struct slotmap *map, uint64_t i, uint64_t n);
 
-/* Sets entry i.  A non-zero value needs the entry reserved; 0 never
- * allocates.
+/* Entry i set, walking the inner nodes: slotmap_set's path for a map
+ * that has them, or for a leaf not reserved.
  */
-extern void slotmap_set (struct slotmap *map, uint64_t i, uint32_t value);
+extern void slotmap_set_walk (struct slotmap *map, uint64_t i, uint32_t value);
+
+/* Sets entry i.  A non-zero value needs the entry reserved; 0 never
+ * allocates.  Inline for a reserved entry of a map with no inner nodes.
+ */
+static inline void
+slotmap_set (struct slotmap *map, uint64_t i, uint32_t value)
+{
+  uint32_t *leaf = NULL;
+
+  if (map->height == 0)
+    leaf = __atomic_load_n (&map->root[i / SLOTMAP_LEAF_ENTRIES],
+                            __ATOMIC_RELAXED);
+  if (leaf == NULL)
+    slotmap_set_walk (map, i, value);
+  else
+    __atomic_store_n (&leaf[i % SLOTMAP_LEAF_ENTRIES], value,
+                      __ATOMIC_RELAXED);
+}
 
 /* Sets each entry of [i, i+n) that is below value to value (the marks
  * of changes.h only grow).  Unlike slotmap_set it may run beside

@@ -1,6 +1,8 @@
 /* Unit test of slotalloc.h: the lowest free slot first, marks from a
- * load, the end of the data area, ENOSPC at the limit, and slots given
- * back: taken again lowest first, the end lowered past them.
+ * load, the end of the data area, ENOSPC at the limit, slots given
+ * back: taken again lowest first, the end lowered past them, and runs
+ * of slots: in a row from the lowest free one, cut short by a taken
+ * slot or the limit, across words of the bitmap and its growth.
  */
 
 #include <config.h>
@@ -35,6 +37,23 @@ static bool
 is_marked (uint64_t i)
 {
   return i % 3 != 1 && i != 131;
+}
+
+/* Takes a run of up to n slots, which must start at first and be k
+ * long, and checks that they are taken and the slot after them is not
+ * handed out in their place.
+ */
+static void
+take_run (struct slotalloc *a, unsigned n, uint64_t first, int k)
+{
+  uint64_t s;
+  int got = slotalloc_take_run (a, n, &s), i;
+
+  if (got != k || s != first)
+    fail ("a run not where or as long as it should be", s);
+  for (i = 0; i < k; ++i)
+    if (!slotalloc_is_taken (a, first + i))
+      fail ("a slot of a run not taken", first + i);
 }
 
 int
@@ -100,6 +119,36 @@ main (void)
     slotalloc_release (&a, i);
   if (slotalloc_end (&a) != 0 || (s = take (&a)) != 0)
     fail ("an area given back whole is not empty", slotalloc_end (&a));
+  slotalloc_free (&a);
+  /* Runs: at the end of the area, across a word of the bitmap and its
+   * growth; cut short by a taken slot; capped at the limit.
+   */
+  slotalloc_init (&a, 2000);
+  take_run (&a, 8, 0, 8);
+  take_run (&a, 8, 8, 8);
+  for (i = 16; i < 60; ++i)
+    take (&a);
+  take_run (&a, 8, 60, 8);
+  if (slotalloc_end (&a) != 68 || (s = take (&a)) != 68)
+    fail ("not appended after a run", s);
+  while (slotalloc_end (&a) < 1020)
+    take (&a);
+  take_run (&a, 8, 1020, 8);
+  if (slotalloc_end (&a) != 1028)
+    fail ("end after a run that grew the bitmap", slotalloc_end (&a));
+  slotalloc_release (&a, 3);
+  slotalloc_release (&a, 5);
+  slotalloc_release (&a, 6);
+  take_run (&a, 8, 3, 1);
+  take_run (&a, 8, 5, 2);
+  take_run (&a, 8, 1028, 8);
+  slotalloc_free (&a);
+  slotalloc_init (&a, 10);
+  for (i = 0; i < 7; ++i)
+    take (&a);
+  take_run (&a, 8, 7, 3);
+  if (slotalloc_take_run (&a, 8, &s) != -1 || errno != ENOSPC)
+    fail ("no ENOSPC for a run at the limit", 10);
   slotalloc_free (&a);
   return EXIT_SUCCESS;
 }

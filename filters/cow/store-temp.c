@@ -124,23 +124,56 @@ temp_read (struct store *st, void *buf, uint64_t count, uint64_t offset,
   return 0;
 }
 
-/* Gives chunk, which has none, a slot of its stripe's file.  Returns
- * the slot plus 1, or 0 with errno set.
+/* The chunks whose slots a chunk's first write takes at once when the
+ * chunk before it in its stripe has one: a client writing in order
+ * takes them for the next chunks of the stripe too, with one lock and
+ * one search of the file's slots for RUN_SLOTS chunks, and where the
+ * file has them free, in a row, so that the file too is written in
+ * order.
+ */
+#define RUN_SLOTS 8
+
+/* How many chunks from chunk on, one stripe apart, take their slots
+ * with it: chunk alone, or when the chunk before it in its stripe has
+ * a slot, up to RUN_SLOTS of them that have none.  Requires the
+ * stripe's write lock, under which their slots are set.
+ */
+static unsigned
+run_of (const struct store_temp *t, uint64_t chunk)
+{
+  uint64_t nr = t->files->nr;
+  unsigned n = 1;
+
+  if (chunk < nr || slotmap_get (&t->slots, chunk - nr) == 0)
+    return 1;
+  while (n < RUN_SLOTS && chunk + n * nr < t->slots.entries &&
+         slotmap_get (&t->slots, chunk + n * nr) == 0)
+    n++;
+  return n;
+}
+
+/* Gives chunk, which has none, a slot of its stripe's file, and the
+ * chunks of run_of after it theirs where the file has them.  Returns
+ * chunk's slot plus 1, or 0 with errno set.
  */
 static uint64_t __attribute__ ((noinline))
 take_slot (struct store *st, uint64_t chunk) REQUIRES (*st->stripes)
 {
   struct store_temp *t = temp_of (st);
-  uint64_t slot;
+  uint64_t nr = t->files->nr, slot, first = 0;
+  unsigned n = run_of (t, chunk);
+  int taken, k;
 
   held_lock (&t->slot_lock);
-  if (slotmap_reserve (&t->slots, chunk, 1) == -1 ||
-      temp_files_take (t->files, stripe_of (t, chunk), &slot) == -1)
-    slot = 0;
-  else
-    slotmap_set (&t->slots, chunk, ++slot);
+  if (slotmap_reserve (&t->slots, chunk, (n - 1) * nr + 1) == 0 &&
+      (taken = temp_files_take (t->files, stripe_of (t, chunk), n,
+                                &slot)) > 0) {
+    for (k = 0; k < taken; ++k)
+      slotmap_set (&t->slots, chunk + k * nr, slot + k + 1);
+    first = slot + 1;
+  }
   held_unlock (&t->slot_lock);
-  return slot;
+  return first;
 }
 
 static int

@@ -129,21 +129,19 @@ grow (struct temp_files *files, struct temp_file *f, uint64_t slot)
 }
 
 int
-temp_files_take (struct temp_files *files, unsigned i, uint64_t *slot)
+temp_files_take (struct temp_files *files, unsigned i, unsigned n,
+                 uint64_t *first)
 {
   struct temp_file *f = &files->files[i];
-  int r, saved;
+  int taken;
 
   held_lock (&files->slots_lock);
-  r = slotalloc_take (&f->slots, slot);
-  if (r == 0 && grow (files, f, *slot) == -1) {
-    saved = errno;
-    slotalloc_release (&f->slots, *slot);
-    errno = saved;
-    r = -1;
-  }
+  taken = slotalloc_take_run (&f->slots, n, first);
+  /* Where the file cannot grow over the run, it may over a shorter one. */
+  while (taken > 0 && grow (files, f, *first + taken - 1) == -1)
+    slotalloc_release (&f->slots, *first + --taken);
   held_unlock (&files->slots_lock);
-  return r;
+  return taken > 0 ? taken : -1;
 }
 
 void

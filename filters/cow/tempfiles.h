@@ -43,14 +43,15 @@ extern struct temp_files *temp_files_new (const char *tmpdir, unsigned nr,
                                           unsigned chunk_shift);
 extern void temp_files_free (struct temp_files *files);
 
-/* Takes the lowest free slot of file i into *slot, the file grown,
- * sparsely, over it (and a few slots ahead), so that writes seldom
- * change its length.  Takes slots_lock.  Returns 0, or -1 with errno
- * set where the file cannot grow that far (EFBIG: the filesystem's
- * largest file) or the slots run out.
+/* Takes the lowest free slot of file i into *first, and up to n - 1
+ * free slots right after it, as far as the file can grow: the file
+ * grown, sparsely, over them (and a few slots ahead), so that writes
+ * seldom change its length.  Takes slots_lock.  Returns how many it
+ * took, or -1 with errno set where the file cannot grow over even one
+ * (EFBIG: the filesystem's largest file) or the slots run out.
  */
-extern int temp_files_take (struct temp_files *files, unsigned i,
-                            uint64_t *slot);
+extern int temp_files_take (struct temp_files *files, unsigned i, unsigned n,
+                            uint64_t *first);
 
 /* Gives back slot of file i, which its overlay no longer reads or
  * writes: its disk space at once (punched), the slot to the next
