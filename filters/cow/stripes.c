@@ -108,31 +108,65 @@ stripes_of_range (const struct stripes *s, uint64_t offset, uint64_t count)
   return stripes_of (s, chunk_of (s, offset), chunk_of (s, offset + count - 1));
 }
 
+/* The stripe of [offset, offset+count) when the range lies in one
+ * chunk, as most requests do, else -1.
+ */
+static int
+one_stripe (const struct stripes *s, uint64_t offset, uint64_t count)
+{
+  uint64_t c0 = chunk_of (s, offset);
+
+  return chunk_of (s, offset + count - 1) == c0 ? (int) stripe_of_chunk (s, c0)
+                                                 : -1;
+}
+
+static uint64_t
+lock_stripe (struct stripes *s, unsigned i) NO_TSA
+{
+  uint64_t waited = timed_lock (&s->locks[i]);
+
+  held_add (&s->locks[i]);
+  return waited;
+}
+
+static void
+unlock_stripe (struct stripes *s, unsigned i) NO_TSA
+{
+  held_remove (&s->locks[i]);
+  pthread_mutex_unlock (&s->locks[i]);
+}
+
 /* The analysis sees the stripes as one lock, not each of them. */
 uint64_t
 stripes_lock (struct stripes *s, uint64_t offset, uint64_t count) NO_TSA
 {
-  struct stripe_runs runs = stripes_of_range (s, offset, count);
+  int one = one_stripe (s, offset, count);
+  struct stripe_runs runs;
   uint64_t waited = 0;
   unsigned i;
 
-  for (i = runs_start (&runs); i < runs.end; i = runs_next (&runs, i)) {
-    waited += timed_lock (&s->locks[i]);
-    held_add (&s->locks[i]);
-  }
+  if (one >= 0)
+    return lock_stripe (s, one);
+  runs = stripes_of_range (s, offset, count);
+  for (i = runs_start (&runs); i < runs.end; i = runs_next (&runs, i))
+    waited += lock_stripe (s, i);
   return waited;
 }
 
 void
 stripes_unlock (struct stripes *s, uint64_t offset, uint64_t count) NO_TSA
 {
-  struct stripe_runs runs = stripes_of_range (s, offset, count);
+  int one = one_stripe (s, offset, count);
+  struct stripe_runs runs;
   unsigned i;
 
-  for (i = runs_start (&runs); i < runs.end; i = runs_next (&runs, i)) {
-    held_remove (&s->locks[i]);
-    pthread_mutex_unlock (&s->locks[i]);
+  if (one >= 0) {
+    unlock_stripe (s, one);
+    return;
   }
+  runs = stripes_of_range (s, offset, count);
+  for (i = runs_start (&runs); i < runs.end; i = runs_next (&runs, i))
+    unlock_stripe (s, i);
 }
 
 bool
