@@ -40,8 +40,7 @@ is_marked (uint64_t i)
 }
 
 /* Takes a run of up to n slots, which must start at first and be k
- * long, and checks that they are taken and the slot after them is not
- * handed out in their place.
+ * long, and checks that each of them is taken.
  */
 static void
 take_run (struct slotalloc *a, unsigned n, uint64_t first, int k)
