@@ -14,10 +14,18 @@ spacecap_init (struct spacecap *cap, uint64_t limit)
 bool
 spacecap_take (struct spacecap *cap, uint64_t bytes)
 {
+  return spacecap_take_leaving (cap, bytes, 0);
+}
+
+bool
+spacecap_take_leaving (struct spacecap *cap, uint64_t bytes, uint64_t keep)
+{
   uint64_t used = __atomic_load_n (&cap->used, __ATOMIC_RELAXED);
 
+  if (keep > cap->limit)
+    return false;
   do {
-    if (bytes > cap->limit || used > cap->limit - bytes)
+    if (bytes > cap->limit - keep || used > cap->limit - keep - bytes)
       return false;
   } while (!__atomic_compare_exchange_n (&cap->used, &used, used + bytes,
                                          true, __ATOMIC_RELAXED,

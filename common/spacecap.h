@@ -26,6 +26,12 @@ extern void spacecap_init (struct spacecap *cap, uint64_t limit);
  */
 extern bool spacecap_take (struct spacecap *cap, uint64_t bytes);
 
+/* Takes bytes if used + bytes + keep stays within the limit: a take
+ * that leaves keep bytes to the others.  Returns whether it did.
+ */
+extern bool spacecap_take_leaving (struct spacecap *cap, uint64_t bytes,
+                                   uint64_t keep);
+
 /* Takes bytes whatever the limit: what a kept overlay already holds
  * when it is opened.
  */

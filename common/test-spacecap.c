@@ -61,6 +61,15 @@ main (void)
   check (spacecap_used (&cap) == 130, "a charge past the limit");
   check (!spacecap_take (&cap, 1), "take while over the limit");
 
+  spacecap_init (&cap, 100);
+  check (spacecap_take_leaving (&cap, 60, 40), "take leaving the rest");
+  check (!spacecap_take_leaving (&cap, 1, 40), "take into what is left");
+  check (spacecap_take (&cap, 40), "a plain take of what was left");
+  spacecap_give (&cap, 100);
+  check (!spacecap_take_leaving (&cap, 0, 101), "leaving more than the limit");
+  check (!spacecap_take_leaving (&cap, UINT64_MAX, 1), "a huge take leaving");
+  check (spacecap_used (&cap) == 0, "a failed take leaving changed the total");
+
   spacecap_init (&cap, SPACECAP_NO_LIMIT);
   check (spacecap_take (&cap, UINT64_MAX / 2), "take with no limit");
 

@@ -30,12 +30,19 @@
 #include "blkpriv.h"
 #include "checks.h"
 #include "iszero.h"
+#include "monotonic.h"
 #include "scratch.h"
 
 /* Copy-ups read the base in pieces of this many bytes (or one block,
  * if larger), so that one request costs few base calls.
  */
 #define COPY_UP_PIECE (4 * 1024 * 1024)
+
+/* After a read's copy-up found no room, reads copy nothing up for this
+ * long: each try on a full filesystem costs a failed write and a
+ * message.
+ */
+#define NO_ROOM_PAUSE_NS UINT64_C (1000000000)
 
 /*----------------------------------------------------------------------
  * The layer's locks, their waits counted (lockwaits.h); the base, its
@@ -177,6 +184,16 @@ blk_state_run (struct blk *blk, uint64_t offset, uint64_t end,
  * Copy-up: base data into the overlay.
  */
 
+/* Whether err says a copy into the overlay found no room: the space
+ * cap's share of copies spent, the overlay's filesystem full, or its
+ * file at its largest.
+ */
+static bool
+no_room (int err)
+{
+  return err == ENOSPC || err == EDQUOT || err == EFBIG;
+}
+
 /* Stores blocks [first, first+n), whose base data is in buf, in the
  * overlay.  Blocks that read as zeros only become BLK_ZERO: a copy-up
  * of a sparse image then costs no space and no writes.  The others are
@@ -211,7 +228,10 @@ store_copy_up (struct blk *blk, const char *buf, uint64_t first, uint64_t n,
 }
 
 /* Copies blocks [first, first+n), all BLK_NOT_ALLOCATED, from the base
- * into the overlay and marks them allocated, counting them in kind.
+ * into the overlay and marks them allocated, counting them in kind.  A
+ * copy-up is one the overlay can do without: it takes space only if it
+ * leaves the clients' writes their share (space_take_spare), and
+ * fails with ENOSPC otherwise.
  */
 static int
 copy_up_run (struct blk *blk, const struct blk_base *base,
@@ -241,9 +261,11 @@ copy_up_run (struct blk *blk, const struct blk_base *base,
     uint64_t len = blockgeom_end (g, first + c - 1) - start;
     uint64_t space = blkmap_space (&blk->map, first, c);
 
-    r = space_take (blk->space, NULL, space, err);
-    if (r == -1)
+    if (!space_take_spare (blk->space, space)) {
+      *err = ENOSPC;
+      r = -1;
       break;
+    }
     r = base_read (blk, base, buf, len, start, err);
     if (r == 0)
       r = reserve_states (blk, first, c, err);
@@ -343,12 +365,48 @@ int
 blk_copy_up (struct blk *blk, const struct blk_base *base,
              uint32_t count, uint64_t offset, int *err)
 {
-  return copy_up (blk, base, count, offset, COPY_UPS_CACHE, err);
+  if (copy_up (blk, base, count, offset, COPY_UPS_CACHE, err) == -1 &&
+      !no_room (*err))
+    return -1;
+  return 0;
 }
 
 /*----------------------------------------------------------------------
  * Reads.
  */
+
+/* Whether a read may copy up now: not within NO_ROOM_PAUSE_NS of a
+ * read's copy-up that found no room.
+ */
+static bool
+reads_copy_up (struct blk *blk)
+{
+  uint64_t resume = __atomic_load_n (&blk->copy_ups_resume, __ATOMIC_RELAXED);
+
+  return resume == 0 || monotonic_ns () >= resume;
+}
+
+/* A read's copy-up of the range: one that finds no room is given up,
+ * and the blocks it did not copy read from the base, since a read
+ * never needs the overlay.  Returns 0, or -1 with *err set.
+ */
+static int
+read_copy_up (struct blk *blk, const struct blk_base *base,
+              uint32_t count, uint64_t offset, enum blk_read_mode mode,
+              int *err)
+{
+  if (!reads_copy_up (blk))
+    return 0;
+  if (copy_up (blk, base, count, offset,
+               mode == BLK_READ_FILL ? COPY_UPS_FILL : COPY_UPS_READ,
+               err) == 0)
+    return 0;
+  if (!no_room (*err))
+    return -1;
+  __atomic_store_n (&blk->copy_ups_resume, monotonic_ns () + NO_ROOM_PAUSE_NS,
+                    __ATOMIC_RELAXED);
+  return 0;
+}
 
 int
 blk_read (struct blk *blk, const struct blk_base *base,
@@ -359,12 +417,11 @@ blk_read (struct blk *blk, const struct blk_base *base,
   uint64_t end = offset + count;
 
   /* After a copy-up every block of the range is allocated or zero, and
-   * stays so: the loop below then reads only the overlay.
+   * stays so: the loop below then reads only the overlay.  A copy-up
+   * given up for want of room leaves blocks to read from the base.
    */
   if (mode != BLK_READ_ONLY &&
-      copy_up (blk, base, count, offset,
-               mode == BLK_READ_FILL ? COPY_UPS_FILL : COPY_UPS_READ,
-               err) == -1)
+      read_copy_up (blk, base, count, offset, mode, err) == -1)
     return -1;
 
   while (offset < end) {

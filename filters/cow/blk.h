@@ -78,9 +78,11 @@ enum blk_read_mode {
 };
 
 /* The NBD operations.  Each returns 0, or -1 with *err set, leaving
- * no block marked allocated without its data in the overlay.  Any
- * that needs new overlay space past the limit of its space fails with
- * ENOSPC (a read only when it copies up).
+ * no block marked allocated without its data in the overlay.  A write
+ * or zero that needs new overlay space past the limit of its space
+ * fails with ENOSPC.  A read or cache never does: its copy into the
+ * overlay, given up when there is no room for it (the limit less the
+ * writes' share, a full filesystem), leaves blocks in the base.
  */
 extern int blk_read (struct blk *blk, const struct blk_base *base,
                      void *buf, uint32_t count, uint64_t offset,
@@ -99,13 +101,15 @@ extern int blk_zero (struct blk *blk, const struct blk_base *base,
 /* Whole blocks become BLK_ZERO; partial blocks are left alone. */
 extern int blk_trim (struct blk *blk, uint32_t count, uint64_t offset,
                      int *err);
-/* Copies the unallocated blocks touching the range into the overlay. */
+/* Copies the unallocated blocks touching the range into the overlay,
+ * as many as there is room for.
+ */
 extern int blk_copy_up (struct blk *blk, const struct blk_base *base,
                         uint32_t count, uint64_t offset, int *err);
 
 /* The background fill (fill.h): as blk_copy_up, but a block the base
  * is known to read as zeros (its extents say so) becomes zero in the
- * overlay without being read.
+ * overlay without being read, and no room fails with ENOSPC.
  */
 extern int blk_fill (struct blk *blk, const struct blk_base *base,
                      uint32_t count, uint64_t offset, int *err);

@@ -70,6 +70,11 @@ struct blk {
   /* The disk space counted against cow-max-size, the server's. */
   struct space *space;
 
+  /* Reads copy nothing up before this time (monotonic_ns; 0: none),
+   * set when a read's copy-up found no room (atomic).
+   */
+  uint64_t copy_ups_resume;
+
   /* Statistics, added to without any lock: enum counter, and the
    * waits for every lock above by enum blk_lock.
    */

@@ -33,6 +33,7 @@
 #include "overlay.h"
 #include "params.h"
 #include "server.h"
+#include "space.h"
 
 /* What one request of the fill copies. */
 #define REQUEST (256 * 1024)
@@ -71,11 +72,6 @@
  * twice as long as the last.
  */
 #define RETRY_FIRST_NS UINT64_C (1000000000)
-
-/* The fill stops when it would leave less than this share of
- * cow-max-size to the clients' writes.
- */
-#define RESERVE_DIVISOR 8
 
 /* One thread of the fill, and the request it tries again, if any. */
 struct filler {
@@ -299,8 +295,7 @@ paced (uint64_t now, uint64_t len)
 static bool
 has_room (uint32_t len)
 {
-  uint64_t reserve = params.max_size == UINT64_MAX ? 0
-    : params.max_size / RESERVE_DIVISOR;
+  uint64_t reserve = space_reserve_of (params.max_size);
 
   return server_space_left () >= reserve + 2 * (uint64_t) len;
 }

@@ -49,6 +49,13 @@ space_take (struct space *space, uint64_t *hold, uint64_t bytes, int *err)
   return -1;
 }
 
+bool
+space_take_spare (struct space *space, uint64_t bytes)
+{
+  return spacecap_take_leaving (&space->cap, bytes,
+                                space_reserve_of (space->cap.limit));
+}
+
 void
 space_give (struct space *space, uint64_t bytes)
 {

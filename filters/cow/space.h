@@ -24,6 +24,16 @@
  */
 #define SPACE_PER_BLOCK 16
 
+/* Copies the overlay can do without (a read's copy-up, the fill) leave
+ * an eighth of the limit to the requests that need space: the
+ * clients' writes.
+ */
+static inline uint64_t
+space_reserve_of (uint64_t limit)
+{
+  return limit == UINT64_MAX ? 0 : limit / 8;
+}
+
 struct space {
   struct spacecap cap;
   bool full_logged;             /* the first refusal was logged */
@@ -56,6 +66,12 @@ extern void space_charge (struct space *space, uint64_t bytes);
 extern int space_take (struct space *space, uint64_t *hold, uint64_t bytes,
                        int *err);
 extern void space_give (struct space *space, uint64_t bytes);
+
+/* Takes bytes for a copy the overlay can do without, only if they
+ * leave space_reserve_of the limit: refused, it says nothing and
+ * counts no refusal.  Returns whether it took them.
+ */
+extern bool space_take_spare (struct space *space, uint64_t bytes);
 
 /* The limit (UINT64_MAX if none), the space counted, and the requests
  * refused.
