@@ -18,11 +18,16 @@ static unsigned named_overlays GUARDED_BY (overlays_lock);
 static uint64_t refused_names GUARDED_BY (overlays_lock);
 
 bool
-admission_refuses (const char *name)
+admission_has_place (const char *name)
 {
   CHECK (held_by_me (&overlays_lock));
-  if (defaultname_is (name) || named_overlays < params.max_exports - 1)
-    return false;
+  return defaultname_is (name) || named_overlays < params.max_exports - 1;
+}
+
+void
+admission_refuse (void)
+{
+  CHECK (held_by_me (&overlays_lock));
   if (refused_names++ == 0)
     nbdkit_error ("cow-max-exports=%u: a new export name is refused: the "
                   "server %s (the default export and names opened before "
@@ -34,7 +39,6 @@ admission_refuses (const char *name)
   else
     nbdkit_debug ("cow-max-exports=%u: a new export name is refused",
                   params.max_exports);
-  return true;
 }
 
 void

@@ -17,10 +17,11 @@
 
 #include "overlay.h"
 
-/* Whether an overlay of name, which has none yet, is refused; counts
- * and logs the refusal.
- */
-extern bool admission_refuses (const char *name) REQUIRES (overlays_lock);
+/* Whether an overlay of name, which has none yet, has a place. */
+extern bool admission_has_place (const char *name) REQUIRES (overlays_lock);
+
+/* Counts and logs the refusal of a name that has no place. */
+extern void admission_refuse (void) REQUIRES (overlays_lock);
 
 /* o, new, takes its place: named unless it is the default export's. */
 extern void admission_admit (struct overlay *o) REQUIRES (overlays_lock);

@@ -17,9 +17,17 @@
 #include "defaultname.h"
 #include "exports.h"
 #include "lifetime.h"
+#include "monotonic.h"
 #include "params.h"
 #include "server.h"
 #include "stats.h"
+
+/* A new name that finds no place under cow-max-exports waits at most
+ * this long for one to come free (cow-lifetime=clients): the client
+ * that held it may have hung up a moment before nbdkit closed its
+ * connection.
+ */
+#define PLACE_WAIT_NS UINT64_C (1000000000)
 
 /* The overlay of the overlay name name, made if it is new and admitted;
  * one that is ending is waited for, and made again.  NULL after
@@ -28,14 +36,23 @@
 static struct overlay *
 get_overlay (const char *name) REQUIRES (overlays_lock)
 {
+  uint64_t deadline = 0;
   struct overlay *o;
 
-  while ((o = overlay_find (name)) != NULL && o->ending)
-    overlay_wait_unlinked ();
-  if (o)
-    return o;
-  if (admission_refuses (name))
-    return NULL;
+  for (;;) {
+    while ((o = overlay_find (name)) != NULL && o->ending)
+      overlay_wait_unlinked ();
+    if (o)
+      return o;
+    if (admission_has_place (name))
+      break;
+    if (deadline == 0)
+      deadline = monotonic_ns () + PLACE_WAIT_NS;
+    if (!lifetime_make_place (deadline)) {
+      admission_refuse ();
+      return NULL;
+    }
+  }
   o = overlay_new (name);
   if (o == NULL)
     return NULL;

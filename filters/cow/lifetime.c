@@ -53,8 +53,51 @@ lifetime_closed (struct overlay *o)
   if (o->connections == 0 && params.lifetime_clients) {
     o->idle_until = monotonic_ns () + params.grace_ns;
     bgthread_wake (&thread);
+    overlay_idle ();
   }
   return end_unserved (o);
+}
+
+/* Whether o, holding a place, could give it back by deadline: ending,
+ * or its grace over by then (or, with a connection or a reader, over
+ * a grace after they leave now).
+ */
+static bool
+may_end_by (const struct overlay *o, uint64_t now, uint64_t deadline)
+  REQUIRES (overlays_lock)
+{
+  if (o->ending)
+    return true;
+  if (o->connections > 0 || o->pins > 0)
+    return now + params.grace_ns < deadline;
+  return o->idle_until < deadline;
+}
+
+bool
+lifetime_make_place (uint64_t deadline)
+{
+  uint64_t now = monotonic_ns ();
+  struct overlay *o;
+  bool soon = false;
+
+  CHECK (held_by_me (&overlays_lock));
+  if (!params.lifetime_clients || now >= deadline)
+    return false;
+  for (o = overlay_list (); o; o = o->next) {
+    if (!o->named)
+      continue;
+    if (may_end (o, now)) {
+      o->ending = true;
+      held_unlock (&overlays_lock);
+      lifetime_end (o);
+      held_lock (&overlays_lock);
+      return true;
+    }
+    soon = soon || may_end_by (o, now, deadline);
+  }
+  if (soon)
+    overlay_wait_briefly (10);
+  return soon;
 }
 
 void

@@ -35,6 +35,15 @@ extern void lifetime_stop (void);
  */
 extern bool lifetime_closed (struct overlay *o) REQUIRES (overlays_lock);
 
+/* Called when a new name finds no place under cow-max-exports:
+ * frees one that comes free by deadline (monotonic_ns), ending an
+ * overlay past its grace in this thread, or waiting a little for one
+ * that ends, or whose grace could end, by then.  Lets go of the lock
+ * meanwhile.  Returns whether the caller should look again, false once
+ * no place can come free by deadline.
+ */
+extern bool lifetime_make_place (uint64_t deadline) REQUIRES (overlays_lock);
+
 /* Keeps o from ending while it is read, and lets it end again;
  * lifetime_unpin returns as lifetime_closed does.
  */

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <nbdkit-filter.h>
 
@@ -20,8 +21,10 @@
 
 mutex_t overlays_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct overlay *overlays GUARDED_BY (overlays_lock);
-/* Signalled when an overlay is taken off the list. */
-static pthread_cond_t unlinked = PTHREAD_COND_INITIALIZER;
+/* Signalled when an overlay is taken off the list or loses its last
+ * connection.
+ */
+static pthread_cond_t changed = PTHREAD_COND_INITIALIZER;
 
 struct overlay *
 overlay_list (void)
@@ -84,13 +87,31 @@ overlay_unlink (struct overlay *o)
   for (p = &overlays; *p != o; p = &(*p)->next)
     ;
   *p = o->next;
-  pthread_cond_broadcast (&unlinked);
+  pthread_cond_broadcast (&changed);
 }
 
 void
 overlay_wait_unlinked (void)
 {
-  pthread_cond_wait (&unlinked, &overlays_lock);
+  pthread_cond_wait (&changed, &overlays_lock);
+}
+
+void
+overlay_idle (void)
+{
+  pthread_cond_broadcast (&changed);
+}
+
+void
+overlay_wait_briefly (unsigned ms)
+{
+  struct timespec until;
+
+  clock_gettime (CLOCK_REALTIME, &until);
+  until.tv_nsec += (long) ms * 1000000;
+  until.tv_sec += until.tv_nsec / 1000000000;
+  until.tv_nsec %= 1000000000;
+  pthread_cond_timedwait (&changed, &overlays_lock, &until);
 }
 
 void

@@ -93,6 +93,16 @@ extern void overlay_unlink (struct overlay *o) REQUIRES (overlays_lock);
 /* Waits until an overlay has been taken off the list. */
 extern void overlay_wait_unlinked (void) REQUIRES (overlays_lock);
 
+/* Wakes the clients waiting in overlay_wait_briefly: an overlay's last
+ * connection closed.
+ */
+extern void overlay_idle (void) REQUIRES (overlays_lock);
+
+/* Waits until an overlay has been taken off the list or lost its last
+ * connection, or ms milliseconds have passed.
+ */
+extern void overlay_wait_briefly (unsigned ms) REQUIRES (overlays_lock);
+
 /* Frees o, not on the list, with its pool's contexts; its block layer
  * is its owner's to free first.
  */
