@@ -5,6 +5,8 @@
 #include <config.h>
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -12,7 +14,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@
 #include "blk.h"
 #include "control.h"
 #include "exports.h"
+#include "monotonic.h"
 
 /* The longest command: three fields, an export name of up to 4096
  * bytes.
@@ -28,7 +30,12 @@
 #define COMMAND_MAX (16 + 4096 + CHECKPOINT_NAME_MAX + 3)
 
 /* A client has this long to send its command and read the answer. */
-#define CLIENT_TIMEOUT_SECONDS 5
+#define CLIENT_TIMEOUT_NS UINT64_C (5000000000)
+
+/* The clients served at once.  A new one past them takes the place of
+ * the one connected first.
+ */
+#define CLIENTS_MAX 64
 
 /* Set by control_init and control_start, read by control_stop, all in
  * nbdkit's main thread.
@@ -38,6 +45,7 @@ static int listen_fd = -1;
 static struct stat socket_stat;         /* to remove only our own */
 static pthread_t thread;
 static bool thread_running;
+static int stop_pipe[2] = { -1, -1 };    /* control_stop to the thread */
 
 /* Whether a server listens on the socket at path. */
 static bool
@@ -102,7 +110,7 @@ control_init (const char *path)
     goto fail;
   }
   if (chmod (path, 0600) == -1 || lstat (path, &socket_stat) == -1 ||
-      listen (listen_fd, 4) == -1) {
+      listen (listen_fd, CLIENTS_MAX) == -1) {
     nbdkit_error ("cow-control=%s: cannot listen: %m", path);
     unlink (path);
     goto fail;
@@ -229,65 +237,157 @@ run_command (FILE *out, const char *buf, size_t n)
   exports_unpin (o);
 }
 
-/* Writes the n bytes of buf to fd, as far as the client reads them. */
+/* A client being served: its command read in, then its answer
+ * written out, all before its deadline.
+ */
+struct client {
+  int fd;                       /* -1: a free place */
+  uint64_t deadline;            /* monotonic_ns */
+  size_t n;                     /* bytes of buf read */
+  char buf[COMMAND_MAX + 1];
+  char *answer;                 /* NULL until the command has run */
+  size_t answer_len, answer_sent;
+};
+
+static struct client clients[CLIENTS_MAX];
+
 static void
-write_all (int fd, const char *buf, size_t n)
+drop (struct client *c)
+{
+  close (c->fd);
+  free (c->answer);
+  c->fd = -1;
+  c->answer = NULL;
+}
+
+/* Runs c's command, read in whole (or too long), making its answer. */
+static void
+answer (struct client *c)
+{
+  FILE *out = open_memstream (&c->answer, &c->answer_len);
+
+  if (out == NULL) {
+    drop (c);
+    return;
+  }
+  if (c->n > COMMAND_MAX)
+    fputs ("error: the command is too long\n", out);
+  else
+    run_command (out, c->buf, c->n);
+  if (fclose (out) != 0) {
+    c->answer = NULL;
+    drop (c);
+  }
+}
+
+/* Moves c on as far as its socket lets it without waiting: reads its
+ * command to the end of its writing, runs it, writes the answer, and
+ * drops it when done or failed.
+ */
+static void
+step (struct client *c)
 {
   ssize_t r;
 
-  for (; n > 0; buf += r, n -= r) {
-    r = write (fd, buf, n);
-    if (r <= 0)
+  while (c->answer == NULL) {
+    r = read (c->fd, c->buf + c->n, sizeof c->buf - c->n);
+    if (r == -1 && errno == EINTR)
+      continue;
+    if (r == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+      return;
+    if (r == -1) {
+      drop (c);
+      return;
+    }
+    c->n += r;
+    if (r == 0 || c->n == sizeof c->buf)
+      answer (c);
+    if (c->fd == -1)
       return;
   }
+  while (c->answer_sent < c->answer_len) {
+    r = write (c->fd, c->answer + c->answer_sent,
+               c->answer_len - c->answer_sent);
+    if (r == -1 && errno == EINTR)
+      continue;
+    if (r == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+      return;
+    if (r == -1) {
+      drop (c);
+      return;
+    }
+    c->answer_sent += r;
+  }
+  drop (c);
 }
 
-/* Reads one command from fd until the client's end of writing, and
- * answers it.
+/* Takes a new client into a free place, or into the place of the one
+ * whose deadline comes first, so that no number of clients that send
+ * nothing keeps a new one out.
  */
 static void
-serve (int fd)
+accept_client (uint64_t now)
 {
-  struct timeval timeout = { .tv_sec = CLIENT_TIMEOUT_SECONDS };
-  char buf[COMMAND_MAX + 1];
-  size_t n = 0;
-  ssize_t r = 1;
-  char *answer = NULL;
-  size_t answer_len = 0;
-  FILE *out;
+  struct client *c = &clients[0];
+  int fd = accept4 (listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  size_t i;
 
-  setsockopt (fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-  setsockopt (fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
-  while (n < sizeof buf && (r = read (fd, buf + n, sizeof buf - n)) > 0)
-    n += r;
-  if (r == -1)
+  if (fd == -1)
     return;
-  out = open_memstream (&answer, &answer_len);
-  if (out == NULL)
-    return;
-  if (n > COMMAND_MAX)
-    fputs ("error: the command is too long\n", out);
-  else
-    run_command (out, buf, n);
-  if (fclose (out) == 0)
-    write_all (fd, answer, answer_len);
-  free (answer);
+  for (i = 0; i < CLIENTS_MAX && c->fd != -1; ++i)
+    if (clients[i].fd == -1 || clients[i].deadline < c->deadline)
+      c = &clients[i];
+  if (c->fd != -1)
+    drop (c);
+  c->fd = fd;
+  c->deadline = now + CLIENT_TIMEOUT_NS;
+  c->n = 0;
+  c->answer_len = c->answer_sent = 0;
+  step (c);
 }
 
+/* Serves every client at once, each moved on as its socket is ready,
+ * until control_stop writes to stop_pipe.
+ */
 static void *
 control_thread (void *arg)
 {
-  for (;;) {
-    int fd = accept4 (listen_fd, NULL, NULL, SOCK_CLOEXEC);
+  struct pollfd fds[CLIENTS_MAX + 2];
+  size_t i;
 
-    if (fd == -1) {
-      if (errno == EINTR || errno == ECONNABORTED)
-        continue;
-      return NULL;              /* control_stop shut the socket down */
+  for (i = 0; i < CLIENTS_MAX; ++i)
+    clients[i].fd = -1;
+  for (;;) {
+    uint64_t now = monotonic_ns (), next = now + CLIENT_TIMEOUT_NS;
+
+    fds[0] = (struct pollfd) { .fd = stop_pipe[0], .events = POLLIN };
+    fds[1] = (struct pollfd) { .fd = listen_fd, .events = POLLIN };
+    for (i = 0; i < CLIENTS_MAX; ++i) {
+      struct client *c = &clients[i];
+
+      if (c->fd != -1 && c->deadline <= now)
+        drop (c);
+      fds[i + 2] = (struct pollfd) {
+        .fd = c->fd, .events = c->answer ? POLLOUT : POLLIN,
+      };
+      if (c->fd != -1 && c->deadline < next)
+        next = c->deadline;
     }
-    serve (fd);
-    close (fd);
+    if (poll (fds, CLIENTS_MAX + 2, (next - now) / 1000000 + 1) == -1 &&
+        errno != EINTR)
+      break;
+    if (fds[0].revents)
+      break;
+    for (i = 0; i < CLIENTS_MAX; ++i)
+      if (fds[i + 2].revents && clients[i].fd != -1)
+        step (&clients[i]);
+    if (fds[1].revents & POLLIN)
+      accept_client (monotonic_ns ());
   }
+  for (i = 0; i < CLIENTS_MAX; ++i)
+    if (clients[i].fd != -1)
+      drop (&clients[i]);
+  return NULL;
 }
 
 int
@@ -297,6 +397,10 @@ control_start (void)
 
   if (listen_fd == -1)
     return 0;
+  if (pipe2 (stop_pipe, O_CLOEXEC) == -1) {
+    nbdkit_error ("cow-control=%s: pipe: %m", socket_path);
+    return -1;
+  }
   err = pthread_create (&thread, NULL, control_thread, NULL);
   if (err) {
     errno = err;
@@ -315,10 +419,17 @@ control_stop (void)
 
   if (listen_fd == -1)
     return;
-  shutdown (listen_fd, SHUT_RDWR);
-  if (thread_running)
+  if (thread_running) {
+    while (write (stop_pipe[1], "", 1) == -1 && errno == EINTR)
+      ;
     pthread_join (thread, NULL);
+  }
   thread_running = false;
+  if (stop_pipe[0] >= 0) {
+    close (stop_pipe[0]);
+    close (stop_pipe[1]);
+    stop_pipe[0] = stop_pipe[1] = -1;
+  }
   close (listen_fd);
   listen_fd = -1;
   if (lstat (socket_path, &st) == 0 && st.st_dev == socket_stat.st_dev &&

@@ -5,8 +5,9 @@
  * and list the checkpoints of an export (changes.h).  NBD clients
  * cannot reach it: it is a Unix socket of mode 0600, so only the
  * server's user connects, unless the operator opens it to others (its
- * mode, its directory).  A thread of its own serves one command at a
- * time.
+ * mode, its directory).  A thread of its own serves its clients
+ * together, each as its socket is ready, one command at a time, and
+ * drops a client still unanswered after 5 seconds.
  *
  * A command is the fields VERB, EXPORT and, but for list, CHECKPOINT,
  * each ended by a zero byte, then the end of the client's writing (a
@@ -28,7 +29,7 @@ extern int control_init (const char *path);
 /* .after_fork: starts the thread.  Returns 0, or -1 after nbdkit_error. */
 extern int control_start (void);
 
-/* Stops the thread, after the command it serves, and removes the
+/* Stops the thread, after the command it runs, and removes the
  * socket.  Does nothing if control_init was not called.
  */
 extern void control_stop (void);

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Each control client is served on its own: 50 clients that send
+# nothing, one that sends a byte every 2 seconds and one that never
+# reads its answer delay another's nbdcow checkpoint by less than a
+# second, and nbdkit exits at once on SIGTERM with them all connected.
+. "$abs_top_srcdir/tests/functions.sh"
+
+ctl=$tmp/ctl
+start_nbdkit "$tmp/sock" --filter=cow pattern 16M cow-control="$ctl"
+nbdsh -u "nbd+unix:///?socket=$tmp/sock" -c 'h.pwrite(b"x" * 4096, 0)'
+
+# The nuisances, for 30 seconds, in the background.
+$PYTHON - "$ctl" > "$tmp/nuisance.out" 2>&1 <<'PYEOF' &
+import socket, sys, time
+path = sys.argv[1]
+def conn():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(path)
+    return s
+idle = [conn() for _ in range(50)]
+mute = conn()               # sends a command, never reads
+mute.sendall(b"list\0\0")
+mute.shutdown(socket.SHUT_WR)
+drip = conn()
+print("ready", flush=True)
+for _ in range(15):
+    try:
+        drip.send(b"l")
+    except OSError:
+        drip = conn()
+    time.sleep(2)
+PYEOF
+nuisance=$!
+on_exit "kill $nuisance 2>/dev/null"
+for _ in $(seq 100); do
+  grep -q ready "$tmp/nuisance.out" && break
+  sleep 0.1
+done
+grep -q ready "$tmp/nuisance.out" || fail "the nuisances: $(cat "$tmp/nuisance.out")"
+
+for i in 1 2 3; do
+  sleep 1
+  start=$(date +%s%N)
+  "$NBDCOW" checkpoint create "$ctl" "" "c$i"
+  took=$(( ($(date +%s%N) - start) / 1000000 ))
+  echo "checkpoint c$i answered in $took ms"
+  [ "$took" -lt 1000 ] || fail "checkpoint c$i took $took ms beside idle clients"
+done
+[ "$("$NBDCOW" checkpoint list "$ctl" "")" = "$(printf 'c1\nc2\nc3')" ] ||
+  fail "list: $("$NBDCOW" checkpoint list "$ctl" "")"
+
+pid=$(cat "$tmp/sock.pid")
+start=$(date +%s%N)
+kill "$pid"
+for _ in $(seq 100); do
+  kill -0 "$pid" 2>/dev/null || break
+  sleep 0.05
+done
+took=$(( ($(date +%s%N) - start) / 1000000 ))
+echo "nbdkit exited in $took ms"
+[ "$took" -lt 2000 ] || fail "nbdkit took $took ms to exit beside control clients"
