@@ -280,6 +280,20 @@ answer (struct client *c)
   }
 }
 
+/* What a read or write of a client's socket that returned r means:
+ * 1 go on, 0 wait for the socket, -1 the client is gone (dropped).
+ */
+static int
+moved (struct client *c, ssize_t r)
+{
+  if (r >= 0 || errno == EINTR)
+    return 1;
+  if (errno == EAGAIN || errno == EWOULDBLOCK)
+    return 0;
+  drop (c);
+  return -1;
+}
+
 /* Moves c on as far as its socket lets it without waiting: reads its
  * command to the end of its writing, runs it, writes the answer, and
  * drops it when done or failed.
@@ -291,14 +305,10 @@ step (struct client *c)
 
   while (c->answer == NULL) {
     r = read (c->fd, c->buf + c->n, sizeof c->buf - c->n);
-    if (r == -1 && errno == EINTR)
+    if (moved (c, r) <= 0)
+      return;
+    if (r < 0)
       continue;
-    if (r == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
-      return;
-    if (r == -1) {
-      drop (c);
-      return;
-    }
     c->n += r;
     if (r == 0 || c->n == sizeof c->buf)
       answer (c);
@@ -308,15 +318,10 @@ step (struct client *c)
   while (c->answer_sent < c->answer_len) {
     r = write (c->fd, c->answer + c->answer_sent,
                c->answer_len - c->answer_sent);
-    if (r == -1 && errno == EINTR)
-      continue;
-    if (r == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+    if (moved (c, r) <= 0)
       return;
-    if (r == -1) {
-      drop (c);
-      return;
-    }
-    c->answer_sent += r;
+    if (r > 0)
+      c->answer_sent += r;
   }
   drop (c);
 }
