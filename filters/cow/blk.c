@@ -138,6 +138,66 @@ blk_client_base_reads_under_way (void)
     __atomic_load_n (&client_reads_ended, __ATOMIC_RELAXED);
 }
 
+/* The runs of the base that read as zeros in a range the fill reads,
+ * as far as HOLES_MAX of them, in order, as describe tells them.
+ */
+#define HOLES_MAX 32
+struct holes {
+  uint64_t from, to;            /* the range asked about */
+  unsigned n;
+  uint64_t start[HOLES_MAX], end[HOLES_MAX];
+};
+
+/* The blk_found_run of base_read_data: notes the runs of zeros inside
+ * the range, joining those that touch.
+ */
+static void
+note_hole (void *opaque, uint64_t offset, uint64_t length, bool zero)
+{
+  struct holes *h = opaque;
+  uint64_t start = offset > h->from ? offset : h->from;
+  uint64_t end = offset + length < h->to ? offset + length : h->to;
+
+  if (!zero || start >= end)
+    return;
+  if (h->n > 0 && h->end[h->n - 1] == start)
+    h->end[h->n - 1] = end;
+  else if (h->n < HOLES_MAX) {
+    h->start[h->n] = start;
+    h->end[h->n++] = end;
+  }
+}
+
+/* As base_read, but the runs the base's extents say read as zeros are
+ * zeroed in buf, not read: the fill reads no hole, even inside a
+ * block.  A base that cannot tell is read whole.
+ */
+static int
+base_read_data (struct blk *blk, const struct blk_base *base, char *buf,
+                uint32_t len, uint64_t offset, int *err)
+{
+  struct holes h = { .from = offset, .to = offset + len, .n = 0 };
+  uint64_t at = offset;
+  unsigned i;
+
+  if (base->describe == NULL ||
+      base->describe (base->opaque, len, offset, note_hole, &h) == -1)
+    h.n = 0;
+  for (i = 0; i <= h.n; ++i) {
+    uint64_t data_end = i < h.n ? h.start[i] : offset + len;
+
+    if (data_end > at &&
+        base_read (blk, base, buf + (at - offset), data_end - at, at,
+                   err) == -1)
+      return -1;
+    if (i == h.n)
+      break;
+    memset (buf + (h.start[i] - offset), 0, h.end[i] - h.start[i]);
+    at = h.end[i];
+  }
+  return 0;
+}
+
 /* Makes room for a change of the states of blocks [first, first+n), in
  * the map and the store, before its I/O, so that set_states cannot
  * fail after the data is written.  Returns 0, or -1 with *err set after
@@ -266,7 +326,10 @@ copy_up_run (struct blk *blk, const struct blk_base *base,
       r = -1;
       break;
     }
-    r = base_read (blk, base, buf, len, start, err);
+    if (kind == COPY_UPS_FILL)
+      r = base_read_data (blk, base, buf, len, start, err);
+    else
+      r = base_read (blk, base, buf, len, start, err);
     if (r == 0)
       r = reserve_states (blk, first, c, err);
     if (r == 0)

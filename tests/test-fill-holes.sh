@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The fill reads no range the plugin's extents call a hole, whatever
+# cow-block-size: over 16 MiB with 64K of data in each MiB (at another
+# place in each), blocks of 64K, 1M and 4M all read each data byte once
+# and no hole, and the overlay then reads as the base.
+. "$abs_top_srcdir/tests/functions.sh"
+
+M=$(( 1024 * 1024 ))
+truncate -s $(( 16 * M )) "$tmp/base"
+for at in $(seq 0 15); do
+  head -c 65536 /dev/urandom |
+    dd of="$tmp/base" bs=4096 seek=$(( at * 256 + (at * 37) % 240 )) \
+      conv=notrunc 2>/dev/null
+done
+uri="nbd+unix:///?socket=$tmp/sock"
+for bs in 64K 1M 4M; do
+  rm -f "$tmp/sock" "$tmp/log" "$tmp/stats.json"
+  start_nbdkit "$tmp/sock" --filter=cow --filter=log file "$tmp/base" \
+    logfile="$tmp/log" cow-block-size=$bs cow-fill=true \
+    cow-stats="$tmp/stats.json"
+  nbdinfo --size "$uri" >/dev/null
+  fill_state_is "$tmp/stats.json" complete
+  "$PYTHON" "$tests/base-reads.py" "$tmp/log" "$tmp/base" 0 ||
+    fail "cow-block-size=$bs: the fill read holes, or data twice"
+  nbdcopy "$uri" "$tmp/copy"
+  cmp "$tmp/copy" "$tmp/base" || fail "cow-block-size=$bs: the overlay differs"
+  stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
+done
