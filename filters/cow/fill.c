@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -120,6 +121,8 @@ fill_read (const struct fill_progress *from, struct fill_progress *to)
   to->claimed = __atomic_load_n (&from->claimed, __ATOMIC_RELAXED);
   to->size = __atomic_load_n (&from->size, __ATOMIC_RELAXED);
   to->started_ns = __atomic_load_n (&from->started_ns, __ATOMIC_RELAXED);
+  to->ended_ns = __atomic_load_n (&from->ended_ns, __ATOMIC_RELAXED);
+  to->read = __atomic_load_n (&from->read, __ATOMIC_RELAXED);
   to->retries = __atomic_load_n (&from->retries, __ATOMIC_RELAXED);
   to->error = __atomic_load_n (&from->error, __ATOMIC_RELAXED);
 }
@@ -197,10 +200,21 @@ pause_all (void)
   held_unlock (&overlays_lock);
 }
 
+/* The fill of o has ended: its rate stops moving. */
+static void
+note_end (struct overlay *o)
+{
+  uint64_t none = 0;
+
+  __atomic_compare_exchange_n (&o->fill.ended_ns, &none, monotonic_ns (),
+                               false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+
 /* The fill of o stops with error err. */
 static void
 fail (struct overlay *o, int err)
 {
+  note_end (o);
   nbdkit_error ("cow-fill: export \"%s\": stopped with %" PRIu64
                 " bytes filled: %s", o->exportname,
                 __atomic_load_n (&o->fill.filled, __ATOMIC_RELAXED),
@@ -374,6 +388,7 @@ complete (struct overlay *o, const struct base_io *io)
   struct base_facts *facts = baseio_facts_new (io);
 
   nbdkit_debug ("cow-fill: export \"%s\": complete", o->exportname);
+  note_end (o);
   move_state (o, FILL_WAITING, FILL_COMPLETE);
   move_state (o, FILL_PAUSED, FILL_COMPLETE);
   move_state (o, FILL_RUNNING, FILL_COMPLETE);
@@ -410,6 +425,8 @@ request_failed (struct filler *f, struct overlay *o, uint64_t offset,
                 uint32_t len, int err, uint64_t now)
 {
   uint64_t delay = RETRY_FIRST_NS << (f->tries < 6 ? f->tries : 6);
+  char of[32] = "";
+  bool limited;
 
   __atomic_store_n (&o->fill.error, err, __ATOMIC_RELAXED);
   if (err == ENOSPC || f->tries >= params.fill_retries) {
@@ -424,12 +441,16 @@ request_failed (struct filler *f, struct overlay *o, uint64_t offset,
   }
   f->retry_offset = offset;
   f->retry_len = len;
-  f->tries++;
+  if (f->tries < UINT_MAX - 1)
+    f->tries++;
   __atomic_add_fetch (&o->fill.retries, 1, __ATOMIC_RELAXED);
+  limited = params.fill_retries != FILL_RETRIES_NO_LIMIT;
+  if (limited)
+    snprintf (of, sizeof of, " of %u", params.fill_retries);
   nbdkit_error ("cow-fill: export \"%s\": reading %" PRIu32 " bytes at "
-                "%" PRIu64 ": %s: trying again in %" PRIu64 " s (%u of %u)",
+                "%" PRIu64 ": %s: trying again in %" PRIu64 " s (%s%u%s)",
                 o->exportname, len, offset, strerror (err),
-                delay / RETRY_FIRST_NS, f->tries, params.fill_retries);
+                delay / RETRY_FIRST_NS, limited ? "" : "try ", f->tries, of);
   return now + delay;
 }
 
@@ -445,7 +466,7 @@ fill_request (struct filler *f, struct overlay *o, uint32_t max,
   uint64_t read_bytes = 0;
   uint64_t offset = f->retry_offset;
   uint32_t len = f->retry_len;
-  int err;
+  int err, r;
 
   if (has_ended (o)) {
     forget_retry (f);
@@ -469,7 +490,9 @@ fill_request (struct filler *f, struct overlay *o, uint32_t max,
   }
   move_state (o, FILL_WAITING, FILL_RUNNING);
   move_state (o, FILL_PAUSED, FILL_RUNNING);
-  if (blk_fill (o->blk, &io.blk, len, offset, &err) == -1)
+  r = blk_fill (o->blk, &io.blk, len, offset, &err);
+  __atomic_add_fetch (&o->fill.read, read_bytes, __ATOMIC_RELAXED);
+  if (r == -1)
     return request_failed (f, o, offset, len, err, now);
   if (f->tries > 0)             /* the source is back */
     __atomic_store_n (&o->fill.error, 0, __ATOMIC_RELAXED);

@@ -29,6 +29,8 @@ struct fill_progress {
   uint64_t filled;              /* bytes of the disk filled */
   uint64_t size;                /* of the base, once known */
   uint64_t started_ns;          /* monotonic, when it began; 0 before */
+  uint64_t ended_ns;            /* when it completed or failed; 0 before */
+  uint64_t read;                /* bytes of the plugin it read */
   uint64_t retries;             /* requests tried again after an error */
   enum fill_state state;
   int error;                    /* of a request being tried again, or

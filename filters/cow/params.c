@@ -24,7 +24,6 @@
 #define MAX_MAX_EXPORTS 1000000
 #define MAX_BASE_HANDLES 64
 #define DEFAULT_FILL_REQUESTS 4
-#define DEFAULT_FILL_RETRIES 5
 #define MAX_FILL_REQUESTS 64
 #define MAX_FILL_RETRIES 30
 #define MAX_GRACE_SECONDS 86400
@@ -44,7 +43,7 @@ const char params_help[] =
   "cow-fill-rate=<SIZE>  Fill at most SIZE bytes a second (default: no cap).\n"
   "cow-fill-requests=<N>  Keep N reads of the fill in flight (default 4).\n"
   "cow-fill-retries=<N>  Try a failed read of the fill N times more, 1, 2,\n"
-  "                      4... seconds apart, then stop (default 5).\n"
+  "                      4... seconds apart, then stop (default: no limit).\n"
   "cow-lifetime=server|clients[:GRACE]  End an overlay GRACE seconds after\n"
   "                      its last client left (default: with the server).\n"
   "cow-max-exports=<N>   Make at most N overlays (default 128).\n"
@@ -61,7 +60,7 @@ struct cow_params params = {
   .stripes = DEFAULT_STRIPES,
   .max_exports = DEFAULT_MAX_EXPORTS,
   .fill_requests = DEFAULT_FILL_REQUESTS,
-  .fill_retries = DEFAULT_FILL_RETRIES,
+  .fill_retries = FILL_RETRIES_NO_LIMIT,
 };
 
 /* The size in key=value, or -1 after an error naming both. */

@@ -13,6 +13,7 @@
 #ifndef COW_PARAMS_H
 #define COW_PARAMS_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -32,7 +33,8 @@ struct cow_params {
   struct path_switch fill;      /* cow-fill */
   uint64_t fill_rate;           /* cow-fill-rate, bytes a second; 0: none */
   unsigned fill_requests;       /* cow-fill-requests */
-  unsigned fill_retries;        /* cow-fill-retries */
+  unsigned fill_retries;        /* cow-fill-retries, or: */
+#define FILL_RETRIES_NO_LIMIT UINT_MAX
   char *cow_file;               /* cow-file, absolute, or NULL */
   char *stats_path;             /* cow-stats, absolute, or NULL */
   uint64_t max_size;            /* cow-max-size, or UINT64_MAX */

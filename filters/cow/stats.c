@@ -35,13 +35,16 @@ static const char *const request_names[REQ_TYPES] = {
 };
 
 /* The fill of an export under cow-fill: its state, the bytes of the
- * disk filled and to go, its rate since it began, its requests tried
+ * disk filled and to go, the plugin's bytes it read a second in this
+ * run (from its start to now, or to its end), its requests tried
  * again, and its last error.
  */
 static void
 write_fill (FILE *fp, const struct fill_progress *f)
 {
-  uint64_t elapsed = f->started_ns ? monotonic_ns () - f->started_ns : 0;
+  uint64_t until = f->ended_ns ? f->ended_ns : monotonic_ns ();
+  uint64_t elapsed = f->started_ns && until > f->started_ns
+    ? until - f->started_ns : 0;
 
   if (params.fill.mode == SWITCH_OFF)
     return;
@@ -50,7 +53,7 @@ write_fill (FILE *fp, const struct fill_progress *f)
            PRIu64 ", \"retries\": %" PRIu64 ", \"error\": ",
            fill_state_name (f->state), f->filled,
            f->size > f->filled ? f->size - f->filled : 0,
-           elapsed ? (uint64_t) (f->filled * 1e9 / elapsed) : 0, f->retries);
+           elapsed ? (uint64_t) (f->read * 1e9 / elapsed) : 0, f->retries);
   if (f->error != 0)
     json_write_string (fp, strerror (f->error));
   else
