@@ -278,6 +278,23 @@ fill_state_is ()
   fail "the fill of \"${3-}\" is not $2: $(jq -c --arg name "${3-}" "$fill" "$1")"
 }
 
+# fill_retrying STATS N SECONDS: waits up to SECONDS until the
+# statistics file STATS shows the default export's fill running,
+# having tried a read N times again with the error filter's EIO, or
+# fails saying where it stands.
+fill_retrying ()
+{
+  local fill='.exports[0].fill'
+  for _ in $(seq $(( $3 * 10 ))); do
+    [ "$(jq -r "$fill.retries" "$1" 2>/dev/null)" -ge "$2" ] 2>/dev/null &&
+      break
+    sleep 0.1
+  done
+  jq -e "$fill | .state == \"running\" and .retries >= $2 and
+         .error == \"Input/output error\"" "$1" >/dev/null ||
+    fail "the fill is not trying again: $(jq -c "$fill" "$1")"
+}
+
 # handles_closed LOG: waits (up to 10 s) until every handle of the
 # plugin opened is closed again, as nbdkit's log filter says in LOG.
 handles_closed ()

@@ -42,14 +42,7 @@ except nbd.Error as e:
 touch "$tmp/failing"
 serve cow-fill-retries=3
 client_checks
-for _ in $(seq 150); do
-  [ "$(jq -r '.exports[0].fill.retries' "$stats" 2>/dev/null)" -ge 1 ] 2>/dev/null &&
-    break
-  sleep 0.2
-done
-jq -e '.exports[0].fill | .state == "running" and .retries >= 1 and
-       .error == "Input/output error"' "$stats" >/dev/null ||
-  fail "retrying not shown: $(jq -c '.exports[0].fill' "$stats")"
+fill_retrying "$stats" 1 30
 grep -q 'cow-fill: export "": reading .*Input/output error: trying again in 1 s (1 of 3)' \
   "$tmp/sock.err" || fail "the retry is not in the log: $(cat "$tmp/sock.err")"
 rm "$tmp/failing"

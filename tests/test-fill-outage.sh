@@ -16,13 +16,6 @@ start_nbdkit "$tmp/sock" --filter=cow --filter=error file "$tmp/base" \
   error=EIO error-pread-rate=100% error-file="$tmp/failing" \
   cow-fill=true cow-fill-requests=1 cow-stats="$stats"
 nbdinfo --size "nbd+unix:///?socket=$tmp/sock" >/dev/null
-for _ in $(seq 450); do
-  [ "$(jq -r '.exports[0].fill.retries' "$stats" 2>/dev/null)" -ge 6 ] 2>/dev/null &&
-    break
-  sleep 0.1
-done
-jq -e '.exports[0].fill | .state == "running" and .retries >= 6 and
-       .error == "Input/output error"' "$stats" >/dev/null ||
-  fail "the fill did not go on trying: $(jq -c '.exports[0].fill' "$stats")"
+fill_retrying "$stats" 6 45
 grep -q 'trying again in 32 s (try 6)' "$tmp/sock.err" ||
   fail "the sixth try is not in the log: $(grep cow-fill "$tmp/sock.err")"
