@@ -244,6 +244,7 @@ struct client {
   int fd;                       /* -1: a free place */
   uint64_t deadline;            /* monotonic_ns */
   size_t n;                     /* bytes of buf read */
+  bool eof;                     /* the client's end of writing read */
   char buf[COMMAND_MAX + 1];
   char *answer;                 /* NULL until the command has run */
   size_t answer_len, answer_sent;
@@ -295,12 +296,15 @@ moved (struct client *c, ssize_t r)
 }
 
 /* Moves c on as far as its socket lets it without waiting: reads its
- * command to the end of its writing, runs it, writes the answer, and
- * drops it when done or failed.
+ * command to the end of its writing (or as much as a command can be),
+ * runs it, writes the answer, reads and drops what a client sending a
+ * command too long still sends, so that it reads the answer, and drops
+ * the client when done or failed.
  */
 static void
 step (struct client *c)
 {
+  char sink[4096];
   ssize_t r;
 
   while (c->answer == NULL) {
@@ -310,7 +314,8 @@ step (struct client *c)
     if (r < 0)
       continue;
     c->n += r;
-    if (r == 0 || c->n == sizeof c->buf)
+    c->eof = r == 0;
+    if (c->eof || c->n == sizeof c->buf)
       answer (c);
     if (c->fd == -1)
       return;
@@ -323,7 +328,20 @@ step (struct client *c)
     if (r > 0)
       c->answer_sent += r;
   }
+  while (!c->eof) {
+    r = read (c->fd, sink, sizeof sink);
+    if (moved (c, r) <= 0)
+      return;
+    c->eof = r == 0;
+  }
   drop (c);
+}
+
+/* What c waits for. */
+static short
+awaits (const struct client *c)
+{
+  return c->answer && c->answer_sent < c->answer_len ? POLLOUT : POLLIN;
 }
 
 /* Takes a new client into a free place, or into the place of the one
@@ -347,6 +365,7 @@ accept_client (uint64_t now)
   c->fd = fd;
   c->deadline = now + CLIENT_TIMEOUT_NS;
   c->n = 0;
+  c->eof = false;
   c->answer_len = c->answer_sent = 0;
   step (c);
 }
@@ -372,9 +391,7 @@ control_thread (void *arg)
 
       if (c->fd != -1 && c->deadline <= now)
         drop (c);
-      fds[i + 2] = (struct pollfd) {
-        .fd = c->fd, .events = c->answer ? POLLOUT : POLLIN,
-      };
+      fds[i + 2] = (struct pollfd) { .fd = c->fd, .events = awaits (c) };
       if (c->fd != -1 && c->deadline < next)
         next = c->deadline;
     }
