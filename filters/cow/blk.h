@@ -62,8 +62,20 @@ extern int blk_flush (struct blk *blk, int *err);
  */
 extern int blk_set_size (struct blk *blk, uint64_t size);
 
-/* Whether a call of blk_set_size has fixed the size. */
+/* A kept overlay whose file was made before takes the base size the
+ * file was made for, and starts, before it meets any base, so that it
+ * takes checkpoints and fills before a client connects; the first
+ * blk_set_size then checks the base against that size, refusing
+ * another with a message naming the file.  Does nothing for a new
+ * file, a throw-away overlay or one already sized.  Returns 0 or -1.
+ */
+extern int blk_start_from_file (struct blk *blk);
+
+/* Whether a call of blk_set_size (or blk_start_from_file) has fixed
+ * the size, and whether a blk_set_size has met a base of that size.
+ */
 extern bool blk_is_sized (struct blk *blk);
+extern bool blk_met_base (struct blk *blk);
 
 /* Whether the sized overlay holds every block (allocated or zero), so
  * that nothing reads the base any more: a block never leaves that.

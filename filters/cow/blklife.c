@@ -170,6 +170,18 @@ start_store (struct blk *blk, uint64_t size) REQUIRES (blk->start_lock)
   return 0;
 }
 
+/* Fixes the size and starts the store. */
+static int
+size_and_start (struct blk *blk, uint64_t size) REQUIRES (blk->start_lock)
+{
+  int r;
+
+  blk->map.geom.size = size;
+  r = start_store (blk, size);
+  blk->sized = r == 0;
+  return r;
+}
+
 /* The first call sets the size and starts the store holding
  * start_lock: no request can reach the layer before it returns.
  */
@@ -180,9 +192,12 @@ blk_set_size (struct blk *blk, uint64_t size)
 
   held_lock (&blk->start_lock);
   if (!blk->sized) {
-    blk->map.geom.size = size;
-    r = start_store (blk, size);
-    blk->sized = r == 0;
+    r = size_and_start (blk, size);
+    blk->base_met = r == 0;
+  }
+  else if (!blk->base_met) {
+    r = store_check_size (blk->store, size);
+    blk->base_met = r == 0;
   }
   else if (blk->map.geom.size != size) {
     nbdkit_error ("cow: the base changed size from %" PRIu64 " to %" PRIu64
@@ -194,15 +209,43 @@ blk_set_size (struct blk *blk, uint64_t size)
   return r;
 }
 
+int
+blk_start_from_file (struct blk *blk)
+{
+  uint64_t size = store_made_size (blk->store);
+  int r = 0;
+
+  if (size == 0)
+    return 0;
+  held_lock (&blk->start_lock);
+  if (!blk->sized)
+    r = size_and_start (blk, size);
+  held_unlock (&blk->start_lock);
+  return r;
+}
+
+/* The value of one of blk's flags under start_lock. */
+static bool
+start_flag (struct blk *blk, const bool *flag)
+{
+  bool value;
+
+  held_lock (&blk->start_lock);
+  value = *flag;
+  held_unlock (&blk->start_lock);
+  return value;
+}
+
+bool
+blk_met_base (struct blk *blk)
+{
+  return start_flag (blk, &blk->base_met);
+}
+
 bool
 blk_is_sized (struct blk *blk)
 {
-  bool sized;
-
-  held_lock (&blk->start_lock);
-  sized = blk->sized;
-  held_unlock (&blk->start_lock);
-  return sized;
+  return start_flag (blk, &blk->sized);
 }
 
 bool

@@ -51,12 +51,15 @@ struct blk {
    */
   struct rangelock rmw_locks;
 
-  /* Protects sized: serializes the first blk_set_size, which fixes the
-   * size and starts the store (I/O: a kept file's header; a throw-away
-   * store's map of slots); later calls and the statistics only look.
+  /* Protects sized and base_met: serializes the first blk_set_size
+   * (or blk_start_from_file), which fixes the size and starts the store
+   * (I/O: a kept file's header; a throw-away store's map of slots);
+   * later calls and the statistics only look, or check a base against
+   * a size taken from the file.
    */
   mutex_t start_lock;
   bool sized;
+  bool base_met;                /* a base of that size has been met */
   uint64_t store_overhead;      /* the store's bytes besides blocks */
 
   /* Lets one flush of a kept store run at a time. */

@@ -316,7 +316,7 @@ cow_prepare (nbdkit_next *next, void *handle, int readonly)
   }
   refusal_note (c->export.overlay->exportname);
   if (params.cow_file && exports_is_default (c->export.overlay) &&
-      !blk_is_sized (blk)) {
+      !blk_met_base (blk)) {
     nbdkit_error ("cow-file=%s: nbdkit stops: the file cannot serve the "
                   "default export", params.cow_file);
     exitstatus_fail ();

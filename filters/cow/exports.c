@@ -329,7 +329,8 @@ exports_init (void)
     lifetime_closed (o);        /* its grace starts now */
   }
   held_unlock (&overlays_lock);
-  return o ? 0 : -1;
+  /* Alone, nothing else reaches it yet. */
+  return o && blk_start_from_file (o->blk) == 0 ? 0 : -1;
 }
 
 /* No connection is left and the thread that ends overlays has

@@ -474,6 +474,11 @@ fill_request (struct filler *f, struct overlay *o, uint32_t max,
   }
   if (open_base (o, &io, &read_bytes) == -1)
     return now + IDLE_NS;
+  if (blk_set_size (o->blk, io.size) == -1) {   /* said why */
+    forget_retry (f);
+    fail (o, EINVAL);
+    return now;
+  }
   if (io.size == 0 || holds_all (o, io.size)) {  /* nothing to fill */
     complete (o, &io);
     return now;

@@ -281,6 +281,27 @@ restore_marks (struct store_kept *k)
 /* The sync of the header's flag makes the states loaded durable before
  * any write can take a slot they leave free (docs/overlay-format.md).
  */
+static uint64_t
+kept_made_size (struct store *st)
+{
+  struct store_kept *k = kept_of (st);
+
+  return k->kept.has_header ? k->kept.header.layout.geom.size : 0;
+}
+
+static int
+kept_check_size (struct store *st, uint64_t size)
+{
+  struct store_kept *k = kept_of (st);
+  uint64_t made = k->kept.header.layout.geom.size;
+
+  if (made == size)
+    return 0;
+  nbdkit_error ("cow-file=%s: made for a base of %" PRIu64 " bytes, "
+                "this base has %" PRIu64, k->kept.path, made, size);
+  return -1;
+}
+
 static int
 load (struct store_kept *k, uint64_t size)
 {
@@ -288,12 +309,8 @@ load (struct store_kept *k, uint64_t size)
   const struct kept_header *h = &ko->header;
   bool crashed = (h->flags & KEPT_OPEN) != 0;
 
-  if (h->layout.geom.size != size) {
-    nbdkit_error ("cow-file=%s: made for a base of %" PRIu64 " bytes, "
-                  "this base has %" PRIu64, ko->path, h->layout.geom.size,
-                  size);
+  if (kept_check_size (&k->store, size) == -1)
     return -1;
-  }
   if (alloc_dirty_marks (k) == -1)
     return -1;
   kept_punch_unallocated (ko, &k->states);
@@ -931,6 +948,8 @@ kept_store_close (struct store *st)
 
 static const struct store_ops kept_ops = {
   .start = kept_start,
+  .made_size = kept_made_size,
+  .check_size = kept_check_size,
   .read = kept_read,
   .write = kept_write,
   .punch = kept_punch,

@@ -49,6 +49,13 @@ struct store_ops {
    * nbdkit_error.
    */
   int (*start) (struct store *st, uint64_t size, uint64_t *overhead);
+  /* Kept: the base size an existing file was made for (0 for a new
+   * one), so that the overlay can start from its file before it meets
+   * its base; and whether a base of size bytes is that one: 0, or -1
+   * after nbdkit_error naming the file.  NULL for a throw-away store.
+   */
+  uint64_t (*made_size) (struct store *st);
+  int (*check_size) (struct store *st, uint64_t size);
 
   /* pread of disk bytes [offset, offset+count) of allocated blocks,
    * taking no lock.  Returns 0, or -1 with *err set.
@@ -169,6 +176,18 @@ static inline int
 store_start (struct store *st, uint64_t size, uint64_t *overhead)
 {
   return st->ops->start (st, size, overhead);
+}
+
+static inline uint64_t
+store_made_size (struct store *st)
+{
+  return st->ops->made_size ? st->ops->made_size (st) : 0;
+}
+
+static inline int
+store_check_size (struct store *st, uint64_t size)
+{
+  return st->ops->check_size ? st->ops->check_size (st, size) : 0;
 }
 
 static inline int
