@@ -175,6 +175,7 @@ kept_create (struct kept_overlay *ko, uint32_t block_size,
   h->version = KEPT_VERSION;
   h->flags = KEPT_OPEN;
   h->recoveries = 0;
+  memset (&h->facts, 0, sizeof h->facts);
   strcpy (h->name, name);
   kept_header_encode (h, buf);
   r = ftruncate (ko->fd, kept_min_length (ko));
@@ -217,19 +218,17 @@ kept_check_length (struct kept_overlay *ko)
   return 0;
 }
 
-int
-kept_set_flags (struct kept_overlay *ko, uint32_t flags, uint32_t recoveries)
+/* Writes the header's first sector, where all that changes after
+ * creation lies, and syncs it.
+ */
+static int
+write_first_sector (struct kept_overlay *ko)
 {
   uint8_t *buf = malloc (KEPT_HEADER_SIZE);
   int r;
 
   if (buf == NULL)
     return kept_fail (ko, false, "malloc: %m");
-  /* Version 1 had no flags: its files become version 2. */
-  if (ko->header.version < 2)
-    ko->header.version = 2;
-  ko->header.flags = flags;
-  ko->header.recoveries = recoveries;
   kept_header_encode (&ko->header, buf);
   r = pwrite_full (ko->fd, buf, HEADER_SECTOR, 0);
   if (r == 0)
@@ -238,6 +237,26 @@ kept_set_flags (struct kept_overlay *ko, uint32_t flags, uint32_t recoveries)
   if (r == -1)
     return kept_fail (ko, false, "cannot write the header: %m");
   return 0;
+}
+
+int
+kept_set_flags (struct kept_overlay *ko, uint32_t flags, uint32_t recoveries)
+{
+  /* Version 1 had no flags: its files become version 2. */
+  if (ko->header.version < 2)
+    ko->header.version = 2;
+  ko->header.flags = flags;
+  ko->header.recoveries = recoveries;
+  return write_first_sector (ko);
+}
+
+int
+kept_set_facts (struct kept_overlay *ko, const struct kept_facts *facts)
+{
+  if (ko->header.version < 2)
+    return 0;
+  ko->header.facts = *facts;
+  return write_first_sector (ko);
 }
 
 int

@@ -30,6 +30,14 @@ enum {
   OFF_CRC = 56,
   OFF_FLAGS = 60,               /* version 2 on */
   OFF_RECOVERIES = 64,          /* version 2 on */
+  OFF_FACTS = 68,               /* kept_facts: bit 0 known, 1 described */
+  OFF_MINIMUM = 72,
+  OFF_PREFERRED = 76,
+  OFF_MAXIMUM = 80,
+  OFF_CAN_CACHE = 84,
+  OFF_ROTATIONAL = 88,
+  OFF_DESCRIPTION_LENGTH = 92,
+  OFF_DESCRIPTION = 96,         /* to 511 */
   OFF_NAME = 4096,
 };
 
@@ -89,6 +97,48 @@ header_crc (const uint8_t *buf)
   return kept_crc_without (buf, KEPT_HEADER_SIZE, OFF_CRC);
 }
 
+static void
+encode_facts (const struct kept_facts *f, uint8_t *buf)
+{
+  size_t len = f->has_description ? strlen (f->description) : 0;
+
+  if (!f->known)
+    return;
+  kept_put_le (buf + OFF_FACTS, 1 | (f->has_description ? 2 : 0), 4);
+  kept_put_le (buf + OFF_MINIMUM, f->answers.minimum, 4);
+  kept_put_le (buf + OFF_PREFERRED, f->answers.preferred, 4);
+  kept_put_le (buf + OFF_MAXIMUM, f->answers.maximum, 4);
+  kept_put_le (buf + OFF_CAN_CACHE, (uint32_t) f->answers.can_cache, 4);
+  kept_put_le (buf + OFF_ROTATIONAL, (uint32_t) f->answers.is_rotational, 4);
+  kept_put_le (buf + OFF_DESCRIPTION_LENGTH, len, 4);
+  memcpy (buf + OFF_DESCRIPTION, f->description, len);
+}
+
+/* Facts that do not make sense are not known: they only save asking
+ * the plugin, so the file is served as one without them.
+ */
+static void
+decode_facts (const uint8_t *buf, struct kept_facts *f)
+{
+  uint64_t bits = kept_get_le (buf + OFF_FACTS, 4);
+  uint64_t len = kept_get_le (buf + OFF_DESCRIPTION_LENGTH, 4);
+
+  memset (f, 0, sizeof *f);
+  if ((bits & 1) == 0 || (bits & ~UINT64_C (3)) != 0 ||
+      len > KEPT_DESCRIPTION_MAX || (len > 0 && (bits & 2) == 0) ||
+      memchr (buf + OFF_DESCRIPTION, '\0', len) != NULL)
+    return;
+  f->known = true;
+  f->answers.minimum = kept_get_le (buf + OFF_MINIMUM, 4);
+  f->answers.preferred = kept_get_le (buf + OFF_PREFERRED, 4);
+  f->answers.maximum = kept_get_le (buf + OFF_MAXIMUM, 4);
+  f->answers.can_cache = (int32_t) kept_get_le (buf + OFF_CAN_CACHE, 4);
+  f->answers.is_rotational = (int32_t) kept_get_le (buf + OFF_ROTATIONAL, 4);
+  f->has_description = (bits & 2) != 0;
+  memcpy (f->description, buf + OFF_DESCRIPTION, len);
+  f->description[len] = '\0';
+}
+
 void
 kept_header_encode (const struct kept_header *header, uint8_t *buf)
 {
@@ -107,6 +157,7 @@ kept_header_encode (const struct kept_header *header, uint8_t *buf)
   kept_put_le (buf + OFF_DATA_OFFSET, layout->data_offset, 8);
   kept_put_le (buf + OFF_FLAGS, header->flags, 4);
   kept_put_le (buf + OFF_RECOVERIES, header->recoveries, 4);
+  encode_facts (&header->facts, buf);
   memcpy (buf + OFF_NAME, header->name, len);
   kept_put_le (buf + OFF_CRC, header_crc (buf), 4);
 }
@@ -143,6 +194,7 @@ kept_header_decode (const uint8_t *buf, struct kept_header *header,
   /* Version 1 wrote zeros where version 2 keeps these. */
   header->flags = kept_get_le (buf + OFF_FLAGS, 4);
   header->recoveries = kept_get_le (buf + OFF_RECOVERIES, 4);
+  decode_facts (buf, &header->facts);
   /* Every version has exactly the layout kept_layout computes. */
   if (!is_power_of_2 (block_size) ||
       kept_get_le (buf + OFF_HEADER_SIZE, 4) != KEPT_HEADER_SIZE ||

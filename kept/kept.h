@@ -78,6 +78,25 @@ struct kept_layout {
 #define KEPT_ENTRY_SLOT 2       /* and up: allocated, in slot entry - 2 */
 #define KEPT_SLOTS_MAX (UINT64_C (0xffffffff) - KEPT_ENTRY_SLOT + 1)
 
+/* What the filter tells a client of the plugin besides its data, kept
+ * in the header of a file whose overlay holds every block, so that
+ * after a restart it is served with no plugin: bytes 68 to 511, in the
+ * header's first sector, which readers of this format that know
+ * nothing of them ignore (docs/overlay-format.md).
+ */
+#define KEPT_DESCRIPTION_MAX 416
+struct kept_answers {
+  uint32_t minimum, preferred, maximum;         /* block sizes */
+  int32_t can_cache;            /* NBDKIT_CACHE_* */
+  int32_t is_rotational;        /* 0 or 1 */
+};
+struct kept_facts {
+  bool known;                   /* false: the rest means nothing */
+  struct kept_answers answers;
+  bool has_description;
+  char description[KEPT_DESCRIPTION_MAX + 1];   /* NUL terminated */
+};
+
 /* A decoded header.  Version 1 files have no flags and no count of
  * recoveries: both read as 0.
  */
@@ -86,6 +105,7 @@ struct kept_header {
   uint32_t version;             /* 1 to 4 */
   uint32_t flags;               /* KEPT_FLAGS */
   uint32_t recoveries;          /* times opened after a crash */
+  struct kept_facts facts;      /* version 2 on */
   char name[KEPT_NAME_MAX + 1]; /* the export, NUL terminated */
 };
 
@@ -251,6 +271,12 @@ struct kept_overlay {
  */
 extern int kept_open (struct kept_overlay *ko, const char *path,
                       enum kept_mode mode);
+
+/* Records facts in the header, durably (its first sector, synced),
+ * for a file of version 2 on.  Returns 0, or -1 with ko->why set.
+ */
+extern int kept_set_facts (struct kept_overlay *ko,
+                           const struct kept_facts *facts);
 
 /* Closes the file, dropping the lock, and frees the slots. */
 extern void kept_close (struct kept_overlay *ko);

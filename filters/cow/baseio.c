@@ -219,7 +219,8 @@ baseio_init_alone (struct base_io *io, const struct base_facts *facts)
 {
   *io = (struct base_io) {
     .alone = facts,
-    .limits = block_limits_of (facts->minimum, facts->maximum),
+    .limits = block_limits_of (facts->answers.minimum,
+                               facts->answers.maximum),
     .size = facts->size,
     .blk = { .pread = base_pread_alone, .opaque = io },
   };
@@ -229,6 +230,7 @@ struct base_facts *
 baseio_facts_new (const struct base_io *io)
 {
   struct base_facts *facts = calloc (1, sizeof *facts);
+  struct kept_answers *a;
   const char *description;
 
   if (facts == NULL) {
@@ -236,10 +238,10 @@ baseio_facts_new (const struct base_io *io)
     return NULL;
   }
   facts->size = io->size;
-  if (baseio_block_size (io, &facts->minimum, &facts->preferred,
-                         &facts->maximum) == -1 ||
-      (facts->can_cache = baseio_can_cache (io)) == -1 ||
-      (facts->is_rotational = baseio_is_rotational (io)) == -1) {
+  a = &facts->answers;
+  if (baseio_block_size (io, &a->minimum, &a->preferred, &a->maximum) == -1 ||
+      (a->can_cache = baseio_can_cache (io)) == -1 ||
+      (a->is_rotational = baseio_is_rotational (io)) == -1) {
     baseio_facts_free (facts);
     return NULL;
   }
@@ -261,14 +263,47 @@ baseio_facts_free (struct base_facts *facts)
   free (facts);
 }
 
+bool
+baseio_facts_to_kept (const struct base_facts *facts, struct kept_facts *kept)
+{
+  size_t len = facts->description ? strlen (facts->description) : 0;
+
+  if (len > KEPT_DESCRIPTION_MAX)
+    return false;
+  memset (kept, 0, sizeof *kept);
+  kept->known = true;
+  kept->answers = facts->answers;
+  kept->has_description = facts->description != NULL;
+  memcpy (kept->description, facts->description ? facts->description : "",
+          len + 1);
+  return true;
+}
+
+struct base_facts *
+baseio_facts_from_kept (const struct kept_facts *kept, uint64_t size)
+{
+  struct base_facts *facts = calloc (1, sizeof *facts);
+
+  if (facts == NULL ||
+      (kept->has_description &&
+       (facts->description = strdup (kept->description)) == NULL)) {
+    nbdkit_error ("cow: %m");
+    baseio_facts_free (facts);
+    return NULL;
+  }
+  facts->size = size;
+  facts->answers = kept->answers;
+  return facts;
+}
+
 int
 baseio_block_size (const struct base_io *io, uint32_t *minimum,
                    uint32_t *preferred, uint32_t *maximum)
 {
   if (io->alone) {
-    *minimum = io->alone->minimum;
-    *preferred = io->alone->preferred;
-    *maximum = io->alone->maximum;
+    *minimum = io->alone->answers.minimum;
+    *preferred = io->alone->answers.preferred;
+    *maximum = io->alone->answers.maximum;
     return 0;
   }
   return io->next->block_size (io->next, minimum, preferred, maximum);
@@ -278,7 +313,7 @@ int
 baseio_can_cache (const struct base_io *io)
 {
   if (io->alone)
-    return io->alone->can_cache;
+    return io->alone->answers.can_cache;
   return io->next->can_cache (io->next);
 }
 
@@ -286,7 +321,7 @@ int
 baseio_is_rotational (const struct base_io *io)
 {
   if (io->alone)
-    return io->alone->is_rotational;
+    return io->alone->answers.is_rotational;
   return io->next->is_rotational (io->next);
 }
 

@@ -14,12 +14,14 @@
 #define COW_BASEIO_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <nbdkit-filter.h>
 
 #include "blktypes.h"
 #include "blocklimits.h"
+#include "kept.h"
 #include "tsa.h"
 
 /* The plugin as a connection reads it: next, the limits and size of
@@ -34,9 +36,7 @@
  */
 struct base_facts {
   uint64_t size;
-  uint32_t minimum, preferred, maximum;
-  int can_cache;
-  int is_rotational;
+  struct kept_answers answers;  /* block sizes, cache, rotational */
   char *description;            /* NULL for none */
 };
 
@@ -72,6 +72,19 @@ extern void baseio_init_alone (struct base_io *io,
  */
 extern struct base_facts *baseio_facts_new (const struct base_io *io);
 extern void baseio_facts_free (struct base_facts *facts);
+
+/* facts as a kept file records them, without the size (its header has
+ * it).  Returns false if they do not fit (a description longer than
+ * KEPT_DESCRIPTION_MAX).
+ */
+extern bool baseio_facts_to_kept (const struct base_facts *facts,
+                                  struct kept_facts *kept);
+
+/* The facts a kept file recorded, for a base of size bytes.  Returns
+ * them, or NULL after nbdkit_error.
+ */
+extern struct base_facts *
+baseio_facts_from_kept (const struct kept_facts *kept, uint64_t size);
 
 /* What nbdkit caches of the plugin: its block sizes (0, or -1 after
  * nbdkit_error), whether it caches, whether it is rotational.

@@ -18,6 +18,7 @@
 
 #include "blktypes.h"
 #include "changes.h"
+#include "kept.h"
 
 struct blk;
 struct space;
@@ -71,11 +72,22 @@ extern int blk_set_size (struct blk *blk, uint64_t size);
  */
 extern int blk_start_from_file (struct blk *blk);
 
+/* A kept overlay's record of the plugin's facts (kept.h): those its
+ * file has (NULL: none, or a throw-away overlay), and a new record
+ * made durable (0, or -1 after nbdkit_error; a throw-away overlay
+ * keeps none).  blk_kept_facts not beside blk_keep_facts.
+ */
+extern const struct kept_facts *blk_kept_facts (struct blk *blk);
+extern int blk_keep_facts (struct blk *blk, const struct kept_facts *facts);
+
 /* Whether a call of blk_set_size (or blk_start_from_file) has fixed
  * the size, and whether a blk_set_size has met a base of that size.
  */
 extern bool blk_is_sized (struct blk *blk);
 extern bool blk_met_base (struct blk *blk);
+
+/* The size fixed, once blk_is_sized. */
+extern uint64_t blk_size (struct blk *blk);
 
 /* Whether the sized overlay holds every block (allocated or zero), so
  * that nothing reads the base any more: a block never leaves that.

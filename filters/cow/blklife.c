@@ -224,6 +224,18 @@ blk_start_from_file (struct blk *blk)
   return r;
 }
 
+const struct kept_facts *
+blk_kept_facts (struct blk *blk)
+{
+  return store_facts (blk->store);
+}
+
+int
+blk_keep_facts (struct blk *blk, const struct kept_facts *facts)
+{
+  return store_keep_facts (blk->store, facts);
+}
+
 /* The value of one of blk's flags under start_lock. */
 static bool
 start_flag (struct blk *blk, const bool *flag)
@@ -246,6 +258,12 @@ bool
 blk_is_sized (struct blk *blk)
 {
   return start_flag (blk, &blk->sized);
+}
+
+uint64_t
+blk_size (struct blk *blk)
+{
+  return blk->map.geom.size;
 }
 
 bool

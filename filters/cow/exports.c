@@ -313,6 +313,28 @@ exports_is_default (const struct overlay *o)
   return is_default;
 }
 
+/* A kept overlay started from its file that holds every block, and
+ * whose file has the plugin's facts, stands alone from the start, as
+ * it did once its fill completed: no connection opens the plugin.
+ * Returns 0, or -1 after nbdkit_error.
+ */
+static int
+alone_from_file (struct overlay *o)
+{
+  const struct kept_facts *kept = blk_kept_facts (o->blk);
+  struct base_facts *facts;
+
+  if (kept == NULL || !blk_is_sized (o->blk) || !blk_holds_all (o->blk))
+    return 0;
+  facts = baseio_facts_from_kept (kept, blk_size (o->blk));
+  if (facts == NULL)
+    return -1;
+  exports_stand_alone (o, facts);
+  nbdkit_debug ("cow: export \"%s\": its kept overlay holds every block: "
+                "it stands alone", o->exportname);
+  return 0;
+}
+
 int
 exports_init (void)
 {
@@ -330,7 +352,9 @@ exports_init (void)
   }
   held_unlock (&overlays_lock);
   /* Alone, nothing else reaches it yet. */
-  return o && blk_start_from_file (o->blk) == 0 ? 0 : -1;
+  if (o == NULL || blk_start_from_file (o->blk) == -1)
+    return -1;
+  return alone_from_file (o);
 }
 
 /* No connection is left and the thread that ends overlays has

@@ -155,7 +155,7 @@ wants_fill (const struct overlay *o) REQUIRES (overlays_lock)
 {
   uint64_t size = __atomic_load_n (&o->fill.size, __ATOMIC_RELAXED);
 
-  return o->pool != NULL && o->alone == NULL && !o->ending &&
+  return o->pool != NULL && !o->ending &&
          o->blk != NULL &&
          blk_is_sized (o->blk) && !has_ended (o) &&
          (size == 0 ||
@@ -378,6 +378,15 @@ holds_all (struct overlay *o, uint64_t size)
   return true;
 }
 
+static void
+mark_complete (struct overlay *o)
+{
+  note_end (o);
+  move_state (o, FILL_WAITING, FILL_COMPLETE);
+  move_state (o, FILL_PAUSED, FILL_COMPLETE);
+  move_state (o, FILL_RUNNING, FILL_COMPLETE);
+}
+
 /* Every request of o is filled: o stands alone, with the facts of the
  * plugin io reads (which a failure only leaves unsaid: its connections
  * then go on opening the plugin).
@@ -386,14 +395,36 @@ static void
 complete (struct overlay *o, const struct base_io *io)
 {
   struct base_facts *facts = baseio_facts_new (io);
+  struct kept_facts kept;
 
   nbdkit_debug ("cow-fill: export \"%s\": complete", o->exportname);
-  note_end (o);
-  move_state (o, FILL_WAITING, FILL_COMPLETE);
-  move_state (o, FILL_PAUSED, FILL_COMPLETE);
-  move_state (o, FILL_RUNNING, FILL_COMPLETE);
-  if (facts)
-    exports_stand_alone (o, facts);
+  mark_complete (o);
+  if (facts == NULL)
+    return;
+  if (baseio_facts_to_kept (facts, &kept))
+    blk_keep_facts (o->blk, &kept);     /* said why if it failed */
+  exports_stand_alone (o, facts);
+}
+
+/* o stands alone, every block in it (kept, from a run before): its
+ * fill is complete, having read nothing.
+ */
+static void
+complete_alone (struct overlay *o)
+{
+  uint64_t size = blk_size (o->blk), none = 0;
+
+  if (has_ended (o))
+    return;
+  if (__atomic_compare_exchange_n (&o->fill.size, &none, size, false,
+                                   __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+    __atomic_store_n (&o->fill.started_ns, monotonic_ns (),
+                      __ATOMIC_RELAXED);
+  __atomic_store_n (&o->fill.claimed, size, __ATOMIC_RELAXED);
+  __atomic_store_n (&o->fill.filled, size, __ATOMIC_RELEASE);
+  nbdkit_debug ("cow-fill: export \"%s\": the overlay holds every block, "
+                "and stands alone", o->exportname);
+  mark_complete (o);
 }
 
 /* A request of len bytes of o is filled: a kept overlay is flushed
@@ -537,6 +568,7 @@ fill_due (uint64_t now, void *opaque)
     due = now + QUIET_POLL_NS;
   else if (exports_pool_use (o) == NULL) {      /* it stands alone */
     forget_retry (f);
+    complete_alone (o);
     due = now;
   }
   else {

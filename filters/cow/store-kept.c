@@ -125,8 +125,8 @@ struct store_kept {
   unsigned table_taken_count;
   int flush_errno;
 
-  /* Protects the header's flags while requests run: the writes of
-   * MARKS_STALE.  stale is whether the file has it (or is being given
+  /* Protects the header while requests run: the writes of
+   * MARKS_STALE and of the plugin's facts.  stale is whether the file has it (or is being given
    * it), read without the lock.  Held over a header write and a sync;
    * nothing is taken inside it.
    */
@@ -300,6 +300,30 @@ kept_check_size (struct store *st, uint64_t size)
   nbdkit_error ("cow-file=%s: made for a base of %" PRIu64 " bytes, "
                 "this base has %" PRIu64, k->kept.path, made, size);
   return -1;
+}
+
+static const struct kept_facts *
+kept_facts (struct store *st)
+{
+  struct store_kept *k = kept_of (st);
+
+  return k->kept.has_header && k->kept.header.facts.known
+    ? &k->kept.header.facts : NULL;
+}
+
+/* Under stale_lock, as every write of the header while requests run. */
+static int
+kept_keep_facts (struct store *st, const struct kept_facts *facts)
+{
+  struct store_kept *k = kept_of (st);
+  int r;
+
+  held_lock (&k->stale_lock);
+  r = kept_set_facts (&k->kept, facts);
+  if (r == -1)
+    report (k);
+  held_unlock (&k->stale_lock);
+  return r;
 }
 
 static int
@@ -950,6 +974,8 @@ static const struct store_ops kept_ops = {
   .start = kept_start,
   .made_size = kept_made_size,
   .check_size = kept_check_size,
+  .facts = kept_facts,
+  .keep_facts = kept_keep_facts,
   .read = kept_read,
   .write = kept_write,
   .punch = kept_punch,

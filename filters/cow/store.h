@@ -29,6 +29,7 @@
 
 #include "blktypes.h"
 #include "changes.h"
+#include "kept.h"
 #include "stripes.h"
 
 struct store;
@@ -56,6 +57,12 @@ struct store_ops {
    */
   uint64_t (*made_size) (struct store *st);
   int (*check_size) (struct store *st, uint64_t size);
+  /* Kept: the plugin's facts as its file has them (NULL: none), and
+   * records facts there, durably: 0, or -1 after nbdkit_error.  NULL
+   * for a throw-away store.
+   */
+  const struct kept_facts *(*facts) (struct store *st);
+  int (*keep_facts) (struct store *st, const struct kept_facts *facts);
 
   /* pread of disk bytes [offset, offset+count) of allocated blocks,
    * taking no lock.  Returns 0, or -1 with *err set.
@@ -188,6 +195,18 @@ static inline int
 store_check_size (struct store *st, uint64_t size)
 {
   return st->ops->check_size ? st->ops->check_size (st, size) : 0;
+}
+
+static inline const struct kept_facts *
+store_facts (struct store *st)
+{
+  return st->ops->facts ? st->ops->facts (st) : NULL;
+}
+
+static inline int
+store_keep_facts (struct store *st, const struct kept_facts *facts)
+{
+  return st->ops->keep_facts ? st->ops->keep_facts (st, facts) : 0;
 }
 
 static inline int

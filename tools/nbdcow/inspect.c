@@ -137,6 +137,8 @@ print_info_json (const struct overlay_file *ov, const struct overlay_counts *c,
   printf ("  \"bytes_on_disk\": %" PRIu64 ",\n", on_disk);
   printf ("  \"complete\": %s,\n",
           c->blocks[KEPT_NOT_ALLOCATED] == 0 ? "true" : "false");
+  printf ("  \"plugin_facts_kept\": %s,\n",
+          h->facts.known ? "true" : "false");
   print_checkpoints_json (hist, changed);
   if (v1)
     printf ("  \"closed_cleanly\": null,\n  \"last_flush_failed\": null,\n"
@@ -167,9 +169,13 @@ print_info_text (const struct overlay_file *ov, const struct overlay_counts *c,
   printf ("data: %" PRIu64 " bytes in the overlay, %" PRIu64 " bytes zero\n",
           c->bytes[KEPT_ALLOCATED], c->bytes[KEPT_ZERO]);
   printf ("bytes on disk: %" PRIu64 "\n", on_disk);
-  if (c->blocks[KEPT_NOT_ALLOCATED] == 0)
-    printf ("complete: yes (the overlay holds the whole disk: it serves and "
-            "exports without its base)\n");
+  if (c->blocks[KEPT_NOT_ALLOCATED] == 0 && h->facts.known)
+    printf ("complete: yes (the overlay holds the whole disk: it exports "
+            "without its base, and as the default export it serves without "
+            "it too, the plugin's facts kept)\n");
+  else if (c->blocks[KEPT_NOT_ALLOCATED] == 0)
+    printf ("complete: yes (the overlay holds the whole disk: it exports "
+            "without its base)\n");
   if (h->version == 1)
     printf ("closed cleanly: unknown (format version 1 does not record it)\n");
   else if (h->flags & KEPT_OPEN)
