@@ -23,3 +23,9 @@ changes_view_name (const char *name, char separator, char **export,
   *checkpoint = split + 1;
   return 1;
 }
+
+bool
+changes_separator_forgotten (const char *name, char separator)
+{
+  return separator == '\0' && strchr (name, CHANGES_RECIPE_SEPARATOR);
+}

@@ -11,11 +11,24 @@
 #ifndef COW_CHANGESNAME_H
 #define COW_CHANGESNAME_H
 
+#include <stdbool.h>
+
 /* Whether name names a changes view: 1, setting *export to E
  * (malloc'd) and *checkpoint to T within name ("" for since the
  * overlay began); 0 if not; -1 with errno set.  separator '\0': none.
  */
 extern int changes_view_name (const char *name, char separator,
                               char **export, const char **checkpoint);
+
+/* The separator the man page's recipes use for changes views. */
+#define CHANGES_RECIPE_SEPARATOR '+'
+
+/* Whether name would name a changes view in the man page's recipes
+ * but the server has no separator: a name holding
+ * CHANGES_RECIPE_SEPARATOR, which would otherwise be served as an
+ * export of its own, a fresh overlay with none of the export's
+ * changes, and a copy of it silently wrong.
+ */
+extern bool changes_separator_forgotten (const char *name, char separator);
 
 #endif /* COW_CHANGESNAME_H */

@@ -257,6 +257,15 @@ cow_open (nbdkit_next_open *next, nbdkit_context *context,
     nbdkit_error ("cow: %m");
     goto out;
   }
+  if (changes_separator_forgotten (exportname, params.changes_separator)) {
+    nbdkit_error ("cow: export \"%s\" is refused: a name with '%c' reads "
+                  "what changed in an export only under "
+                  "cow-changes-separator=%c, which this server lacks (to "
+                  "serve it as an export of its own, give "
+                  "cow-changes-separator another character)", exportname,
+                  CHANGES_RECIPE_SEPARATOR, CHANGES_RECIPE_SEPARATOR);
+    goto out;
+  }
   if (refusal_repeated (exportname)) {
     nbdkit_debug ("cow: export \"%s\" refused again (said above)",
                   exportname);

@@ -53,5 +53,14 @@ main (void)
   expect ("", '+', NULL, NULL);
   expect ("disk+c1", '\0', NULL, NULL);
   expect ("disk+c1", '#', NULL, NULL);
+
+  if (!changes_separator_forgotten ("+", '\0') ||
+      !changes_separator_forgotten ("disk+c1", '\0') ||
+      changes_separator_forgotten ("disk", '\0') ||
+      changes_separator_forgotten ("+", '+') ||
+      changes_separator_forgotten ("disk+c1", '#')) {
+    fprintf (stderr, "test-changesname: a forgotten separator misjudged\n");
+    failed = 1;
+  }
   return failed;
 }
