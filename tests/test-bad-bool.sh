@@ -13,3 +13,10 @@ for v in true false on off 1 0 yes no /nonexistent/path; do
   "$NBDKIT" -U - --filter=cow memory 1M cow-on-read="$v" cow-on-cache=true \
     --run 'nbdinfo --size "$uri"' >/dev/null || fail "cow-on-read=$v refused"
 done
+# One message, naming the parameter: nbdkit's own boolean parser would
+# add one that names neither.
+for p in cow-on-read cow-on-cache cow-fill; do
+  errors=$("$NBDKIT" -U - --filter=cow memory 1M $p=maybe --run true 2>&1 |
+           grep -c error || true)
+  [ "$errors" -eq 1 ] || fail "$p=maybe: $errors error lines, not one"
+done

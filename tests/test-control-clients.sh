@@ -49,6 +49,9 @@ done
 [ "$("$NBDCOW" checkpoint list "$ctl" "")" = "$(printf 'c1\nc2\nc3')" ] ||
   fail "list: $("$NBDCOW" checkpoint list "$ctl" "")"
 
+# The NBD socket given by mistake: said so.
+expect_exit 3 "an NBD server's socket" "$NBDCOW" checkpoint list "$tmp/sock" ""
+
 pid=$(cat "$tmp/sock.pid")
 start=$(date +%s%N)
 kill "$pid"

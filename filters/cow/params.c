@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include <nbdkit-filter.h>
@@ -110,10 +111,29 @@ parse_max_size (const char *key, const char *value)
   return parse_bytes (key, value, &params.max_size);
 }
 
+/* The words nbdkit_parse_bool takes: 1 or 0, or -1 for none, without
+ * its message, which does not name the parameter (ours does).
+ */
+static int
+bool_word (const char *value)
+{
+  static const char *const yes[] = { "1", "true", "t", "yes", "y", "on" };
+  static const char *const no[] = { "0", "false", "f", "no", "n", "off" };
+  size_t i;
+
+  for (i = 0; i < sizeof yes / sizeof yes[0]; ++i) {
+    if (strcasecmp (value, yes[i]) == 0)
+      return 1;
+    if (strcasecmp (value, no[i]) == 0)
+      return 0;
+  }
+  return -1;
+}
+
 static int
 parse_bool (const char *key, const char *value, bool *to)
 {
-  int r = nbdkit_parse_bool (value);
+  int r = bool_word (value);
 
   if (r == -1) {
     nbdkit_error ("%s=%s: must be true or false", key, value);
@@ -160,7 +180,7 @@ parse_switch (const char *key, const char *value, struct path_switch *to)
     nbdkit_error ("%s=%s: a path must be absolute", key, value);
     return -1;
   }
-  r = nbdkit_parse_bool (value);
+  r = bool_word (value);
   if (r == -1) {
     nbdkit_error ("%s=%s: must be true, false or an absolute path", key,
                   value);

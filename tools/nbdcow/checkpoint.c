@@ -60,6 +60,11 @@ ask (const char *socket_path, const char *request, size_t n, char *answer)
     got += r;
   close (fd);
   answer[got] = '\0';
+  if (strncmp (answer, "NBDMAGIC", 8) == 0) {
+    nbdcow_error ("%s: an NBD server's socket (nbdkit -U), not a control "
+                  "socket: give the path of cow-control=SOCKET", socket_path);
+    return EXIT_UNUSABLE;
+  }
   if (strncmp (answer, "ok\n", 3) != 0 && strncmp (answer, "error: ", 7) != 0) {
     nbdcow_error ("%s: no answer from the server", socket_path);
     return EXIT_UNUSABLE;

@@ -20,6 +20,7 @@
 
 #include "commit.h"
 #include "dirpath.h"
+#include "divround.h"
 #include "qcow2.h"
 
 /* The base as qemu will find it: a relative backing file name is
@@ -36,7 +37,9 @@ check_base (const struct overlay_file *ov, const char *base, const char *out,
   int fd = -1, r = -1;
 
   if (dir == NULL ||
-      asprintf (&path, "%s/%s", base[0] == '/' ? "" : dir, base) == -1) {
+      asprintf (&path, "%s%s%s", base[0] == '/' ? "" : dir,
+                base[0] == '/' || strcmp (dir, "/") == 0 ? "" : "/",
+                base) == -1) {
     nbdcow_error ("--base=%s: malloc: %m", base);
     path = NULL;
   }
@@ -49,6 +52,11 @@ check_base (const struct overlay_file *ov, const char *base, const char *out,
     *format = qcow2_virtual_size (fd, &size) ? "qcow2" : "raw";
     if (strcmp (*format, "raw") == 0)
       size = st->st_size;
+    /* qemu-img and this export give a qcow2 image the disk's size
+     * rounded up to a sector.
+     */
+    else if (size == div_round_up (want, 512) * 512)
+      size = want;
     if (size != want)
       nbdcow_error ("--base=%s: %s%" PRIu64 " bytes, but the base of %s "
                     "has %" PRIu64, base,
@@ -338,7 +346,9 @@ cmd_export (int argc, char **argv)
   if (r == EXIT_OK && since && (r = overlay_file_since (&ov, since)) != EXIT_OK)
     overlay_file_close (&ov);
   else if (r == EXIT_OK) {
-    if ((base ? check_base (&ov, base, out, &base_st, &base_format)
+    /* OUT first without the base: a directory names no base's place. */
+    if (check_out (&ov, out_file, NULL) == -1 ||
+        (base ? check_base (&ov, base, out, &base_st, &base_format)
               : check_complete (&ov)) == -1 ||
         check_out (&ov, out_file, base ? &base_st : NULL) == -1 ||
         export_to (&ov, base, base_format, out_file, connections, progress,
