@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The fill reads no range the plugin's extents call a hole, whatever
 # cow-block-size: over 16 MiB with 64K of data in each MiB (at another
-# place in each), blocks of 64K, 1M and 4M all read each data byte once
-# and no hole, and the overlay then reads as the base.
+# place in each), and a short tail, blocks of 64K, 1M and 4M all read
+# each data byte once and no hole, and the overlay then reads as the
+# base.  The disk is no multiple of 4 MiB (the fill's flush interval),
+# nor of a block: the last request completes the fill all the same.
 . "$abs_top_srcdir/tests/functions.sh"
 
 M=$(( 1024 * 1024 ))
-truncate -s $(( 16 * M )) "$tmp/base"
+truncate -s $(( 16 * M + 100 * 1024 + 17 )) "$tmp/base"
 for at in $(seq 0 15); do
   head -c 65536 /dev/urandom |
     dd of="$tmp/base" bs=4096 seek=$(( at * 256 + (at * 37) % 240 )) \
