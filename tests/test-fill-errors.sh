@@ -56,6 +56,29 @@ assert h.pread(len(want), 0) == want, 'the disk reads wrong'
 "
 stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
 
+# A second outage gets its tries again: a request that succeeded after
+# a retry leaves none counted against the next failure.
+touch "$tmp/failing"
+serve cow-fill-retries=1 cow-fill-requests=1 cow-fill-rate=1M
+nbdinfo --size "$uri" >/dev/null
+fill_retrying "$stats" 1 30
+rm "$tmp/failing"
+for _ in $(seq 100); do
+  [ "$(jq -r '.exports[0].fill.filled_bytes' "$stats" 2>/dev/null)" -gt 0 ] 2>/dev/null &&
+    break
+  sleep 0.1
+done
+touch "$tmp/failing"
+for _ in $(seq 100); do
+  jq -e '.exports[0].fill | .retries >= 2 or .state == "failed"' "$stats" \
+    >/dev/null 2>&1 && break
+  sleep 0.1
+done
+fill_retrying "$stats" 2 1
+rm "$tmp/failing"
+fill_state_is "$stats" complete
+stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
+
 # No retries: the fill stops with the error, the clients go on.
 touch "$tmp/failing"
 serve cow-fill-retries=0
