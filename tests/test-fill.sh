@@ -5,8 +5,8 @@
 # holes behind nbdkit's delay and log filters: every data byte of the
 # base is read once (fill and clients' misses together), holes never;
 # the statistics say complete; then the shared plugin handle closes,
-# and a new client's reads and an nbdcopy over four connections make
-# no call of the plugin.
+# and a new client's reads and cache requests and an nbdcopy over four
+# connections make no call of the plugin.
 # cow-fill=/PATH waits while PATH is missing.  Without cow-base-handles
 # the fill reads through one handle of its own, which closes when it is
 # complete.  An empty disk is complete at once.
@@ -43,6 +43,8 @@ calls_before=$(plugin_calls "$tmp/log")
 nbdsh -u "$uri" -c "
 want = open('$tmp/want', 'rb').read()
 assert h.pread(len(want), 0) == want, 'a new client reads wrong'
+assert h.can_cache(), 'the plugin caches: a stand-alone export says so'
+h.cache(len(want), 0)
 "
 nbdcopy --connections=4 "$uri" "$tmp/copy"
 cmp "$tmp/copy" "$tmp/want" || fail "the copy-out differs"
