@@ -105,6 +105,16 @@ temp_files_free (struct temp_files *files)
   free (files);
 }
 
+/* The slots taken in file i: every use holds slots_lock, which the
+ * thread-safety analysis checks here, as it cannot at the field (the
+ * lock is in struct temp_files, the slots in each struct temp_file).
+ */
+static struct slotalloc *
+slots_of (struct temp_files *files, unsigned i) REQUIRES (files->slots_lock)
+{
+  return &files->files[i].slots;
+}
+
 /* Grows f over slot, and beyond it where the filesystem allows.
  * Returns 0, or -1 with errno set.
  */
@@ -136,10 +146,10 @@ temp_files_take (struct temp_files *files, unsigned i, unsigned n,
   int taken;
 
   held_lock (&files->slots_lock);
-  taken = slotalloc_take_run (&f->slots, n, first);
+  taken = slotalloc_take_run (slots_of (files, i), n, first);
   /* Where the file cannot grow over the run, it may over a shorter one. */
   while (taken > 0 && grow (files, f, *first + taken - 1) == -1)
-    slotalloc_release (&f->slots, *first + --taken);
+    slotalloc_release (slots_of (files, i), *first + --taken);
   held_unlock (&files->slots_lock);
   return taken > 0 ? taken : -1;
 }
@@ -155,7 +165,7 @@ temp_files_give_back (struct temp_files *files, unsigned i, uint64_t slot)
                   UINT64_C (1) << files->chunk_shift) == -1)
     nbdkit_debug ("cow: a slot of the overlay files not punched: %m");
   held_lock (&files->slots_lock);
-  slotalloc_release (&f->slots, slot);
+  slotalloc_release (slots_of (files, i), slot);
   held_unlock (&files->slots_lock);
 }
 
@@ -169,7 +179,7 @@ temp_files_cut (struct temp_files *files)
   held_lock (&files->slots_lock);
   for (i = 0; i < files->nr; ++i) {
     struct temp_file *f = &files->files[i];
-    uint64_t end = slotalloc_end (&f->slots) << files->chunk_shift;
+    uint64_t end = slotalloc_end (slots_of (files, i)) << files->chunk_shift;
 
     if (end < f->length && ftruncate (f->fd, end) == 0)
       f->length = end;
