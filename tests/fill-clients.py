@@ -2,9 +2,13 @@
 #   fill-clients.py URI BASE STATS GO WANT
 # Writes twice into the default export, waits for its fill to be
 # paused (cow-fill=GO), creates GO, then four clients, each on its own
-# connection and its own 64 KiB units (unit % 4), write and read at
-# random until the statistics in STATS say the fill is complete, every
-# read checked against a model of the disk (the base and the writes).
+# connection and its own quarter of the disk, write (inside a block)
+# and read (from one byte to 16 blocks, across blocks and the fill's
+# requests) at random until the statistics in STATS say the fill is complete, every read
+# checked against a model of the disk (the base and the writes).  Now
+# and then they all stop together for longer than the fill's half
+# second of giving way, so that it copies requests of several blocks,
+# several at once, which the clients' requests then meet.
 # Then the whole disk is read and checked, and the model is written to
 # WANT.  Fails on the first wrong byte.
 
@@ -46,20 +50,37 @@ def write(h, data, offset):
     model[offset:offset + len(data)] = data
 
 
+# Set while the clients stop together (pauser).
+quiet = threading.Event()
+
+
+def pauser(done):
+    while not done.wait(0.4):
+        quiet.set()
+        time.sleep(0.7)
+        quiet.clear()
+
+
 def client(i, errors):
     rng = random.Random(i)
     h = nbd.NBD()
     h.connect_uri(uri)
-    units = [u for u in range(size // UNIT) if u % CLIENTS == i]
+    lo = i * (size // CLIENTS)
+    hi = size if i == CLIENTS - 1 else lo + size // CLIENTS
     ops = 0
     try:
         while ops < MIN_OPS or fill_state() != 'complete':
-            unit = rng.choice(units)
-            start = unit * UNIT + rng.randrange(UNIT)
-            length = rng.randrange(1, unit * UNIT + UNIT - start + 1)
+            while quiet.is_set():
+                time.sleep(0.02)
+            start = rng.randrange(lo, hi)
             if rng.random() < 0.4:
-                write(h, rng.randbytes(length), start)
+                # Inside a block, so that the fill still reads the rest.
+                longest = UNIT - start % UNIT
+                write(h, rng.randbytes(rng.randrange(1, longest + 1)), start)
             else:
+                longest = min(hi - start,
+                              rng.choice((UNIT, 4 * UNIT, 16 * UNIT)))
+                length = rng.randrange(1, longest + 1)
                 got = h.pread(length, start)
                 if got != model[start:start + length]:
                     errors.append('client %d: %d bytes at %d read wrong' %
@@ -80,10 +101,15 @@ open(go_path, 'w').close()
 errors = []
 threads = [threading.Thread(target=client, args=(i, errors))
            for i in range(CLIENTS)]
+done = threading.Event()
+pausing = threading.Thread(target=pauser, args=(done,))
+pausing.start()
 for t in threads:
     t.start()
 for t in threads:
     t.join()
+done.set()
+pausing.join()
 if errors:
     sys.exit(errors[0])
 for at in range(0, size, 1024 * 1024):
