@@ -78,6 +78,23 @@ print(sum(e["length"] for e in json.load(sys.stdin) if e["type"] != 1))')
   fail "the view since c1 holds $got bytes after W3"
 echo "full copy and two increments equal the export, each holding its writes"
 
+# A zero of part of a block, with trim allowed or not, changes the
+# block: the view since c3 reports it whole, and the increment holds
+# those two blocks alone.
+"$NBDCOW" checkpoint create "$ctl" "" c3
+nbdsh -u "$live" -c "
+h.zero(4096, 40 * $M + 8192)
+h.zero(4096, 2 * $M + 4096, nbd.CMD_FLAG_NO_HOLE)
+"
+qemu-img convert -f raw -O qcow2 -B "$tmp/inc2.qcow2" -F qcow2 \
+  "$(view c3)" "$tmp/inc3.qcow2"
+qemu-img compare "$tmp/inc3.qcow2" "$live" ||
+  fail "full + three increments is not the export"
+got=$(allocated "$tmp/inc3.qcow2")
+[ "$got" -eq $(( 2 * 64 * 1024 )) ] ||
+  fail "the increment since c3 holds $got bytes, not the two partly zeroed blocks"
+"$NBDCOW" checkpoint delete "$ctl" "" c3
+
 # Listing, deleting, and what is refused.
 [ "$("$NBDCOW" checkpoint list "$ctl" "")" = "$(printf 'c1\nc2')" ] ||
   fail "list: $("$NBDCOW" checkpoint list "$ctl" "")"
