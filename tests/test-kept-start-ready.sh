@@ -3,7 +3,8 @@
 # before any client connects: its size is in its file.  A base of
 # another size is still refused at the first connection, naming the
 # file, and nbdkit stops with status 1; the fill, meeting it first,
-# stops, failed, with the same message.
+# stops, failed, with the same message (unless the overlay holds every
+# block: then it stands alone, test-kept-alone-restart.sh).
 . "$abs_top_srcdir/tests/functions.sh"
 
 M=$(( 1024 * 1024 ))
@@ -31,7 +32,13 @@ cmp <("$NBDKIT" -U - --filter=cow file "$tmp/base" cow-file="$ov" \
   fail "the filled overlay reads wrong"
 
 # Another base size: the fill fails naming the file, the first
-# connection is refused and nbdkit stops with status 1.
+# connection is refused and nbdkit stops with status 1.  (A complete
+# overlay stands alone and asks its plugin nothing: the file here holds
+# one block.)
+rm -f "$ov" "$tmp/sock"
+start_nbdkit "$tmp/sock" --filter=cow file "$tmp/base" cow-file="$ov"
+nbdsh -u "nbd+unix:///?socket=$tmp/sock" -c 'h.pwrite(b"w" * 65536, 1 << 20); h.flush()'
+stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
 truncate -s $(( 9 * M )) "$tmp/base9"
 rm -f "$tmp/sock2"
 "$NBDKIT" -f -U "$tmp/sock2" --filter=cow file "$tmp/base9" cow-file="$ov" \
