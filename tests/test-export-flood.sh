@@ -86,10 +86,13 @@ check "$tmp/sock" throwaway 0
 # Kept overlays: one file each, all in the directory of cow-file.
 mkdir "$tmp/kept"
 touch "$tmp/marker"
-start_nbdkit "$tmp/ksock" --filter=cow memory 64M cow-file="$tmp/kept/c.cow"
+# A name no other test's files have, so that the search below finds
+# this server's files only.
+kept=c.$(basename "$tmp").cow
+start_nbdkit "$tmp/ksock" --filter=cow memory 64M cow-file="$tmp/kept/$kept"
 check "$tmp/ksock" kept $(( max - 1 ))
 [ "$(find "$tmp/kept" -type f | wc -l)" -eq "$max" ] ||
   fail "$(find "$tmp/kept" -type f | wc -l) kept files, not $max"
 outside=$(find "$(dirname "$tmp")" /etc -maxdepth 4 -newer "$tmp/marker" \
-            -name 'c.cow*' -not -path "$tmp/kept/*" 2>/dev/null | head -5)
+            -name "$kept*" -not -path "$tmp/kept/*" 2>/dev/null | head -5)
 [ -z "$outside" ] || fail "kept files outside the directory: $outside"
