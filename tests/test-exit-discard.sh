@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# SIGTERM ends nbdkit within 2 seconds after 100,000 small writes into
+# 4K blocks whose throw-away overlay lives on ext4 mounted with
+# discard, where freeing a file of many extents is slowest.
+. "$abs_top_srcdir/tests/functions.sh"
+instrumented && skip "a bound in seconds: the plain suite only"
+command -v mkfs.ext4 >/dev/null || skip "no mkfs.ext4"
+
+truncate -s 2G "$tmp/ext4.img"
+mkfs.ext4 -q -F "$tmp/ext4.img"
+mkdir "$tmp/mnt"
+mount -o loop,discard "$tmp/ext4.img" "$tmp/mnt" 2>/dev/null ||
+  skip "cannot mount a loop device here"
+on_exit "umount '$tmp/mnt'"
+TMPDIR=$tmp/mnt start_nbdkit "$tmp/sock" --filter=cow memory 64G \
+  cow-block-size=4K
+writes=$(rounds 100000 10000)
+nbdsh -u "nbd+unix:///?socket=$tmp/sock" -c "
+import random
+r = random.Random(1)
+blocks = h.get_size() // 4096
+buf = b'x' * 4096
+for i in range($writes):
+    while h.aio_in_flight() >= 32:
+        h.poll(-1)
+    h.aio_pwrite(buf, r.randrange(blocks) * 4096)
+while h.aio_in_flight() > 0:
+    h.poll(-1)
+"
+pid=$(cat "$tmp/sock.pid")
+start=$(date +%s%N)
+kill "$pid"
+for _ in $(seq 200); do
+  kill -0 "$pid" 2>/dev/null || break
+  sleep 0.02
+done
+took=$(( ($(date +%s%N) - start) / 1000000 ))
+echo "nbdkit exited $took ms after SIGTERM, $writes writes before"
+[ "$took" -lt 2000 ] || fail "nbdkit took $took ms to exit"
