@@ -25,7 +25,9 @@ changes_view_name (const char *name, char separator, char **export,
 }
 
 bool
-changes_separator_forgotten (const char *name, char separator)
+changes_separator_forgotten (const char *name, char separator,
+                             char clone_separator)
 {
-  return separator == '\0' && strchr (name, CHANGES_RECIPE_SEPARATOR);
+  return separator == '\0' && clone_separator != CHANGES_RECIPE_SEPARATOR &&
+         strchr (name, CHANGES_RECIPE_SEPARATOR);
 }

@@ -27,8 +27,10 @@ extern int changes_view_name (const char *name, char separator,
  * but the server has no separator: a name holding
  * CHANGES_RECIPE_SEPARATOR, which would otherwise be served as an
  * export of its own, a fresh overlay with none of the export's
- * changes, and a copy of it silently wrong.
+ * changes, and a copy of it silently wrong.  Not where that character
+ * is the clone separator (clonename.h): such names are clones.
  */
-extern bool changes_separator_forgotten (const char *name, char separator);
+extern bool changes_separator_forgotten (const char *name, char separator,
+                                         char clone_separator);
 
 #endif /* COW_CHANGESNAME_H */

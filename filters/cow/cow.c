@@ -257,7 +257,8 @@ cow_open (nbdkit_next_open *next, nbdkit_context *context,
     nbdkit_error ("cow: %m");
     goto out;
   }
-  if (changes_separator_forgotten (exportname, params.changes_separator)) {
+  if (changes_separator_forgotten (exportname, params.changes_separator,
+                                   params.clone_separator)) {
     nbdkit_error ("cow: export \"%s\" is refused: a name with '%c' reads "
                   "what changed in an export only under "
                   "cow-changes-separator=%c, which this server lacks (to "

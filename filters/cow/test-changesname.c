@@ -54,11 +54,12 @@ main (void)
   expect ("disk+c1", '\0', NULL, NULL);
   expect ("disk+c1", '#', NULL, NULL);
 
-  if (!changes_separator_forgotten ("+", '\0') ||
-      !changes_separator_forgotten ("disk+c1", '\0') ||
-      changes_separator_forgotten ("disk", '\0') ||
-      changes_separator_forgotten ("+", '+') ||
-      changes_separator_forgotten ("disk+c1", '#')) {
+  if (!changes_separator_forgotten ("+", '\0', '\0') ||
+      !changes_separator_forgotten ("disk+c1", '\0', '@') ||
+      changes_separator_forgotten ("disk", '\0', '\0') ||
+      changes_separator_forgotten ("+", '+', '\0') ||
+      changes_separator_forgotten ("disk+c1", '#', '\0') ||
+      changes_separator_forgotten ("disk+vm1", '\0', '+')) {
     fprintf (stderr, "test-changesname: a forgotten separator misjudged\n");
     failed = 1;
   }
