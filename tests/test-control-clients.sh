@@ -9,6 +9,18 @@ ctl=$tmp/ctl
 start_nbdkit "$tmp/sock" --filter=cow pattern 16M cow-control="$ctl"
 nbdsh -u "nbd+unix:///?socket=$tmp/sock" -c 'h.pwrite(b"x" * 4096, 0)'
 
+# ms COMMAND...: the milliseconds COMMAND took.
+ms ()
+{
+  local start=$(date +%s%N)
+  "$@"
+  echo $(( ($(date +%s%N) - start) / 1000000 ))
+}
+# What a command takes alone (nbdcow's own start counts: under valgrind
+# it is most of it).
+alone=$(ms "$NBDCOW" checkpoint create "$ctl" "" c0)
+echo "checkpoint c0 answered in $alone ms with no other client"
+
 # The nuisances, for 30 seconds, in the background.
 $PYTHON - "$ctl" > "$tmp/nuisance.out" 2>&1 <<'PYEOF' &
 import socket, sys, time
@@ -40,13 +52,12 @@ grep -q ready "$tmp/nuisance.out" || fail "the nuisances: $(cat "$tmp/nuisance.o
 
 for i in 1 2 3; do
   sleep 1
-  start=$(date +%s%N)
-  "$NBDCOW" checkpoint create "$ctl" "" "c$i"
-  took=$(( ($(date +%s%N) - start) / 1000000 ))
+  took=$(ms "$NBDCOW" checkpoint create "$ctl" "" "c$i")
   echo "checkpoint c$i answered in $took ms"
-  [ "$took" -lt 1000 ] || fail "checkpoint c$i took $took ms beside idle clients"
+  [ "$took" -lt $(( alone + 1000 )) ] ||
+    fail "checkpoint c$i took $took ms beside idle clients, $alone ms alone"
 done
-[ "$("$NBDCOW" checkpoint list "$ctl" "")" = "$(printf 'c1\nc2\nc3')" ] ||
+[ "$("$NBDCOW" checkpoint list "$ctl" "")" = "$(printf 'c0\nc1\nc2\nc3')" ] ||
   fail "list: $("$NBDCOW" checkpoint list "$ctl" "")"
 
 # The NBD socket given by mistake: said so.
@@ -55,10 +66,13 @@ expect_exit 3 "an NBD server's socket" "$NBDCOW" checkpoint list "$tmp/sock" ""
 pid=$(cat "$tmp/sock.pid")
 start=$(date +%s%N)
 kill "$pid"
-for _ in $(seq 100); do
+for _ in $(seq 300); do
   kill -0 "$pid" 2>/dev/null || break
   sleep 0.05
 done
 took=$(( ($(date +%s%N) - start) / 1000000 ))
 echo "nbdkit exited in $took ms"
-[ "$took" -lt 2000 ] || fail "nbdkit took $took ms to exit beside control clients"
+# A sanitizer's exit takes seconds of its own; a client that held the
+# exit would hold it until its 30 s were over.
+bound=$(rounds 2000 10000)
+[ "$took" -lt "$bound" ] || fail "nbdkit took $took ms to exit beside control clients"
