@@ -278,6 +278,21 @@ fill_state_is ()
   fail "the fill of \"${3-}\" is not $2: $(jq -c --arg name "${3-}" "$fill" "$1")"
 }
 
+# exit_ms SOCK: sends SIGTERM to the server of start_nbdkit on SOCK and
+# prints the milliseconds until it had exited (15 s at most).
+exit_ms ()
+{
+  local pid start
+  pid=$(cat "$1.pid")
+  start=$(date +%s%N)
+  kill "$pid"
+  for _ in $(seq 750); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.02
+  done
+  echo $(( ($(date +%s%N) - start) / 1000000 ))
+}
+
 # fill_retrying STATS N SECONDS: waits up to SECONDS until the
 # statistics file STATS shows the default export's fill running,
 # having tried a read N times again with the error filter's EIO, or

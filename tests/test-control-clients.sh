@@ -63,14 +63,7 @@ done
 # The NBD socket given by mistake: said so.
 expect_exit 3 "an NBD server's socket" "$NBDCOW" checkpoint list "$tmp/sock" ""
 
-pid=$(cat "$tmp/sock.pid")
-start=$(date +%s%N)
-kill "$pid"
-for _ in $(seq 300); do
-  kill -0 "$pid" 2>/dev/null || break
-  sleep 0.05
-done
-took=$(( ($(date +%s%N) - start) / 1000000 ))
+took=$(exit_ms "$tmp/sock")
 echo "nbdkit exited in $took ms"
 # A sanitizer's exit takes seconds of its own; a client that held the
 # exit would hold it until its 30 s were over.

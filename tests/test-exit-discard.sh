@@ -27,13 +27,6 @@ for i in range($writes):
 while h.aio_in_flight() > 0:
     h.poll(-1)
 "
-pid=$(cat "$tmp/sock.pid")
-start=$(date +%s%N)
-kill "$pid"
-for _ in $(seq 200); do
-  kill -0 "$pid" 2>/dev/null || break
-  sleep 0.02
-done
-took=$(( ($(date +%s%N) - start) / 1000000 ))
+took=$(exit_ms "$tmp/sock")
 echo "nbdkit exited $took ms after SIGTERM, $writes writes before"
 [ "$took" -lt 2000 ] || fail "nbdkit took $took ms to exit"
