@@ -21,6 +21,7 @@
 
 #include "blk.h"
 #include "control.h"
+#include "dirpath.h"
 #include "exports.h"
 #include "monotonic.h"
 
@@ -87,13 +88,56 @@ clear_path (const char *path, const struct sockaddr_un *addr)
   return 0;
 }
 
+/* The directory holding path, with every link followed, malloc'd, or
+ * NULL if it cannot be found.
+ */
+static char *
+real_dir_of (const char *path)
+{
+  char *dir = dir_of (path), *real;
+
+  if (dir == NULL)
+    return NULL;
+  real = realpath (dir, NULL);
+  free (dir);
+  return real;
+}
+
+/* Whether a and b name the same place: the same last component in
+ * the same directory (or, where a directory cannot be found, the same
+ * string).
+ */
+static bool
+same_place (const char *a, const char *b)
+{
+  const char *a_name = strrchr (a, '/'), *b_name = strrchr (b, '/');
+  char *a_dir, *b_dir;
+  bool same;
+
+  if (strcmp (a_name ? a_name + 1 : a, b_name ? b_name + 1 : b) != 0)
+    return false;
+  a_dir = real_dir_of (a);
+  b_dir = real_dir_of (b);
+  same = a_dir && b_dir ? strcmp (a_dir, b_dir) == 0 : strcmp (a, b) == 0;
+  free (a_dir);
+  free (b_dir);
+  return same;
+}
+
 /* Made before listen, so that no one connects before the mode is
  * 0600.
  */
 int
-control_init (const char *path)
+control_init (const char *path, const char *nbd_socket)
 {
   struct sockaddr_un addr = { .sun_family = AF_UNIX };
+
+  if (nbd_socket && same_place (path, nbd_socket)) {
+    nbdkit_error ("cow-control=%s: nbdkit serves NBD on this socket "
+                  "(-U %s): the control socket needs a path of its own",
+                  path, nbd_socket);
+    return -1;
+  }
 
   if (strlen (path) >= sizeof addr.sun_path) {
     nbdkit_error ("cow-control=%s: longer than a socket's path can be "

@@ -21,10 +21,11 @@
 #define COW_CONTROL_H
 
 /* .get_ready: makes the socket at path, replacing one that no server
- * listens on.  Returns 0, or -1 after nbdkit_error naming the
- * parameter.
+ * listens on.  nbd_socket is the path of nbdkit's own Unix socket
+ * (-U), or NULL: the control socket may not take it.  Returns 0, or
+ * -1 after nbdkit_error naming the parameter.
  */
-extern int control_init (const char *path);
+extern int control_init (const char *path, const char *nbd_socket);
 
 /* .after_fork: starts the thread.  Returns 0, or -1 after nbdkit_error. */
 extern int control_start (void);

@@ -33,9 +33,9 @@
 #include "fill.h"
 #include "gather.h"
 #include "lifetime.h"
+#include "nbdkitargs.h"
 #include "notice.h"
 #include "params.h"
-#include "servertls.h"
 #include "stats.h"
 
 /* The handle of a connection: its export's overlay, and the plugin as
@@ -61,7 +61,7 @@ struct conn {
    (NBDKIT_VERSION_MAJOR == 1 && NBDKIT_VERSION_MINOR == 43 && \
     NBDKIT_VERSION_MICRO >= 9))
 
-/* Whether a context opened for sharing sees TLS (servertls.h). */
+/* Whether a context opened for sharing sees TLS (nbdkitargs.h). */
 static bool shared_sees_tls;
 
 /*----------------------------------------------------------------------
@@ -95,6 +95,9 @@ cow_config_complete (nbdkit_next_config_complete *next, nbdkit_backend *nxdata)
 static int
 cow_get_ready (int thread_model)
 {
+  char args[65536];             /* nbdkit's command line */
+  size_t args_len;
+
   exitstatus_note_start ();
   basepool_set_thread_model (thread_model);
   if (params.base_handles && !SHARED_KNOWS_NAME && params.plugin_dir)
@@ -110,10 +113,13 @@ cow_get_ready (int thread_model)
                   NBDKIT_VERSION_STRING);
     return -1;
   }
-  shared_sees_tls = servertls_required ();
+  args_len = nbdkitargs_read (args, sizeof args);
+  shared_sees_tls = nbdkitargs_tls_required_in (args, args_len);
   if (exports_init () == -1)
     return -1;
-  if (params.control_path && control_init (params.control_path) == -1)
+  if (params.control_path &&
+      control_init (params.control_path,
+                    nbdkitargs_value_in (args, args_len, "unix", 'U')) == -1)
     return -1;
   return params.stats_path ? stats_init (params.stats_path, gather_overlays)
                            : 0;
