@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # After a restart a kept overlay's export takes checkpoints and fills
-# before any client connects: its size is in its file.  A base of
+# before any client connects: its size is in its file.  A named
+# export's file takes checkpoints too.  A base of
 # another size is still refused at the first connection, naming the
 # file, and nbdkit stops with status 1; the fill, meeting it first,
 # stops, failed, with the same message (unless the overlay holds every
@@ -12,9 +13,11 @@ make_base "$tmp/base" $(( 8 * M ))
 ov=$tmp/ov.cow ctl=$tmp/ctl stats=$tmp/stats.json
 start_nbdkit "$tmp/sock" --filter=cow file "$tmp/base" cow-file="$ov"
 nbdsh -u "nbd+unix:///?socket=$tmp/sock" -c 'h.pwrite(b"w" * 65536, 1 << 20); h.flush()'
+nbdsh -u "nbd+unix:///foo?socket=$tmp/sock" -c 'h.pwrite(b"f" * 65536, 0); h.flush()'
 stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
 
-# No NBD client at all: a checkpoint, and the whole fill.
+# No NBD client at all: a checkpoint, and the whole fill; a named
+# export's file takes checkpoints too.
 rm -f "$tmp/sock"
 start_nbdkit "$tmp/sock" --filter=cow --filter=log file "$tmp/base" \
   logfile="$tmp/log" cow-file="$ov" cow-control="$ctl" cow-fill=true \
@@ -23,7 +26,18 @@ start_nbdkit "$tmp/sock" --filter=cow --filter=log file "$tmp/base" \
   fail "no checkpoint before a client connected"
 fill_state_is "$stats" complete
 [ "$("$NBDCOW" checkpoint list "$ctl" "")" = c1 ] || fail "c1 not listed"
+"$NBDCOW" checkpoint create "$ctl" foo f1 ||
+  fail "no checkpoint of foo before a client connected"
+"$NBDCOW" checkpoint create "$ctl" foo f2 || fail "no second checkpoint of foo"
+[ "$("$NBDCOW" checkpoint list "$ctl" foo | tr '\n' ' ')" = "f1 f2 " ] ||
+  fail "foo's checkpoints: $("$NBDCOW" checkpoint list "$ctl" foo)"
+"$NBDCOW" checkpoint create "$ctl" bar b1 2>"$tmp/err" &&
+  fail "a checkpoint of bar, which has no file"
+grep -q 'export "bar": no client has opened it' "$tmp/err" ||
+  fail "bar refused with: $(cat "$tmp/err")"
 stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
+"$NBDCOW" info --json "$ov.foo" | jq -e '[.checkpoints[].name] == ["f1", "f2"]' \
+  >/dev/null || fail "foo's file: $("$NBDCOW" info --json "$ov.foo")"
 "$NBDCOW" info "$ov" | grep -q '^complete: yes' ||
   fail "the fill did not complete the file: $("$NBDCOW" info "$ov")"
 cmp <("$NBDKIT" -U - --filter=cow file "$tmp/base" cow-file="$ov" \

@@ -271,7 +271,7 @@ run_command (FILE *out, const char *buf, size_t n)
            "delete EXPORT CHECKPOINT or list EXPORT\n", out);
     return;
   }
-  o = exports_pin (fields[1]);
+  o = exports_pin_or_start (fields[1]);
   if (o == NULL) {
     fprintf (out, "error: export \"%s\": no client has opened it\n",
              fields[1]);

@@ -270,13 +270,112 @@ connect_own (struct export_conn *c, const char *exportname, const char *base,
   return 0;
 }
 
+/* A kept overlay started from its file that holds every block, and
+ * whose file has the plugin's facts, stands alone from the start, as
+ * it did once its fill completed: no connection opens the plugin.
+ * Returns 0, or -1 after nbdkit_error.
+ */
+static int
+alone_from_file (struct overlay *o)
+{
+  const struct kept_facts *kept = blk_kept_facts (o->blk);
+  struct base_facts *facts;
+
+  if (kept == NULL || !blk_is_sized (o->blk) || !blk_holds_all (o->blk))
+    return 0;
+  facts = baseio_facts_from_kept (kept, blk_size (o->blk));
+  if (facts == NULL)
+    return -1;
+  exports_stand_alone (o, facts);
+  nbdkit_debug ("cow: export \"%s\": its kept overlay holds every block: "
+                "it stands alone", o->exportname);
+  return 0;
+}
+
+/* Starts o from its kept file, if a run before made it: sized by the
+ * file, and standing alone if it is whole.  Returns 0, or -1 after
+ * nbdkit_error.
+ */
+static int
+start_from_file (struct overlay *o)
+{
+  if (blk_start_from_file (o->blk) == -1)
+    return -1;
+  return alone_from_file (o);
+}
+
+/* The overlay name of exportname. */
+static const char *
+overlay_name_of (const char *exportname)
+{
+  const char *name;
+
+  held_lock (&overlays_lock);
+  name = defaultname_overlay_of (exportname);
+  held_unlock (&overlays_lock);
+  return name;
+}
+
+/* exports_connect to an export that has no overlay in this run but a
+ * kept file a run before left whole: its overlay is started from the
+ * file and stands alone, as the default export's does from the start
+ * (exports_init), so the plugin is not opened.  Returns 1 if it
+ * connected so, 0 if the export is not such, -1 after nbdkit_error.
+ */
+static int
+connect_from_file (struct export_conn *c, const char *exportname)
+{
+  if (params.cow_file == NULL || known (exportname) ||
+      !server_kept_is_whole (overlay_name_of (exportname)))
+    return 0;
+  c->overlay = open_overlay (exportname);
+  if (c->overlay == NULL)
+    return -1;
+  if (start_from_file (c->overlay) == -1) {
+    close_overlay (c->overlay, false);
+    return -1;
+  }
+  held_lock (&overlays_lock);
+  c->alone = c->overlay->alone;
+  held_unlock (&overlays_lock);
+  if (c->alone)
+    return 1;
+  close_overlay (c->overlay, false);
+  c->overlay = NULL;
+  return 0;
+}
+
+struct overlay *
+exports_pin_or_start (const char *exportname)
+{
+  struct overlay *o = exports_pin (exportname);
+
+  if (o || !server_kept_exists (overlay_name_of (exportname)))
+    return o;
+  held_lock (&overlays_lock);
+  o = get_overlay (defaultname_overlay_of (exportname));
+  if (o)
+    lifetime_pin (o);
+  held_unlock (&overlays_lock);
+  if (o && start_from_file (o) == -1) {
+    exports_unpin (o);
+    return NULL;
+  }
+  return o;
+}
+
 int
 exports_connect (struct export_conn *c, const char *exportname,
                  const char *base, bool share, nbdkit_next_open *next,
                  nbdkit_context *context)
 {
+  int r;
+
   if (connect_alone (c, exportname))
     return 0;
+  r = connect_from_file (c, exportname);
+  if (r != 0)
+    return r == 1 ? 0 : -1;
   if (share)
     return connect_shared (c, exportname, base,
                            nbdkit_context_get_backend (context));
@@ -313,28 +412,6 @@ exports_is_default (const struct overlay *o)
   return is_default;
 }
 
-/* A kept overlay started from its file that holds every block, and
- * whose file has the plugin's facts, stands alone from the start, as
- * it did once its fill completed: no connection opens the plugin.
- * Returns 0, or -1 after nbdkit_error.
- */
-static int
-alone_from_file (struct overlay *o)
-{
-  const struct kept_facts *kept = blk_kept_facts (o->blk);
-  struct base_facts *facts;
-
-  if (kept == NULL || !blk_is_sized (o->blk) || !blk_holds_all (o->blk))
-    return 0;
-  facts = baseio_facts_from_kept (kept, blk_size (o->blk));
-  if (facts == NULL)
-    return -1;
-  exports_stand_alone (o, facts);
-  nbdkit_debug ("cow: export \"%s\": its kept overlay holds every block: "
-                "it stands alone", o->exportname);
-  return 0;
-}
-
 int
 exports_init (void)
 {
@@ -352,9 +429,7 @@ exports_init (void)
   }
   held_unlock (&overlays_lock);
   /* Alone, nothing else reaches it yet. */
-  if (o == NULL || blk_start_from_file (o->blk) == -1)
-    return -1;
-  return alone_from_file (o);
+  return o ? start_from_file (o) : -1;
 }
 
 /* No connection is left and the thread that ends overlays has

@@ -88,6 +88,13 @@ extern bool exports_is_default (const struct overlay *o);
  * else NULL.
  */
 extern struct overlay *exports_pin (const char *exportname);
+
+/* exports_pin, but an export with no overlay yet whose kept file a run
+ * before made is started from its file first (and ends as the pin
+ * goes, no client having opened it).  NULL if it has neither, or
+ * after nbdkit_error.
+ */
+extern struct overlay *exports_pin_or_start (const char *exportname);
 extern void exports_unpin (struct overlay *o);
 
 /* .cleanup: closes the plugin contexts the overlays share (the thread

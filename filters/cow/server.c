@@ -6,10 +6,14 @@
 
 #include <config.h>
 
+#include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include <nbdkit-filter.h>
 
+#include "kept.h"
 #include "keptname.h"
 #include "params.h"
 #include "server.h"
@@ -58,6 +62,52 @@ server_new_blk (const char *exportname)
                       &space);
   free (path);
   return blk;
+}
+
+/* cow-file's file for the overlay name, opened to read, or -1 if
+ * there is none or it cannot be opened.
+ */
+static int
+open_kept_file (const char *name)
+{
+  char *path;
+  int fd;
+
+  if (params.cow_file == NULL)
+    return -1;
+  path = kept_file_name (params.cow_file, name);
+  fd = path ? open (path, O_RDONLY | O_CLOEXEC) : -1;
+  free (path);
+  return fd;
+}
+
+bool
+server_kept_exists (const char *name)
+{
+  int fd = open_kept_file (name);
+
+  if (fd == -1)
+    return false;
+  close (fd);
+  return true;
+}
+
+bool
+server_kept_is_whole (const char *name)
+{
+  uint8_t buf[KEPT_HEADER_SIZE];
+  struct kept_header header;
+  const char *why;
+  int fd = open_kept_file (name);
+  bool read_whole;
+
+  if (fd == -1)
+    return false;
+  read_whole = pread (fd, buf, sizeof buf, 0) == (ssize_t) sizeof buf;
+  close (fd);
+  return read_whole &&
+         kept_header_decode (buf, &header, &why) == KEPT_SOUND &&
+         header.facts.known && strcmp (header.name, name) == 0;
 }
 
 void

@@ -23,6 +23,18 @@ extern int server_init (void);
  */
 extern struct blk *server_new_blk (const char *exportname);
 
+/* Whether cow-file's file for the overlay name exists (false without
+ * cow-file).
+ */
+extern bool server_kept_exists (const char *name);
+
+/* Whether cow-file's file for the overlay name holds, by its header,
+ * every block and the plugin's facts, as a fill that completed leaves
+ * it: then it can be served with no plugin.  False without cow-file,
+ * or if there is no such file or it cannot be read.
+ */
+extern bool server_kept_is_whole (const char *name);
+
 /* nbdkit is exiting: the files vanish with it, so overlays ending now
  * need not give their space back to them.
  */

@@ -171,8 +171,7 @@ print_info_text (const struct overlay_file *ov, const struct overlay_counts *c,
   printf ("bytes on disk: %" PRIu64 "\n", on_disk);
   if (c->blocks[KEPT_NOT_ALLOCATED] == 0 && h->facts.known)
     printf ("complete: yes (the overlay holds the whole disk: it exports "
-            "without its base, and as the default export it serves without "
-            "it too, the plugin's facts kept)\n");
+            "and serves without its base, the plugin's facts kept)\n");
   else if (c->blocks[KEPT_NOT_ALLOCATED] == 0)
     printf ("complete: yes (the overlay holds the whole disk: it exports "
             "without its base)\n");
