@@ -1,5 +1,6 @@
 # Crash test of cow-file (tests/test-kept-crash.sh): rounds of random
-# writes, zeroes and flushes with many requests in flight, ended by
+# writes, zeroes and flushes with many requests in flight, some with
+# FUA (durable on completion, with every write completed before), ended by
 # kill -9 at a random moment; after each restart every unit must read
 # as its last flushed value or as one written after it, never older,
 # never anything else.  Each round begins with a checkpoint (made
@@ -361,15 +362,23 @@ for r in range(rounds):
         completed[u] = len(values[u]) - 1
     deadline = time.time() + rng.uniform(0.05, 0.6)
 
-    def write_done(us):
-        """Completion of a write that added a value to each unit of us."""
+    def write_done(us, fua):
+        """Completion of a write that added a value to each unit of us.
+        With fua it is durable once complete, as is every write
+        completed before it began (the man page's promise)."""
         indexes = [len(values[u]) - 1 for u in us]
+        snapshot = {u: completed[u] for u in range(units)} if fua else {}
 
         def cb(err):
             for u, index in zip(us, indexes):
                 busy.discard(u)
                 if err.value == 0:
                     completed[u] = max(completed[u], index)
+            if err.value == 0 and fua:
+                for u, i in snapshot.items():
+                    durable[u] = max(durable[u], i)
+                for u, index in zip(us, indexes):
+                    durable[u] = max(durable[u], index)
             return 1
         return cb
 
@@ -406,15 +415,17 @@ for r in range(rounds):
                         break
                 busy.update(us)
                 seq += 1
+                fua = rng.random() < 0.05
+                flags = nbd.CMD_FLAG_FUA if fua else 0
                 if len(us) > 1 or rng.random() < 0.1:
                     for u in us:
                         values[u].append(bytes(UNIT))
                     h.aio_zero(len(us) * UNIT, us[0] * UNIT,
-                               completion=write_done(us))
+                               completion=write_done(us, fua), flags=flags)
                 else:
                     values[us[0]].append(value(us[0], seq))
                     h.aio_pwrite(values[us[0]][-1], us[0] * UNIT,
-                                 completion=write_done(us))
+                                 completion=write_done(us, fua), flags=flags)
             h.poll(-1)
     except nbd.Error:
         if power_shim is None or p.wait(timeout=10) != -signal.SIGKILL:

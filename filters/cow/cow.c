@@ -405,8 +405,8 @@ cow_can_fast_zero (nbdkit_next *next, void *handle)
 
 /* A throw-away overlay dies with nbdkit, so there is nothing a flush
  * or FUA could make more durable: both complete at once.  A kept one
- * is made durable by flush, and FUA by nbdkit calling flush after the
- * write.
+ * is made durable by flush, and a write with FUA by a flush after it
+ * (done_fua: nbdkit emulates FUA for plugins only, not for filters).
  */
 static int
 cow_can_flush (nbdkit_next *next, void *handle)
@@ -483,6 +483,17 @@ cow_pread (nbdkit_next *next, void *handle,
                    read_mode (c), err);
 }
 
+/* The end of a write, zero or trim of o that returned r: with FUA, a
+ * flush after it.  Returns r, or -1 with *err set if the flush failed.
+ */
+static int
+done_fua (struct overlay *o, int r, uint32_t flags, int *err)
+{
+  if (r == -1 || !(flags & NBDKIT_FLAG_FUA))
+    return r;
+  return blk_flush (o->blk, err);
+}
+
 static int
 cow_pwrite (nbdkit_next *next, void *handle,
             const void *buf, uint32_t count, uint64_t offset, uint32_t flags,
@@ -494,7 +505,8 @@ cow_pwrite (nbdkit_next *next, void *handle,
   CHECK (next == NULL || next == c->base.next);
 
   stats_count_request (&o->requests, REQ_WRITE, count);
-  return blk_write (o->blk, &c->base.blk, buf, count, offset, err);
+  return done_fua (o, blk_write (o->blk, &c->base.blk, buf, count, offset,
+                                 err), flags, err);
 }
 
 static int
@@ -507,8 +519,9 @@ cow_zero (nbdkit_next *next, void *handle,
   CHECK (next == NULL || next == c->base.next);
 
   stats_count_request (&o->requests, REQ_ZERO, count);
-  return blk_zero (o->blk, &c->base.blk, count, offset,
-                   (flags & NBDKIT_FLAG_MAY_TRIM) != 0, err);
+  return done_fua (o, blk_zero (o->blk, &c->base.blk, count, offset,
+                                (flags & NBDKIT_FLAG_MAY_TRIM) != 0, err),
+                   flags, err);
 }
 
 static int
@@ -518,7 +531,7 @@ cow_trim (nbdkit_next *next, void *handle,
   struct overlay *o = ((struct conn *) handle)->export.overlay;
 
   stats_count_request (&o->requests, REQ_TRIM, count);
-  return blk_trim (o->blk, count, offset, err);
+  return done_fua (o, blk_trim (o->blk, count, offset, err), flags, err);
 }
 
 static int
