@@ -52,15 +52,6 @@ struct conn {
   uint32_t since;               /*   since this epoch (changes.h) */
 };
 
-/* Whether nbdkit gives a context opened for sharing its export's name
- * (from 1.43.9 on); before, the plugin is told none.
- */
-#define SHARED_KNOWS_NAME \
-  (NBDKIT_VERSION_MAJOR > 1 || \
-   (NBDKIT_VERSION_MAJOR == 1 && NBDKIT_VERSION_MINOR > 43) || \
-   (NBDKIT_VERSION_MAJOR == 1 && NBDKIT_VERSION_MINOR == 43 && \
-    NBDKIT_VERSION_MICRO >= 9))
-
 /* Whether a context opened for sharing sees TLS (nbdkitargs.h). */
 static bool shared_sees_tls;
 

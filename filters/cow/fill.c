@@ -25,6 +25,7 @@
 #include <nbdkit-filter.h>
 
 #include "baseio.h"
+#include "basepool.h"
 #include "bgthread.h"
 #include "checks.h"
 #include "clonename.h"
@@ -317,7 +318,8 @@ has_room (uint32_t len)
 /* Reads o's base through a context of its pool (o being one of its
  * users), adding the bytes read to *read_bytes, learning the base's
  * size the first time.  Returns 0, or -1 (said why: a later turn tries
- * again).
+ * again, unless o's fill failed: a named export's before nbdkit 1.44,
+ * which a shared context cannot reach).
  */
 static int
 open_base (struct overlay *o, struct base_io *io, uint64_t *read_bytes)
@@ -328,6 +330,15 @@ open_base (struct overlay *o, struct base_io *io, uint64_t *read_bytes)
 
   if (base == NULL) {
     nbdkit_error ("cow-fill: %m");
+    return -1;
+  }
+  if (!SHARED_KNOWS_NAME && base[0] != '\0') {
+    nbdkit_error ("cow-fill: export \"%s\": nbdkit %s opens the fill's "
+                  "handle of the plugin without an export name, which "
+                  "reaches only the default export (1.44 tells it)",
+                  o->exportname, NBDKIT_VERSION_STRING);
+    free (base);
+    fail (o, EOPNOTSUPP);
     return -1;
   }
   use = basepool_take (o->pool, backend, base, NULL);
