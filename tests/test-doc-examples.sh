@@ -14,6 +14,7 @@
 [ "$(id -u)" -eq 0 ] || skip "private /tmp, /run and /srv need root"
 command -v unshare >/dev/null || skip "no unshare (util-linux)"
 has_plugin curl && has_plugin ssh || skip "the examples use the curl and ssh plugins"
+has_filter xz || skip "the examples use the xz filter"
 [ -x /usr/sbin/sshd ] || skip "no sshd (Debian's openssh-server)"
 grep -qw overlay /proc/filesystems || skip "no overlay filesystem for a private /tmp"
 
