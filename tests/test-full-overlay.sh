@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # A full overlay filesystem gives the client ENOSPC (or EIO), nbdkit
 # keeps serving, earlier data stays intact and the failed blocks are
-# not marked allocated: they still read as the base.  Blocks already
-# in the overlay keep taking writes and zeros: their space is held.
+# not marked allocated: they still read as the base, and a refused
+# write that spans blocks in the overlay changes none of their bytes,
+# throw-away or kept.  Blocks already in the overlay keep taking
+# writes and zeros: their space is held.
 . "$abs_top_srcdir/tests/functions.sh"
 
 mkdir "$tmp/small"
@@ -32,6 +34,14 @@ def pattern(offset, count):
     return words[offset - start:offset - start + count]
 
 assert h.pread(524288, 0) == b"a" * 524288, "earlier data lost"
+# Into blocks the overlay holds and new ones: refused, and it changed
+# none of the bytes it could.
+try:
+    h.pwrite(b"x" * 1048576, 262144)
+    assert False, "a write into new blocks of a full filesystem succeeded"
+except nbd.Error as e:
+    assert e.errno in ("ENOSPC", "EIO"), e
+assert h.pread(524288, 0) == b"a" * 524288, "a refused write changed held blocks"
 off = failed * 4 * 1048576
 assert h.pread(1048576, off) == pattern(off, 1048576), "failed write left state"
 h.pwrite(b"c" * 4096, 4096)
@@ -60,3 +70,24 @@ for _ in $(seq 50); do
 done
 jq -e '.server.space.filesystem_refused_requests >= 11' "$tmp/stats.json" \
   >/dev/null || fail "cow-stats did not count: $(cat "$tmp/stats.json")"
+
+# A kept overlay on a full filesystem: a refused write spanning held
+# blocks leaves them as they were.
+stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
+mkdir "$tmp/small2"
+mount -t tmpfs -o size=2m tmpfs "$tmp/small2" || fail "no second tmpfs"
+on_exit "umount '$tmp/small2'"
+rm -f "$tmp/sock"
+start_nbdkit "$tmp/sock" --filter=cow pattern 100M cow-file="$tmp/small2/ov.cow"
+nbdsh -u "nbd+unix:///?socket=$tmp/sock" -c '
+h.pwrite(b"a" * 131072, 0)
+h.flush()
+' -c "import subprocess; subprocess.run(['dd', 'if=/dev/zero', 'of=$tmp/small2/fill', 'bs=64k'], stderr=subprocess.DEVNULL)" -c '
+try:
+    h.pwrite(b"x" * 1048576, 65536)
+    assert False, "a write into new blocks of a full filesystem succeeded"
+except nbd.Error as e:
+    assert e.errno in ("ENOSPC", "EIO"), e
+assert h.pread(131072, 0) == b"a" * 131072, "a refused write changed held blocks"
+h.flush()
+' || fail "a kept overlay on a full filesystem"

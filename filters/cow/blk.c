@@ -619,14 +619,41 @@ write_block (struct blk *blk, uint64_t b, const char *data, bool zero_rest,
   return r;
 }
 
+/* Writes [from, to) of buf (whose byte 0 is at offset; zeros if NULL),
+ * whole blocks, into the overlay: first the runs of blocks not yet
+ * allocated, then those allocated, so that a write that finds no room
+ * (the overlay's filesystem full) fails before it changes a block the
+ * overlay holds.  The rmw locks of the range keep its states stable.
+ */
+static int
+write_new_first (struct blk *blk, const char *buf, uint64_t offset,
+                 uint64_t from, uint64_t to, int *err)
+  REQUIRES (blk->rmw_locks)
+{
+  enum blk_state state;
+  uint64_t at, run_end;
+  int allocated;
+
+  for (allocated = 0; allocated <= 1; ++allocated)
+    for (at = from; at < to; at = run_end) {
+      run_end = blk_state_run (blk, at, to, &state);
+      if ((state == BLK_ALLOCATED) == allocated &&
+          overlay_write (blk, buf ? buf + (at - offset) : NULL,
+                         run_end - at, at, err) == -1)
+        return -1;
+    }
+  return 0;
+}
+
 /* Writes [offset, end) of buf (zeros if NULL) into blocks [first, last]
  * and marks them allocated, read-modify-writing a partial block at
  * either end that is not in the overlay yet.  The rmw locks of
  * [first, last] keep all their states stable here.  The
  * space of the blocks not allocated yet is taken first (from *hold,
  * if not NULL, then from the budget), then come base reads, overlay
- * writes and the state change: a failure at any step changes no state
- * and gives the space back.
+ * writes (those of new blocks first) and the state change: a failure
+ * at any step changes no state and gives the space back, and one that
+ * finds no room changes no byte a read sees.
  */
 static int
 write_locked (struct blk *blk, const struct blk_base *base, const char *buf,
@@ -671,15 +698,14 @@ write_locked (struct blk *blk, const struct blk_base *base, const char *buf,
   if (reserve_states (blk, first, last - first + 1, err) == -1)
     goto out;
 
+  /* The partial blocks at the ends are new to the overlay. */
   if (head &&
       write_block (blk, first, head, head_zero_rest, offset, end, err) == -1)
     goto out;
-  if (from < to &&
-      overlay_write (blk, buf ? buf + (from - offset) : NULL, to - from, from,
-                     err) == -1)
-    goto out;
   if (tail &&
       write_block (blk, last, tail, tail_zero_rest, offset, end, err) == -1)
+    goto out;
+  if (from < to && write_new_first (blk, buf, offset, from, to, err) == -1)
     goto out;
 
   set_states (blk, first, last - first + 1, BLK_ALLOCATED);
