@@ -369,7 +369,8 @@ check_crash_leftovers (struct overlay_file *ov, bool repair)
             "before\n", ko->path, not_closed_why (&ko->header));
   if (leaked)
     printf ("%s: %" PRIu64 " bytes of data outside the overlay's blocks "
-            "(unflushed writes cut off by a crash)\n", ko->path, leaked);
+            "(writes %s)\n", ko->path, leaked,
+            crashed ? "a crash cut off" : "refused, as on a full filesystem");
   if (!repair || (!crashed && !leaked))
     return EXIT_OK;
   kept_punch_unallocated (ko, &ov->states);
