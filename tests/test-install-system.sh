@@ -12,9 +12,16 @@
 instrumented && skip "the system's nbdkit cannot load an instrumented filter"
 command -v dpkg-divert >/dev/null || skip "not a Debian system"
 command -v man >/dev/null || skip "no man"
-filterdir=$(pkg-config --variable=filterdir nbdkit)
+fresh_make () { env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s "$@"; }
+filterdir=$(fresh_make -C "$abs_top_builddir" print-filterdir)
+case $filterdir in
+  /usr/*) ;;
+  *) skip "the filter installs into $filterdir, outside /usr" ;;
+esac
 system_so=$filterdir/nbdkit-cow-filter.so
 [ -f "$system_so" ] || skip "the system's nbdkit has no cow filter"
+dpkg-query -S "$system_so" >/dev/null 2>&1 ||
+  skip "$system_so is not Debian's"
 unshare --mount true 2>/dev/null || skip "no mount namespaces here"
 
 cat > "$tmp/inside.sh" <<'INSIDE'
