@@ -94,6 +94,28 @@ basepool_close (nbdkit_next *next)
   nbdkit_next_context_close (next);
 }
 
+/* The slot whose turn it is, or with backend NULL (nothing may be
+ * opened) the first from it that has a context, if any.
+ */
+static struct base_slot *
+slot_in_turn (struct base_pool *pool, nbdkit_backend *backend)
+  REQUIRES (pool->open_lock)
+{
+  unsigned i;
+
+  if (backend)
+    return &pool->slots[pool->turn];
+  for (i = 0; i < pool->n; ++i) {
+    unsigned at = (pool->turn + i) % pool->n;
+
+    if (pool->slots[at].next) {
+      pool->turn = at;
+      break;
+    }
+  }
+  return &pool->slots[pool->turn];
+}
+
 struct base_use
 basepool_take (struct base_pool *pool, nbdkit_backend *backend,
                const char *exportname, nbdkit_next *opened)
@@ -102,12 +124,12 @@ basepool_take (struct base_pool *pool, nbdkit_backend *backend,
   struct base_slot *slot;
 
   held_lock (&pool->open_lock);
-  slot = &pool->slots[pool->turn];
+  slot = slot_in_turn (pool, backend);
   if (slot->next == NULL && opened) {
     slot->next = opened;
     opened = NULL;
   }
-  else if (slot->next == NULL &&
+  else if (slot->next == NULL && backend &&
            (slot->next = basepool_open (backend, exportname)) != NULL)
     use.opened = 1;
   use.next = slot->next;
@@ -118,6 +140,37 @@ basepool_take (struct base_pool *pool, nbdkit_backend *backend,
     basepool_close (opened);
   use.call_lock = parallel_calls ? NULL : &slot->call_lock;
   return use;
+}
+
+bool
+basepool_offer (struct base_pool *pool, nbdkit_next *opened)
+{
+  unsigned i;
+
+  held_lock (&pool->open_lock);
+  for (i = 0; i < pool->n && opened; ++i)
+    if (pool->slots[i].next == NULL) {
+      pool->slots[i].next = opened;
+      opened = NULL;
+    }
+  held_unlock (&pool->open_lock);
+  if (opened == NULL)
+    return true;
+  basepool_close (opened);
+  return false;
+}
+
+bool
+basepool_has_open (struct base_pool *pool)
+{
+  bool open = false;
+  unsigned i;
+
+  held_lock (&pool->open_lock);
+  for (i = 0; i < pool->n; ++i)
+    open |= pool->slots[i].next != NULL;
+  held_unlock (&pool->open_lock);
+  return open;
 }
 
 void

@@ -21,6 +21,7 @@
 #define COW_BASEPOOL_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <nbdkit-filter.h>
@@ -70,12 +71,22 @@ struct base_use {
  * next slot's in turn.  A slot with no context yet takes opened (a
  * context of basepool_open the caller made, or NULL), or opens one;
  * an opened that is not taken is closed.  If no context could be
- * opened, next is NULL: a later connection tries again.
+ * opened, next is NULL: a later connection tries again.  With backend
+ * NULL nothing is opened: the next slot in turn that has a context
+ * gives it, and if none has, next is NULL with no error.
  */
 extern struct base_use basepool_take (struct base_pool *pool,
                                       nbdkit_backend *backend,
                                       const char *exportname,
                                       nbdkit_next *opened);
+
+/* Gives opened, a context of basepool_open, to a slot of pool that has
+ * none.  Returns whether one took it; if none did, it is closed.
+ */
+extern bool basepool_offer (struct base_pool *pool, nbdkit_next *opened);
+
+/* Whether a slot of pool has a context. */
+extern bool basepool_has_open (struct base_pool *pool);
 
 /* Finalizes and closes every open context and frees pool: when its
  * overlay ends (cow-lifetime=clients), or in .cleanup, while the

@@ -256,6 +256,31 @@ connect_shared (struct export_conn *c, const char *exportname,
   return 0;
 }
 
+/* Under cow-fill, opens in this connection's thread the context the
+ * fill of o, a named export's overlay, reads base through, if its pool
+ * has none yet: opened in the fill's own thread, outside any
+ * connection, it would tell the plugin no export name.  Only from
+ * nbdkit 1.44 on does a context opened for sharing tell it one.
+ */
+static void
+open_for_fill (struct overlay *o, const char *base, nbdkit_backend *backend)
+{
+  struct base_pool *pool;
+  nbdkit_next *opened;
+
+  if (params.fill.mode == SWITCH_OFF || !SHARED_KNOWS_NAME || !base[0])
+    return;
+  pool = exports_pool_use (o);
+  if (pool == NULL)
+    return;
+  if (!basepool_has_open (pool) &&
+      (opened = basepool_open (backend, base)) != NULL) {
+    exports_count_plugin_opens (o, 1);
+    basepool_offer (pool, opened);
+  }
+  exports_pool_done (o);
+}
+
 /* exports_connect through the connection's own context. */
 static int
 connect_own (struct export_conn *c, const char *exportname, const char *base,
@@ -267,6 +292,7 @@ connect_own (struct export_conn *c, const char *exportname, const char *base,
   if (c->overlay == NULL)
     return -1;
   exports_count_plugin_opens (c->overlay, 1);
+  open_for_fill (c->overlay, base, nbdkit_context_get_backend (context));
   return 0;
 }
 

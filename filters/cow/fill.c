@@ -317,9 +317,9 @@ has_room (uint32_t len)
 
 /* Reads o's base through a context of its pool (o being one of its
  * users), adding the bytes read to *read_bytes, learning the base's
- * size the first time.  Returns 0, or -1 (said why: a later turn tries
- * again, unless o's fill failed: a named export's before nbdkit 1.44,
- * which a shared context cannot reach).
+ * size the first time.  Returns 0, or -1 (said why, unless a named
+ * export's connections have opened no context for it yet): a later
+ * turn tries again.
  */
 static int
 open_base (struct overlay *o, struct base_io *io, uint64_t *read_bytes)
@@ -332,16 +332,14 @@ open_base (struct overlay *o, struct base_io *io, uint64_t *read_bytes)
     nbdkit_error ("cow-fill: %m");
     return -1;
   }
-  if (!SHARED_KNOWS_NAME && base[0] != '\0') {
-    nbdkit_error ("cow-fill: export \"%s\": nbdkit %s opens the fill's "
-                  "handle of the plugin without an export name, which "
-                  "reaches only the default export (1.44 tells it)",
-                  o->exportname, NBDKIT_VERSION_STRING);
-    free (base);
-    fail (o, EOPNOTSUPP);
-    return -1;
-  }
-  use = basepool_take (o->pool, backend, base, NULL);
+  /* A context opened in this thread, outside any connection, would
+   * tell the plugin no export name: from nbdkit 1.44 on a named
+   * export's come from its connections (exports_connect).  Before, no
+   * context opened for sharing tells the plugin a name (the man page
+   * says what that means for the fill).
+   */
+  use = basepool_take (o->pool, base[0] && SHARED_KNOWS_NAME ? NULL : backend,
+                       base, NULL);
   free (base);
   exports_count_plugin_opens (o, use.opened);
   if (use.next == NULL || baseio_init (io, use.next, use.call_lock) == -1)
