@@ -620,10 +620,11 @@ write_block (struct blk *blk, uint64_t b, const char *data, bool zero_rest,
 }
 
 /* Writes [from, to) of buf (whose byte 0 is at offset; zeros if NULL),
- * whole blocks, into the overlay: first the runs of blocks not yet
- * allocated, then those allocated, so that a write that finds no room
- * (the overlay's filesystem full) fails before it changes a block the
- * overlay holds.  The rmw locks of the range keep its states stable.
+ * whole blocks some of which the overlay holds, into the overlay: first
+ * the runs of blocks not yet allocated, then those allocated, so that
+ * a write that finds no room (the overlay's filesystem full) fails
+ * before it changes a block the overlay holds.  The rmw locks of the
+ * range keep its states stable.
  */
 static int
 write_new_first (struct blk *blk, const char *buf, uint64_t offset,
@@ -705,7 +706,11 @@ write_locked (struct blk *blk, const struct blk_base *base, const char *buf,
   if (tail &&
       write_block (blk, last, tail, tail_zero_rest, offset, end, err) == -1)
     goto out;
-  if (from < to && write_new_first (blk, buf, offset, from, to, err) == -1)
+  if (from < to &&
+      (space == blkmap_space (&blk->map, first, last - first + 1)
+       ? overlay_write (blk, buf ? buf + (from - offset) : NULL, to - from,
+                        from, err)      /* none held: all new */
+       : write_new_first (blk, buf, offset, from, to, err)) == -1)
     goto out;
 
   set_states (blk, first, last - first + 1, BLK_ALLOCATED);
