@@ -12,6 +12,19 @@ mount -t tmpfs -o size=1m tmpfs "$tmp/small" 2>/dev/null ||
   skip "cannot mount a small tmpfs here"
 on_exit "umount '$tmp/small'"
 
+# refused_spanning(AT, HELD): a write of 1 MiB at AT, past the first
+# HELD bytes of "a" the overlay holds, is refused for space and leaves
+# them as they were.
+refused_spanning='
+def refused_spanning(at, held):
+    try:
+        h.pwrite(b"x" * 1048576, at)
+        assert False, "a write into new blocks of a full filesystem succeeded"
+    except nbd.Error as e:
+        assert e.errno in ("ENOSPC", "EIO"), e
+    assert h.pread(held, 0) == b"a" * held, "a refused write changed held blocks"
+'
+
 # The pattern plugin's data says where it came from, unlike zeros.
 TMPDIR=$tmp/small start_nbdkit "$tmp/sock" --filter=cow pattern 100M \
   cow-stats="$tmp/stats.json"
@@ -36,12 +49,8 @@ def pattern(offset, count):
 assert h.pread(524288, 0) == b"a" * 524288, "earlier data lost"
 # Into blocks the overlay holds and new ones: refused, and it changed
 # none of the bytes it could.
-try:
-    h.pwrite(b"x" * 1048576, 262144)
-    assert False, "a write into new blocks of a full filesystem succeeded"
-except nbd.Error as e:
-    assert e.errno in ("ENOSPC", "EIO"), e
-assert h.pread(524288, 0) == b"a" * 524288, "a refused write changed held blocks"
+' -c "$refused_spanning" -c '
+refused_spanning(262144, 524288)
 off = failed * 4 * 1048576
 assert h.pread(1048576, off) == pattern(off, 1048576), "failed write left state"
 h.pwrite(b"c" * 4096, 4096)
@@ -82,12 +91,7 @@ start_nbdkit "$tmp/sock" --filter=cow pattern 100M cow-file="$tmp/small2/ov.cow"
 nbdsh -u "nbd+unix:///?socket=$tmp/sock" -c '
 h.pwrite(b"a" * 131072, 0)
 h.flush()
-' -c "import subprocess; subprocess.run(['dd', 'if=/dev/zero', 'of=$tmp/small2/fill', 'bs=64k'], stderr=subprocess.DEVNULL)" -c '
-try:
-    h.pwrite(b"x" * 1048576, 65536)
-    assert False, "a write into new blocks of a full filesystem succeeded"
-except nbd.Error as e:
-    assert e.errno in ("ENOSPC", "EIO"), e
-assert h.pread(131072, 0) == b"a" * 131072, "a refused write changed held blocks"
+' -c "import subprocess; subprocess.run(['dd', 'if=/dev/zero', 'of=$tmp/small2/fill', 'bs=64k'], stderr=subprocess.DEVNULL)" -c "$refused_spanning" -c '
+refused_spanning(65536, 131072)
 h.flush()
 ' || fail "a kept overlay on a full filesystem"
