@@ -14,6 +14,7 @@
 #include <nbdkit-filter.h>
 
 #include "baseio.h"
+#include "basepool.h"
 #include "checks.h"
 
 /* Around every call into next but those nbdkit answers from its cache
@@ -180,7 +181,7 @@ base_describe (void *opaque, uint32_t count, uint64_t offset,
 }
 
 int
-baseio_init (struct base_io *io, nbdkit_next *next,
+baseio_init (struct base_io *io, nbdkit_next *next, bool shared,
              mutex_t *call_lock)
 {
   uint32_t minimum, preferred, maximum;
@@ -192,6 +193,7 @@ baseio_init (struct base_io *io, nbdkit_next *next,
   io->next = next;
   io->alone = NULL;
   io->call_lock = call_lock;
+  io->shared = shared;
   io->limits = block_limits_of (minimum, maximum);
   io->size = size;
   io->blk = (struct blk_base) { .pread = base_pread_whole,
@@ -333,7 +335,10 @@ baseio_export_description (const struct base_io *io)
   if (io->alone)
     return io->alone->description;
   call_begin (io);
-  r = io->next->export_description (io->next);
+  if (io->shared)
+    r = basepool_export_description (io->next);
+  else
+    r = io->next->export_description (io->next);
   call_end (io);
   return r;
 }

@@ -48,15 +48,17 @@ struct base_io {
    * thread model that serializes requests); NULL where they may.
    */
   mutex_t *call_lock;
+  bool shared;                  /* next is a context of a pool */
   struct block_limits limits;
   uint64_t size;
   struct blk_base blk;
 };
 
-/* Asks next for its size and limits and fills io.  Returns 0, or -1
- * after nbdkit_error.
+/* Asks next for its size and limits and fills io.  shared says
+ * whether next is a context of a pool (basepool.h), call_lock is its
+ * call lock or NULL.  Returns 0, or -1 after nbdkit_error.
  */
-extern int baseio_init (struct base_io *io, nbdkit_next *next,
+extern int baseio_init (struct base_io *io, nbdkit_next *next, bool shared,
                         mutex_t *call_lock);
 
 /* Fills io for a connection that reads nothing from the plugin: every

@@ -26,6 +26,17 @@ struct base_pool {
   struct base_slot slots[];
 };
 
+/* nbdkit keeps the strings that the filters and plugin below intern
+ * while it runs a call into a context no connection owns (a shared
+ * context's open, prepare, close and description) in one list, which
+ * it does not lock (add_intern in nbdkit's server/public.c).  Two such
+ * calls at once could corrupt that list, so these calls are made one
+ * at a time, under this lock, and only in this file.  It is a leaf: it
+ * is taken holding an export's open_lock or a context's call lock, and
+ * nothing is taken inside it.
+ */
+static mutex_t interns_lock = PTHREAD_MUTEX_INITIALIZER;
+
 /* Whether the thread model lets calls into one context overlap. */
 static bool parallel_calls;
 
@@ -69,8 +80,10 @@ ask_cached (nbdkit_next *next)
   return 0;
 }
 
-nbdkit_next *
-basepool_open (nbdkit_backend *backend, const char *exportname)
+/* basepool_open, holding interns_lock. */
+static nbdkit_next *
+open_interning (nbdkit_backend *backend, const char *exportname)
+  REQUIRES (interns_lock)
 {
   nbdkit_next *next = nbdkit_next_context_open (backend, 1, exportname, 1);
 
@@ -81,17 +94,42 @@ basepool_open (nbdkit_backend *backend, const char *exportname)
     return NULL;
   }
   if (ask_cached (next) == -1) {
-    basepool_close (next);
+    next->finalize (next);
+    nbdkit_next_context_close (next);
     return NULL;
   }
+  return next;
+}
+
+nbdkit_next *
+basepool_open (nbdkit_backend *backend, const char *exportname)
+{
+  nbdkit_next *next;
+
+  held_lock (&interns_lock);
+  next = open_interning (backend, exportname);
+  held_unlock (&interns_lock);
   return next;
 }
 
 void
 basepool_close (nbdkit_next *next)
 {
+  held_lock (&interns_lock);
   next->finalize (next);
   nbdkit_next_context_close (next);
+  held_unlock (&interns_lock);
+}
+
+const char *
+basepool_export_description (nbdkit_next *next)
+{
+  const char *description;
+
+  held_lock (&interns_lock);
+  description = next->export_description (next);
+  held_unlock (&interns_lock);
+  return description;
 }
 
 /* The slot whose turn it is, or with backend NULL (nothing may be

@@ -5,8 +5,9 @@
  * the first time a connection needs it and kept until nbdkit cleans
  * up, instead of one per client connection.  Connections take them in
  * turn.  The background fill (fill.h) reads through them too, or,
- * without cow-base-handles, through a pool of one context its own.  A context is opened shared (nbdkit_next_context_open), outside
- * any one client's connection, so the plugin sees the facts of no
+ * without cow-base-handles, through a pool of one context its own.  A
+ * context is opened shared (nbdkit_next_context_open), outside any one
+ * client's connection, so the plugin sees the facts of no
  * client: TLS only if nbdkit requires it, and, before nbdkit 1.44, no
  * export name (the man page says when sharing is unsafe).
  *
@@ -56,6 +57,12 @@ extern nbdkit_next *basepool_open (nbdkit_backend *backend,
 
 /* Finalizes and closes a context of basepool_open. */
 extern void basepool_close (nbdkit_next *next);
+
+/* The description of a context of basepool_open (NULL for none).
+ * Where calls into the context are serialized, the caller holds its
+ * call lock.
+ */
+extern const char *basepool_export_description (nbdkit_next *next);
 
 /* What a connection reads the plugin through: a context of the pool,
  * the lock its calls must hold (NULL if they may overlap), and how

@@ -315,6 +315,7 @@ cow_prepare (nbdkit_next *next, void *handle, int readonly)
     baseio_init_alone (&c->base, c->export.alone);
   else if (baseio_init (&c->base,
                         c->export.shared ? c->export.shared : next,
+                        c->export.shared != NULL,
                         c->export.call_lock) == -1)
     return -1;
   if (blk_set_size (blk, c->base.size) == 0) {

@@ -342,7 +342,8 @@ open_base (struct overlay *o, struct base_io *io, uint64_t *read_bytes)
                        base, NULL);
   free (base);
   exports_count_plugin_opens (o, use.opened);
-  if (use.next == NULL || baseio_init (io, use.next, use.call_lock) == -1)
+  if (use.next == NULL ||
+      baseio_init (io, use.next, true, use.call_lock) == -1)
     return -1;
   io->blk.background_bytes = read_bytes;
   if (__atomic_compare_exchange_n (&o->fill.size, &none, io->size, false,
