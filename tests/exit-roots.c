@@ -1,0 +1,151 @@
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+
+/* Preloaded into nbdkit by ./nbdkit under ASan and valgrind: spares the
+ * leak check at exit a scan of the global data no one ever touched.
+ * nbdkit 1.32 has 192 MiB of zeroed global data (.bss), and both leak
+ * checkers read all of it at every exit, one page fault a page: about
+ * 1.5 s of CPU per nbdkit, on a paravirtualized kernel.  A page never
+ * touched is not in memory and holds zeros, so no pointer: leaving it
+ * out changes nothing the check finds.
+ *
+ * Just before the leak check (an exit handler registered after the
+ * checker's runs before it), every writable segment of every loaded
+ * object is looked at with mincore.  Under LeakSanitizer, which
+ * ./nbdkit tells not to scan global data itself (use_globals=0), the
+ * pages in memory are registered as its roots instead; the runtime's
+ * own segments are left out, as LeakSanitizer leaves out its
+ * allocator's, so that nothing can only seem reachable.  Under
+ * memcheck long runs of pages not in memory are marked unaddressable,
+ * which its scan skips.  Anywhere else this does nothing.
+ */
+
+#define _GNU_SOURCE
+
+#include <dlfcn.h>
+#include <link.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#if defined __has_include
+#if __has_include (<valgrind/memcheck.h>)
+#include <valgrind/memcheck.h>
+#endif
+#endif
+
+extern void __lsan_register_root_region (const void *p, size_t size)
+  __attribute__ ((weak));
+
+static uintptr_t page_size;
+
+/* Gives take each run of [begin, end) whose pages are in memory
+ * (in = 1) or not (in = 0), and which spans at least min bytes.
+ */
+static void
+each_run (uintptr_t begin, uintptr_t end, int in, uintptr_t min,
+          void (*take) (uintptr_t begin, uintptr_t end))
+{
+  uintptr_t first_page = begin & ~(page_size - 1);
+  size_t pages = (end - first_page + page_size - 1) / page_size, i = 0, run;
+  unsigned char *vec = malloc (pages);
+
+  if (vec == NULL || mincore ((void *) first_page, pages * page_size,
+                              vec) == -1) {
+    free (vec);
+    if (in)
+      take (begin, end);        /* cannot tell: all of it is a root */
+    return;
+  }
+  while (i < pages) {
+    uintptr_t from, to;
+
+    while (i < pages && (vec[i] & 1) != in)
+      ++i;
+    run = i;
+    while (i < pages && (vec[i] & 1) == in)
+      ++i;
+    from = first_page + run * page_size;
+    to = first_page + i * page_size;
+    if (from < begin)
+      from = begin;
+    if (to > end)
+      to = end;
+    if (to > from && to - from >= min)
+      take (from, to);
+  }
+  free (vec);
+}
+
+static void
+lsan_root (uintptr_t begin, uintptr_t end)
+{
+  __lsan_register_root_region ((const void *) begin, end - begin);
+}
+
+#ifdef VALGRIND_MAKE_MEM_NOACCESS
+/* Under memcheck only runs this long are marked, so that an exit
+ * handler or destructor that reads some small static of its own never
+ * touched (which memcheck would then call an invalid read) meets none.
+ */
+#define MEMCHECK_MIN (1u << 20)
+
+static void
+memcheck_skip (uintptr_t begin, uintptr_t end)
+{
+  VALGRIND_MAKE_MEM_NOACCESS ((void *) begin, end - begin);
+}
+#endif
+
+/* The loaded object holding the leak checker's runtime, if any. */
+static uintptr_t runtime_base;
+
+static int
+each_object (struct dl_phdr_info *info, size_t size, void *unused)
+{
+  int i;
+
+  (void) size;
+  (void) unused;
+  if (__lsan_register_root_region && info->dlpi_addr == runtime_base)
+    return 0;
+  for (i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    uintptr_t begin = info->dlpi_addr + ph->p_vaddr;
+    uintptr_t end = begin + ph->p_memsz;
+
+    if (ph->p_type != PT_LOAD || (ph->p_flags & PF_W) == 0)
+      continue;
+    if (__lsan_register_root_region)
+      each_run (begin, end, 1, 0, lsan_root);
+#ifdef VALGRIND_MAKE_MEM_NOACCESS
+    else
+      each_run (begin, end, 0, MEMCHECK_MIN, memcheck_skip);
+#endif
+  }
+  return 0;
+}
+
+static void
+spare_untouched (void)
+{
+  dl_iterate_phdr (each_object, NULL);
+}
+
+static void __attribute__ ((constructor))
+exit_roots (void)
+{
+  Dl_info runtime;
+
+  page_size = sysconf (_SC_PAGESIZE);
+  if (__lsan_register_root_region) {
+    if (dladdr ((void *) __lsan_register_root_region, &runtime) == 0)
+      return;
+    runtime_base = (uintptr_t) runtime.dli_fbase;
+    atexit (spare_untouched);
+  }
+#ifdef VALGRIND_MAKE_MEM_NOACCESS
+  else if (RUNNING_ON_VALGRIND)
+    atexit (spare_untouched);
+#endif
+}
