@@ -280,13 +280,13 @@ class Bench:
 
     def fio_matrix(self, results):
         """Every workload x jobs x peer, for each scenario."""
-        scenarios = SCENARIOS
-        if self.args.quick:         # one scenario runs the machinery
-            scenarios = scenarios[:1]
+        scenarios, workloads = SCENARIOS, WORKLOADS
+        if self.args.quick:         # one cell a peer runs the machinery
+            scenarios, workloads = scenarios[:1], workloads[:1]
         jobs = [8] if self.args.quick else JOBS
         rounds = 1 if self.args.quick else 2
         for scen, base, slow, block, peers in scenarios:
-            for wname, rw, bs in WORKLOADS:
+            for wname, rw, bs in workloads:
                 for j in jobs:
                     best = {}
                     # Best of the rounds, each in another peer order:

@@ -27,6 +27,13 @@ def fio_value(fio, scen, wl, jobs, peer, key="iops"):
     return None
 
 
+def measured_workloads(fio, scen):
+    """The workloads of WORKLOADS that fio ran in scen, in order."""
+    return [wl for wl, _, _ in WORKLOADS
+            if any(r["scenario"] == scen and r["workload"] == wl
+                   for r in fio)]
+
+
 def fio_tables(fio, scen):
     """The dm-snapshot shape: a row per number of jobs, a column per
     peer; one table each for IOPS, mean and p99 latency."""
@@ -34,7 +41,7 @@ def fio_tables(fio, scen):
                                      for r in fio)]
     jobs = sorted({r["jobs"] for r in fio if r["scenario"] == scen})
     out = []
-    for wl, _, _ in WORKLOADS:
+    for wl in measured_workloads(fio, scen):
         out.append("#### %s\n" % wl)
         for key, title, fmt in (("iops", "IOPS", "%.0f"),
                                 ("mean_us", "mean latency (µs)", "%.0f"),
@@ -60,7 +67,7 @@ def chart(fio, scen, path):
               'set xlabel "fio jobs (iodepth 16 each)"', 'set ylabel "IOPS"',
               'set key top left', 'set grid', 'set logscale x 2',
               'set yrange [0:*]']
-    for wl, _, _ in WORKLOADS:
+    for wl in measured_workloads(fio, scen):
         plots, data = [], []
         for p in peers:
             pts = [(r["jobs"], r["iops"]) for r in fio
