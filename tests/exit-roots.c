@@ -8,15 +8,15 @@
  * touched is not in memory and holds zeros, so no pointer: leaving it
  * out changes nothing the check finds.
  *
- * Just before the leak check (an exit handler registered after the
- * checker's runs before it), every writable segment of every loaded
- * object is looked at with mincore.  Under LeakSanitizer, which
- * ./nbdkit tells not to scan global data itself (use_globals=0), the
- * pages in memory are registered as its roots instead; the runtime's
- * own segments are left out, as LeakSanitizer leaves out its
- * allocator's, so that nothing can only seem reachable.  Under
- * memcheck long runs of pages not in memory are marked unaddressable,
- * which its scan skips.  Anywhere else this does nothing.
+ * ./nbdkit tells LeakSanitizer, for nbdkit alone, neither to scan
+ * global data itself (use_globals=0) nor to check at exit
+ * (leak_check_at_exit=0): an exit handler of this file looks at every
+ * writable segment of every loaded object with mincore, registers the
+ * pages in memory as roots and then runs the check.  The runtime's own
+ * segments are left out, as LeakSanitizer leaves out its allocator's,
+ * so that nothing can only seem reachable.  Under memcheck the handler
+ * marks long runs of pages not in memory unaddressable, which its scan
+ * skips.  Anywhere else this does nothing.
  */
 
 #define _GNU_SOURCE
@@ -24,6 +24,7 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -36,6 +37,7 @@
 
 extern void __lsan_register_root_region (const void *p, size_t size)
   __attribute__ ((weak));
+extern void __lsan_do_leak_check (void) __attribute__ ((weak));
 
 static uintptr_t page_size;
 
@@ -107,7 +109,7 @@ each_object (struct dl_phdr_info *info, size_t size, void *unused)
 
   (void) size;
   (void) unused;
-  if (__lsan_register_root_region && info->dlpi_addr == runtime_base)
+  if (__lsan_do_leak_check && info->dlpi_addr == runtime_base)
     return 0;
   for (i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -116,7 +118,7 @@ each_object (struct dl_phdr_info *info, size_t size, void *unused)
 
     if (ph->p_type != PT_LOAD || (ph->p_flags & PF_W) == 0)
       continue;
-    if (__lsan_register_root_region)
+    if (__lsan_do_leak_check)
       each_run (begin, end, 1, 0, lsan_root);
 #ifdef VALGRIND_MAKE_MEM_NOACCESS
     else
@@ -130,6 +132,27 @@ static void
 spare_untouched (void)
 {
   dl_iterate_phdr (each_object, NULL);
+  if (__lsan_do_leak_check)
+    __lsan_do_leak_check ();
+}
+
+/* ./nbdkit keeps LSAN_OPTIONS as it found it in EXIT_ROOTS_LSAN_OPTIONS
+ * before it adds its two options.  LeakSanitizer has read them by
+ * now, so LSAN_OPTIONS is put back: what nbdkit runs (a --run command,
+ * an instrumented client among them) must scan its globals itself.
+ */
+static void
+restore_lsan_options (void)
+{
+  const char *was = getenv ("EXIT_ROOTS_LSAN_OPTIONS");
+
+  if (was == NULL)
+    return;
+  if (*was)
+    setenv ("LSAN_OPTIONS", was, 1);
+  else
+    unsetenv ("LSAN_OPTIONS");
+  unsetenv ("EXIT_ROOTS_LSAN_OPTIONS");
 }
 
 static void __attribute__ ((constructor))
@@ -138,9 +161,13 @@ exit_roots (void)
   Dl_info runtime;
 
   page_size = sysconf (_SC_PAGESIZE);
-  if (__lsan_register_root_region) {
-    if (dladdr ((void *) __lsan_register_root_region, &runtime) == 0)
-      return;
+  restore_lsan_options ();
+  if (__lsan_register_root_region && __lsan_do_leak_check) {
+    if (dladdr ((void *) __lsan_register_root_region, &runtime) == 0) {
+      fprintf (stderr, "exit-roots: the sanitizer runtime is not found: "
+               "no leak check\n");
+      abort ();
+    }
     runtime_base = (uintptr_t) runtime.dli_fbase;
     atexit (spare_untouched);
   }
