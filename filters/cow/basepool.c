@@ -80,6 +80,15 @@ ask_cached (nbdkit_next *next)
   return 0;
 }
 
+/* basepool_close, holding interns_lock. */
+static void
+close_interning (nbdkit_next *next)
+  REQUIRES (interns_lock)
+{
+  next->finalize (next);
+  nbdkit_next_context_close (next);
+}
+
 /* basepool_open, holding interns_lock. */
 static nbdkit_next *
 open_interning (nbdkit_backend *backend, const char *exportname)
@@ -94,8 +103,7 @@ open_interning (nbdkit_backend *backend, const char *exportname)
     return NULL;
   }
   if (ask_cached (next) == -1) {
-    next->finalize (next);
-    nbdkit_next_context_close (next);
+    close_interning (next);
     return NULL;
   }
   return next;
@@ -116,8 +124,7 @@ void
 basepool_close (nbdkit_next *next)
 {
   held_lock (&interns_lock);
-  next->finalize (next);
-  nbdkit_next_context_close (next);
+  close_interning (next);
   held_unlock (&interns_lock);
 }
 
