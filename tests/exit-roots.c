@@ -23,6 +23,7 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,12 +143,8 @@ spare_untouched (void)
  * an instrumented client among them) must scan its globals itself.
  */
 static void
-restore_lsan_options (void)
+restore_lsan_options (const char *was)
 {
-  const char *was = getenv ("EXIT_ROOTS_LSAN_OPTIONS");
-
-  if (was == NULL)
-    return;
   if (*was)
     setenv ("LSAN_OPTIONS", was, 1);
   else
@@ -155,22 +152,34 @@ restore_lsan_options (void)
   unsetenv ("EXIT_ROOTS_LSAN_OPTIONS");
 }
 
+/* Stops nbdkit where ./nbdkit turned LeakSanitizer's own check off but
+ * this file cannot run it: nbdkit would otherwise go unchecked.
+ */
+static void
+no_leak_check (const char *why)
+{
+  fprintf (stderr, "exit-roots: %s: no leak check\n", why);
+  abort ();
+}
+
 static void __attribute__ ((constructor))
 exit_roots (void)
 {
+  const char *was = getenv ("EXIT_ROOTS_LSAN_OPTIONS");
+  bool check_is_ours = was != NULL;
   Dl_info runtime;
 
   page_size = sysconf (_SC_PAGESIZE);
-  restore_lsan_options ();
+  if (check_is_ours)
+    restore_lsan_options (was);
   if (__lsan_register_root_region && __lsan_do_leak_check) {
-    if (dladdr ((void *) __lsan_register_root_region, &runtime) == 0) {
-      fprintf (stderr, "exit-roots: the sanitizer runtime is not found: "
-               "no leak check\n");
-      abort ();
-    }
+    if (dladdr ((void *) __lsan_register_root_region, &runtime) == 0)
+      no_leak_check ("the sanitizer runtime is not found");
     runtime_base = (uintptr_t) runtime.dli_fbase;
     atexit (spare_untouched);
   }
+  else if (check_is_ours)
+    no_leak_check ("the sanitizer runtime lacks __lsan_do_leak_check");
 #ifdef VALGRIND_MAKE_MEM_NOACCESS
   else if (RUNNING_ON_VALGRIND)
     atexit (spare_untouched);
