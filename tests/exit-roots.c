@@ -14,7 +14,12 @@
  * writable segment of every loaded object with mincore, registers the
  * pages in memory as roots and then runs the check.  The runtime's own
  * segments are left out, as LeakSanitizer leaves out its allocator's,
- * so that nothing can only seem reachable.  Under memcheck the handler
+ * so that nothing can only seem reachable.  The loader's records of the
+ * objects loaded at start are roots too: the loader made them before
+ * the sanitizer's allocator existed, in memory no scan reads, and what
+ * they point to (the list of objects dlopen made global) would be
+ * reported as leaked, each report a costly symbolization of the runtime
+ * to match it with a suppression.  Under memcheck the handler
  * marks long runs of pages not in memory unaddressable, which its scan
  * skips.  Anywhere else this does nothing.
  */
@@ -39,6 +44,8 @@
 extern void __lsan_register_root_region (const void *p, size_t size)
   __attribute__ ((weak));
 extern void __lsan_do_leak_check (void) __attribute__ ((weak));
+extern int __sanitizer_get_ownership (const volatile void *p)
+  __attribute__ ((weak));
 
 static uintptr_t page_size;
 
@@ -129,12 +136,42 @@ each_object (struct dl_phdr_info *info, size_t size, void *unused)
   return 0;
 }
 
+/* More than the loader's record of an object (struct link_map) takes,
+ * in the C libraries this runs with.
+ */
+#define LINK_MAP_SPAN 2048
+
+/* Registers as roots the records of loaded objects that the loader did
+ * not get from the sanitizer's allocator, each to the end of its page
+ * at most, so that no other mapping is scanned.
+ */
+static void
+loader_roots (void)
+{
+  const struct link_map *map;
+
+  if (__sanitizer_get_ownership == NULL)
+    return;
+  for (map = _r_debug.r_map; map != NULL; map = map->l_next) {
+    uintptr_t begin = (uintptr_t) map;
+    uintptr_t end = (begin | (page_size - 1)) + 1;
+
+    if (__sanitizer_get_ownership (map))
+      continue;
+    if (end - begin > LINK_MAP_SPAN)
+      end = begin + LINK_MAP_SPAN;
+    lsan_root (begin, end);
+  }
+}
+
 static void
 spare_untouched (void)
 {
   dl_iterate_phdr (each_object, NULL);
-  if (__lsan_do_leak_check)
+  if (__lsan_do_leak_check) {
+    loader_roots ();
     __lsan_do_leak_check ();
+  }
 }
 
 /* ./nbdkit keeps LSAN_OPTIONS as it found it in EXIT_ROOTS_LSAN_OPTIONS
