@@ -438,6 +438,43 @@ exports_is_default (const struct overlay *o)
   return is_default;
 }
 
+/* The overlay of the overlay name made at start, before any client,
+ * as if a client had just left it: its grace starts now.  NULL after
+ * nbdkit_error.
+ */
+static struct overlay *
+get_overlay_at_start (const char *name) REQUIRES (overlays_lock)
+{
+  struct overlay *o = get_overlay (name);
+
+  if (o) {
+    o->served = true;
+    lifetime_closed (o);
+  }
+  return o;
+}
+
+/* Under cow-fill, starts from its file the kept overlay of the named
+ * export name that a run before left unfilled, as the default
+ * export's is started, so that its fill goes on before any client
+ * connects.  One that has no place under cow-max-exports, or fails to
+ * start (said why), waits for its first connection.
+ */
+static void
+start_for_fill (const char *name)
+{
+  struct overlay *o = NULL;
+
+  if (server_kept_is_whole (name))
+    return;
+  held_lock (&overlays_lock);
+  if (overlay_find (name) == NULL && admission_has_place (name))
+    o = get_overlay_at_start (name);
+  held_unlock (&overlays_lock);
+  if (o)
+    start_from_file (o);
+}
+
 int
 exports_init (void)
 {
@@ -448,14 +485,14 @@ exports_init (void)
   if (params.cow_file == NULL)
     return 0;
   held_lock (&overlays_lock);
-  o = get_overlay (defaultname_overlay ());
-  if (o) {
-    o->served = true;
-    lifetime_closed (o);        /* its grace starts now */
-  }
+  o = get_overlay_at_start (defaultname_overlay ());
   held_unlock (&overlays_lock);
   /* Alone, nothing else reaches it yet. */
-  return o ? start_from_file (o) : -1;
+  if (o == NULL || start_from_file (o) == -1)
+    return -1;
+  if (params.fill.mode != SWITCH_OFF)
+    server_kept_each_named (start_for_fill);
+  return 0;
 }
 
 /* No connection is left and the thread that ends overlays has

@@ -6,6 +6,7 @@
 
 #include <config.h>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,6 +109,59 @@ server_kept_is_whole (const char *name)
   return read_whole &&
          kept_header_decode (buf, &header, &why) == KEPT_SOUND &&
          header.facts.known && strcmp (header.name, name) == 0;
+}
+
+/* Whether the file name in dir, a file beside cow-file's, is the file
+ * of the named export *header names, reading its header into *header.
+ */
+static bool
+is_named_kept_file (DIR *dir, const char *file_name,
+                    struct kept_header *header)
+{
+  uint8_t buf[KEPT_HEADER_SIZE];
+  const char *why;
+  char *path;
+  bool is_named;
+  int fd = openat (dirfd (dir), file_name, O_RDONLY | O_CLOEXEC);
+
+  if (fd == -1)
+    return false;
+  is_named = pread (fd, buf, sizeof buf, 0) == (ssize_t) sizeof buf &&
+             kept_header_decode (buf, header, &why) == KEPT_SOUND &&
+             header->name[0] != '\0';
+  close (fd);
+  if (!is_named)
+    return false;
+  path = kept_file_name (params.cow_file, header->name);
+  is_named = path && strcmp (strrchr (path, '/') + 1, file_name) == 0;
+  free (path);
+  return is_named;
+}
+
+void
+server_kept_each_named (void (*take) (const char *name))
+{
+  const char *slash = strrchr (params.cow_file, '/');
+  size_t prefix_len = strlen (slash + 1);
+  char *dir_path = slash == params.cow_file ? strdup ("/")
+    : strndup (params.cow_file, slash - params.cow_file);
+  DIR *dir = dir_path ? opendir (dir_path) : NULL;
+  struct kept_header header;
+  struct dirent *d;
+
+  if (dir == NULL) {
+    nbdkit_debug ("cow-file: the directory of %s cannot be listed: %m",
+                  params.cow_file);
+    free (dir_path);
+    return;
+  }
+  while ((d = readdir (dir)) != NULL)
+    if (strncmp (d->d_name, slash + 1, prefix_len) == 0 &&
+        d->d_name[prefix_len] == '.' &&
+        is_named_kept_file (dir, d->d_name, &header))
+      take (header.name);
+  closedir (dir);
+  free (dir_path);
 }
 
 void

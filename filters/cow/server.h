@@ -4,7 +4,8 @@
 
 /* What every overlay of the server shares: the space cap
  * (cow-max-size), and the temporary files the throw-away overlays keep
- * their data in; and the block layer of a new overlay, made over them.
+ * their data in; the block layer of a new overlay, made over them; and
+ * the kept files (cow-file) a run before left.
  */
 
 #ifndef COW_SERVER_H
@@ -34,6 +35,13 @@ extern bool server_kept_exists (const char *name);
  * or if there is no such file or it cannot be read.
  */
 extern bool server_kept_is_whole (const char *name);
+
+/* Calls take with the overlay name of every named export whose file
+ * under cow-file a run before made: each file beside cow-file's whose
+ * header is sound and names an export whose file it is.  Files that
+ * cannot be read are passed over.
+ */
+extern void server_kept_each_named (void (*take) (const char *name));
 
 /* nbdkit is exiting: the files vanish with it, so overlays ending now
  * need not give their space back to them.
