@@ -2,7 +2,8 @@
 # After a restart the fill of a named export's kept overlay goes on
 # before any client connects, as the default export's does: nbdkit
 # starts the overlays a run before left in files beside cow-file's,
-# each once, and nothing from a file that is not an export's.  From
+# each once, and nothing from a file that is not an export's (a FIFO
+# there is not waited on).  From
 # nbdkit 1.44 on a named export's fill reads through the handle its
 # first connection opens (the man page says so), so there it starts
 # with that connection.
@@ -22,6 +23,7 @@ for name in "" foo 'a%20b' bar; do
 done
 stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
 mv "$ov.bar" "$ov.copy"         # bar's header, not bar's file name
+mkfifo "$ov.fifo"               # no writer: opening it to read would wait
 
 rm -f "$tmp/sock"
 start_nbdkit "$tmp/sock" --filter=cow file "$tmp/base" cow-file="$ov" \
@@ -34,6 +36,10 @@ if [ -n "$fill_needs_client" ]; then
 fi
 fill_state_is "$stats" complete foo
 fill_state_is "$stats" complete "a b"
+status=0
+timeout 10 nbdinfo --size "nbd+unix:///fifo?socket=$tmp/sock" 2>/dev/null ||
+  status=$?
+[ "$status" -ne 124 ] || fail "a client of the export whose file is a FIFO hung"
 names=$(jq -c '[.exports[].name] | sort' "$stats")
 [ "$names" = '["","a b","foo"]' ] || fail "the exports started: $names"
 stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <nbdkit-filter.h>
@@ -65,8 +66,27 @@ server_new_blk (const char *exportname)
   return blk;
 }
 
+/* The regular file path (relative to the directory dir_fd), opened to
+ * read, or -1: a FIFO or a device there is not opened to wait for a
+ * writer, only refused.
+ */
+static int
+open_regular (int dir_fd, const char *path)
+{
+  struct stat st;
+  int fd = openat (dir_fd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+
+  if (fd == -1)
+    return -1;
+  if (fstat (fd, &st) == -1 || !S_ISREG (st.st_mode)) {
+    close (fd);
+    return -1;
+  }
+  return fd;
+}
+
 /* cow-file's file for the overlay name, opened to read, or -1 if
- * there is none or it cannot be opened.
+ * there is none, it is not a regular file or it cannot be opened.
  */
 static int
 open_kept_file (const char *name)
@@ -77,7 +97,7 @@ open_kept_file (const char *name)
   if (params.cow_file == NULL)
     return -1;
   path = kept_file_name (params.cow_file, name);
-  fd = path ? open (path, O_RDONLY | O_CLOEXEC) : -1;
+  fd = path ? open_regular (AT_FDCWD, path) : -1;
   free (path);
   return fd;
 }
@@ -122,7 +142,7 @@ is_named_kept_file (DIR *dir, const char *file_name,
   const char *why;
   char *path;
   bool is_named;
-  int fd = openat (dirfd (dir), file_name, O_RDONLY | O_CLOEXEC);
+  int fd = open_regular (dirfd (dir), file_name);
 
   if (fd == -1)
     return false;
