@@ -113,21 +113,29 @@ server_kept_exists (const char *name)
   return true;
 }
 
-bool
-server_kept_is_whole (const char *name)
+/* Reads the header of the kept file fd into *header and closes fd.
+ * Returns whether the header is sound; false if fd is -1.
+ */
+static bool
+read_sound_header (int fd, struct kept_header *header)
 {
   uint8_t buf[KEPT_HEADER_SIZE];
-  struct kept_header header;
   const char *why;
-  int fd = open_kept_file (name);
   bool read_whole;
 
   if (fd == -1)
     return false;
   read_whole = pread (fd, buf, sizeof buf, 0) == (ssize_t) sizeof buf;
   close (fd);
-  return read_whole &&
-         kept_header_decode (buf, &header, &why) == KEPT_SOUND &&
+  return read_whole && kept_header_decode (buf, header, &why) == KEPT_SOUND;
+}
+
+bool
+server_kept_is_whole (const char *name)
+{
+  struct kept_header header;
+
+  return read_sound_header (open_kept_file (name), &header) &&
          header.facts.known && strcmp (header.name, name) == 0;
 }
 
@@ -138,19 +146,11 @@ static bool
 is_named_kept_file (DIR *dir, const char *file_name,
                     struct kept_header *header)
 {
-  uint8_t buf[KEPT_HEADER_SIZE];
-  const char *why;
   char *path;
   bool is_named;
-  int fd = open_regular (dirfd (dir), file_name);
 
-  if (fd == -1)
-    return false;
-  is_named = pread (fd, buf, sizeof buf, 0) == (ssize_t) sizeof buf &&
-             kept_header_decode (buf, header, &why) == KEPT_SOUND &&
-             header->name[0] != '\0';
-  close (fd);
-  if (!is_named)
+  if (!read_sound_header (open_regular (dirfd (dir), file_name), header) ||
+      header->name[0] == '\0')
     return false;
   path = kept_file_name (params.cow_file, header->name);
   is_named = path && strcmp (strrchr (path, '/') + 1, file_name) == 0;
