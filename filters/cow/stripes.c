@@ -54,15 +54,6 @@ stripe_of_chunk (const struct stripes *s, uint64_t c)
   return c % s->nr;
 }
 
-/* The steps from stripe `from` forward to stripe `to`, wrapping
- * around: (to - from) mod nr, without a division.
- */
-static unsigned
-stripe_distance (const struct stripes *s, unsigned from, unsigned to)
-{
-  return to >= from ? to - from : to + s->nr - from;
-}
-
 /* The stripes that hold chunks c0 to c1, in the ascending order the
  * lock order wants (docs/design.md): the chunks start in stripe
  * `first` and take the stripes from it on, wrapping around past the
@@ -181,27 +172,4 @@ stripes_held (const struct stripes *s, uint64_t offset, uint64_t count)
       return false;
 #endif
   return true;
-}
-
-int
-stripes_each_span (const struct stripes *s, uint64_t offset, uint64_t count,
-                   stripes_span_fn *fn, void *opaque)
-{
-  uint64_t end = offset + count;
-  uint64_t c0 = chunk_of (s, offset), c1 = chunk_of (s, end - 1);
-  struct stripe_runs runs = stripes_of (s, c0, c1);
-  unsigned i1 = stripe_of_chunk (s, c1), i;
-  int r;
-
-  for (i = runs_start (&runs); i < runs.end; i = runs_next (&runs, i)) {
-    uint64_t first = c0 + stripe_distance (s, runs.first, i);
-    uint64_t last = c1 - stripe_distance (s, i, i1);
-    uint64_t from = first == c0 ? offset : first << s->chunk_shift;
-    uint64_t to = last == c1 ? end : (last + 1) << s->chunk_shift;
-
-    r = fn (i, from, to, opaque);
-    if (r != 0)
-      return r;
-  }
-  return 0;
 }

@@ -10,8 +10,8 @@
  * The locks are the block layer's (struct blk): it takes a range's
  * together with stripes_lock, in ascending stripe order, over every
  * write and punch of its store and over the state lookups that must
- * not race them.  A store reads only the geometry: which stripe a byte
- * is in and the spans of a range.
+ * not race them.  A store takes none of them: it checks that they are
+ * held (stripes_held) and shares their chunks (stripes_chunk_shift).
  */
 
 #ifndef COW_STRIPES_H
@@ -58,24 +58,6 @@ struct CAPABILITY ("stripes") stripes {
 extern int stripes_init (struct stripes *s, unsigned nr, unsigned block_shift);
 extern void stripes_free (struct stripes *s);
 
-/* The stripe of the chunk holding offset. */
-static inline unsigned
-stripes_of_offset (const struct stripes *s, uint64_t offset)
-{
-  return (offset >> s->chunk_shift) % s->nr;
-}
-
-/* The end of the piece of [offset, end) from offset on that lies in
- * one chunk.
- */
-static inline uint64_t
-stripes_piece_end (const struct stripes *s, uint64_t offset, uint64_t end)
-{
-  uint64_t next = ((offset >> s->chunk_shift) + 1) << s->chunk_shift;
-
-  return next < end ? next : end;
-}
-
 /* Takes, in ascending order, the write locks of the stripes holding
  * [offset, offset+count), count > 0.  Returns the nanoseconds spent
  * waiting, 0 if none.
@@ -90,17 +72,5 @@ extern void stripes_unlock (struct stripes *s, uint64_t offset,
  */
 extern bool stripes_held (const struct stripes *s, uint64_t offset,
                           uint64_t count);
-
-/* Calls fn (i, from, to, opaque) for each stripe i holding a chunk of
- * [offset, offset+count), count > 0, in ascending order, with the span
- * [from, to) of the range from the stripe's first chunk in it to its
- * last: the other stripes' chunks in between are not the stripe's.
- * Stops at and returns the first non-zero return.
- */
-typedef int stripes_span_fn (unsigned i, uint64_t from, uint64_t to,
-                             void *opaque);
-extern int stripes_each_span (const struct stripes *s, uint64_t offset,
-                              uint64_t count, stripes_span_fn *fn,
-                              void *opaque);
 
 #endif /* COW_STRIPES_H */
