@@ -1,13 +1,17 @@
 /* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
 
 /* A preloaded shim for nbdkit (NBDKIT_PRELOAD=.../overlay-faults.so
- * ./nbdkit ...): writes to the cow overlay fail with EIO.
+ * ./nbdkit ...): writes to the cow overlay fail with EIO, or are slow.
  *
- *   COW_FAULT_FILE=PATH   faults only while PATH exists
- *   COW_FAULT_RATE=N      percentage of overlay writes that fail (10)
+ *   COW_FAULT_FILE=PATH      faults only while PATH exists
+ *   COW_FAULT_RATE=N         percentage of overlay writes that fail (10)
+ *   COW_FAULT_DELAY_MS=N     instead of failing, a faulted write waits
+ *                            N milliseconds, then is done
+ *   COW_FAULT_MATCH=STRING   the files faulted: those whose path holds
+ *                            STRING (default "/nbdkit-cow-", the
+ *                            throw-away overlay's files, unlinked)
  *
- * The overlay is recognised by its name (nbdkit-cow-*, unlinked), so
- * the plugin's own files and sockets are never touched.  It covers
+ * So the plugin's own files and sockets are never touched.  It covers
  * pwrite and fallocate, the calls the filter writes the overlay with.
  */
 
@@ -25,18 +29,20 @@
 
 static atomic_uint counter;
 
-/* While COW_FAULT_FILE exists, COW_FAULT_RATE of every 100 writes
- * (counted across all threads) fail, if they are to the overlay.
- */
+/* Whether fd is a file to fault (COW_FAULT_MATCH). */
 static int
 is_overlay (int fd)
 {
+  const char *match = getenv ("COW_FAULT_MATCH");
   char target[4096];
 
   return fd_target (fd, target, sizeof target) &&
-         strstr (target, "/nbdkit-cow-") != NULL;
+         strstr (target, match ? match : "/nbdkit-cow-") != NULL;
 }
 
+/* While COW_FAULT_FILE exists, COW_FAULT_RATE of every 100 writes
+ * (counted across all threads) are faulted, if they are to the overlay.
+ */
 static int
 should_fail (int fd)
 {
@@ -50,6 +56,20 @@ should_fail (int fd)
   return is_overlay (fd);
 }
 
+/* Whether a write to fd fails: else, if faulted, it is first delayed. */
+static int
+write_fails (int fd)
+{
+  const char *delay = getenv ("COW_FAULT_DELAY_MS");
+
+  if (!should_fail (fd))
+    return 0;
+  if (delay == NULL)
+    return 1;
+  usleep ((useconds_t) atoi (delay) * 1000);
+  return 0;
+}
+
 ssize_t
 pwrite (int fd, const void *buf, size_t count, off_t offset)
 {
@@ -57,7 +77,7 @@ pwrite (int fd, const void *buf, size_t count, off_t offset)
 
   if (!real)
     real = dlsym (RTLD_NEXT, "pwrite");
-  if (should_fail (fd)) {
+  if (write_fails (fd)) {
     errno = EIO;
     return -1;
   }
@@ -77,7 +97,7 @@ fallocate (int fd, int mode, off_t offset, off_t len)
 
   if (!real)
     real = dlsym (RTLD_NEXT, "fallocate");
-  if (should_fail (fd)) {
+  if (write_fails (fd)) {
     errno = EIO;
     return -1;
   }

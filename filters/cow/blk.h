@@ -82,6 +82,8 @@ extern int blk_keep_facts (struct blk *blk, const struct kept_facts *facts);
 
 /* Whether a call of blk_set_size (or blk_start_from_file) has fixed
  * the size, and whether a blk_set_size has met a base of that size.
+ * blk_is_sized takes no lock: it never waits on the I/O of the first
+ * blk_set_size, which says false until it is done.
  */
 extern bool blk_is_sized (struct blk *blk);
 extern bool blk_met_base (struct blk *blk);

@@ -178,7 +178,7 @@ size_and_start (struct blk *blk, uint64_t size) REQUIRES (blk->start_lock)
 
   blk->map.geom.size = size;
   r = start_store (blk, size);
-  blk->sized = r == 0;
+  __atomic_store_n (&blk->sized, r == 0, __ATOMIC_RELEASE);
   return r;
 }
 
@@ -257,7 +257,7 @@ blk_met_base (struct blk *blk)
 bool
 blk_is_sized (struct blk *blk)
 {
-  return start_flag (blk, &blk->sized);
+  return __atomic_load_n (&blk->sized, __ATOMIC_ACQUIRE);
 }
 
 uint64_t

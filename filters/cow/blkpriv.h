@@ -51,11 +51,13 @@ struct blk {
    */
   struct rangelock rmw_locks;
 
-  /* Protects sized and base_met: serializes the first blk_set_size
-   * (or blk_start_from_file), which fixes the size and starts the store
-   * (I/O: a kept file's header; a throw-away store's map of slots);
-   * later calls and the statistics only look, or check a base against
-   * a size taken from the file.
+  /* Serializes the first blk_set_size (or blk_start_from_file), which
+   * fixes the size and starts the store (I/O: a kept file's header; a
+   * throw-away store's map of slots); later calls only look, or check a
+   * base against a size taken from the file.  sized is set once under
+   * it and read without it (atomic, so that no one waits on that I/O
+   * to learn that it is not done): once true, the size and the store
+   * are set.  base_met is under it.
    */
   mutex_t start_lock;
   bool sized;

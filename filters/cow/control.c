@@ -24,6 +24,7 @@
 #include "dirpath.h"
 #include "exports.h"
 #include "monotonic.h"
+#include "registry.h"
 
 /* The longest command: three fields, an export name of up to 4096
  * bytes.
@@ -278,7 +279,7 @@ run_command (FILE *out, const char *buf, size_t n)
     return;
   }
   run_on (out, o->blk, fields[0], fields[1], fields[2]);
-  exports_unpin (o);
+  registry_unpin (o);
 }
 
 /* A client being served: its command read in, then its answer

@@ -32,10 +32,10 @@
 #include "exports.h"
 #include "fill.h"
 #include "gather.h"
-#include "lifetime.h"
 #include "nbdkitargs.h"
 #include "notice.h"
 #include "params.h"
+#include "registry.h"
 #include "stats.h"
 
 /* The handle of a connection: its export's overlay, and the plugin as
@@ -131,7 +131,7 @@ cow_after_fork (nbdkit_backend *backend)
     return -1;
   if (control_start () == -1 || fill_start (backend) == -1)
     return -1;
-  return lifetime_start ();
+  return registry_start_thread ();
 }
 
 /* All connections are closed: the final statistics, then no overlay
@@ -145,8 +145,8 @@ cow_cleanup (nbdkit_backend *backend)
   fill_stop ();
   if (params.stats_path)
     stats_finish ();
-  lifetime_stop ();
-  exports_close_bases ();
+  registry_stop_thread ();
+  registry_close_pools ();
 }
 
 static void
@@ -158,7 +158,7 @@ cow_unload (void)
   control_stop ();
   fill_stop ();
   stats_stop ();
-  lifetime_stop ();
+  registry_stop_thread ();
   if (exports_free () == -1)
     exitstatus_fail ();
   params_free ();
@@ -175,7 +175,7 @@ cow_default_export (nbdkit_next_default_export *next, nbdkit_backend *nxdata,
   const char *name = next (nxdata, readonly);
 
   if (name != NULL)
-    exports_learn_default (name);
+    registry_learn_default (name);
   return name;
 }
 
@@ -323,7 +323,7 @@ cow_prepare (nbdkit_next *next, void *handle, int readonly)
     return 0;
   }
   refusal_note (c->export.overlay->exportname);
-  if (params.cow_file && exports_is_default (c->export.overlay) &&
+  if (params.cow_file && registry_is_default (c->export.overlay) &&
       !blk_met_base (blk)) {
     nbdkit_error ("cow-file=%s: nbdkit stops: the file cannot serve the "
                   "default export", params.cow_file);

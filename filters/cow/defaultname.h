@@ -18,7 +18,9 @@
  *     known from the start: a client opening N first reaches the same
  *     file as a client asking for "".
  *
- * The name is under overlays_lock (overlay.h).
+ * Not thread-safe: its one caller, the registry (registry.h), calls it
+ * under its lock, but defaultname_load and defaultname_free, called
+ * alone.
  */
 
 #ifndef COW_DEFAULTNAME_H
@@ -26,7 +28,6 @@
 
 #include <stdbool.h>
 
-#include "overlay.h"
 
 /* At start, with cow-file=cow_file (or NULL): the name recorded on it,
  * if any.  Returns 0, or -1 after nbdkit_error (no memory).
@@ -36,25 +37,23 @@ extern int defaultname_load (const char *cow_file);
 /* The name of the default export's overlay: "" until decided
  * otherwise.
  */
-extern const char *defaultname_overlay (void) REQUIRES (overlays_lock);
+extern const char *defaultname_overlay (void);
 
 /* Whether name is that of the default export's overlay. */
-extern bool defaultname_is (const char *name) REQUIRES (overlays_lock);
+extern bool defaultname_is (const char *name);
 
 /* The name of the overlay that exportname, as nbdkit hands it to
  * .open, reaches: the default export's for the default export's name,
  * once known.
  */
-extern const char *defaultname_overlay_of (const char *exportname)
-  REQUIRES (overlays_lock);
+extern const char *defaultname_overlay_of (const char *exportname);
 
 /* A client asked for "", which the plugin names name; alive says
  * whether an overlay of that name is alive.  The first time, decides
  * the default export's overlay and records name on cow-file, saying
  * what it decided where that is not "" (a notice).
  */
-extern void defaultname_learn (const char *name, bool alive)
-  REQUIRES (overlays_lock);
+extern void defaultname_learn (const char *name, bool alive);
 
 extern void defaultname_free (void);
 

@@ -1,193 +1,21 @@
-/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the
- * licence.
- */
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
 
 /* The exports as connections see them (exports.h). */
 
 #include <config.h>
 
+#include <stdlib.h>
 #include <string.h>
 
 #include <nbdkit-filter.h>
 
-#include "admission.h"
 #include "baseio.h"
 #include "basepool.h"
-#include "checks.h"
-#include "defaultname.h"
 #include "exports.h"
-#include "lifetime.h"
-#include "monotonic.h"
 #include "params.h"
+#include "registry.h"
 #include "server.h"
-#include "stats.h"
-
-/* A new name that finds no place under cow-max-exports waits at most
- * this long for one to come free (cow-lifetime=clients): the client
- * that held it may have hung up a moment before nbdkit closed its
- * connection.
- */
-#define PLACE_WAIT_NS UINT64_C (1000000000)
-
-/* The overlay of the overlay name name, made if it is new and admitted;
- * one that is ending is waited for, and made again.  NULL after
- * nbdkit_error.
- */
-static struct overlay *
-get_overlay (const char *name) REQUIRES (overlays_lock)
-{
-  uint64_t deadline = 0;
-  struct overlay *o;
-
-  for (;;) {
-    while ((o = overlay_find (name)) != NULL && o->ending)
-      overlay_wait_unlinked ();
-    if (o)
-      return o;
-    if (admission_has_place (name))
-      break;
-    if (deadline == 0)
-      deadline = monotonic_ns () + PLACE_WAIT_NS;
-    if (!lifetime_make_place (deadline)) {
-      admission_refuse ();
-      return NULL;
-    }
-  }
-  o = overlay_new (name);
-  if (o == NULL)
-    return NULL;
-  o->blk = server_new_blk (name);
-  if (o->blk == NULL) {
-    overlay_free (o);
-    return NULL;
-  }
-  overlay_link (o);
-  admission_admit (o);
-  return o;
-}
-
-/* The overlay of exportname for a new connection, counted in its
- * connections, or NULL after nbdkit_error.
- */
-static struct overlay *
-open_overlay (const char *exportname)
-{
-  struct overlay *o;
-
-  held_lock (&overlays_lock);
-  o = get_overlay (defaultname_overlay_of (exportname));
-  if (o)
-    o->connections++;
-  held_unlock (&overlays_lock);
-  return o;
-}
-
-/* A connection of o has closed, served or not. */
-static void
-close_overlay (struct overlay *o, bool served)
-{
-  bool ends;
-
-  held_lock (&overlays_lock);
-  CHECK (o->connections > 0);
-  o->served |= served;
-  o->connections--;
-  ends = lifetime_closed (o);
-  held_unlock (&overlays_lock);
-  if (ends)
-    lifetime_end (o);
-}
-
-/* The overlay exportname reaches if it is not ending, else NULL. */
-static struct overlay *
-alive_overlay (const char *exportname) REQUIRES (overlays_lock)
-{
-  struct overlay *o = overlay_find (defaultname_overlay_of (exportname));
-
-  return o && !o->ending ? o : NULL;
-}
-
-/* Whether exportname has an overlay that is not ending. */
-static bool
-known (const char *exportname)
-{
-  bool alive;
-
-  held_lock (&overlays_lock);
-  alive = alive_overlay (exportname) != NULL;
-  held_unlock (&overlays_lock);
-  return alive;
-}
-
-struct overlay *
-exports_pin (const char *exportname)
-{
-  struct overlay *o;
-
-  held_lock (&overlays_lock);
-  o = alive_overlay (exportname);
-  if (o)
-    lifetime_pin (o);
-  held_unlock (&overlays_lock);
-  return o;
-}
-
-/* An overlay that served no connection may end as its pin goes. */
-void
-exports_unpin (struct overlay *o)
-{
-  bool ends;
-
-  held_lock (&overlays_lock);
-  ends = lifetime_unpin (o);
-  held_unlock (&overlays_lock);
-  if (ends)
-    lifetime_end (o);
-}
-
-struct base_pool *
-exports_pool_use (struct overlay *o)
-{
-  struct base_pool *pool;
-
-  held_lock (&overlays_lock);
-  pool = o->alone ? NULL : o->pool;
-  if (pool)
-    o->pool_users++;
-  held_unlock (&overlays_lock);
-  return pool;
-}
-
-void
-exports_pool_done (struct overlay *o)
-{
-  struct base_pool *closing = NULL;
-
-  held_lock (&overlays_lock);
-  CHECK (o->pool_users > 0);
-  if (--o->pool_users == 0 && o->alone) {
-    closing = o->pool;
-    o->pool = NULL;
-  }
-  held_unlock (&overlays_lock);
-  if (closing) {
-    nbdkit_debug ("cow: export \"%s\" stands alone: its plugin handles "
-                  "close", o->exportname);
-    basepool_free (closing);
-  }
-}
-
-void
-exports_stand_alone (struct overlay *o, struct base_facts *facts)
-{
-  held_lock (&overlays_lock);
-  if (o->alone == NULL) {
-    o->alone = facts;
-    facts = NULL;
-  }
-  held_unlock (&overlays_lock);
-  baseio_facts_free (facts);
-}
+#include "statsrecords.h"
 
 /* exports_connect to an overlay of exportname that stands alone, if
  * there is one.  Returns whether it did.
@@ -195,17 +23,8 @@ exports_stand_alone (struct overlay *o, struct base_facts *facts)
 static bool
 connect_alone (struct export_conn *c, const char *exportname)
 {
-  struct overlay *o;
-
-  held_lock (&overlays_lock);
-  o = alive_overlay (exportname);
-  if (o && o->alone) {
-    o->connections++;
-    c->overlay = o;
-    c->alone = o->alone;
-  }
-  held_unlock (&overlays_lock);
-  return c->alone != NULL;
+  c->overlay = registry_open_alone (exportname, &c->alone);
+  return c->overlay != NULL;
 }
 
 void
@@ -226,29 +45,29 @@ connect_shared (struct export_conn *c, const char *exportname,
   struct base_pool *pool;
   struct base_use use;
 
-  if (!known (exportname)) {
+  if (!registry_knows (exportname)) {
     opened = basepool_open (backend, base);
     if (opened == NULL)
       return -1;
   }
-  c->overlay = open_overlay (exportname);
+  c->overlay = registry_open (exportname);
   if (c->overlay == NULL) {
     if (opened)
       basepool_close (opened);
     return -1;
   }
-  pool = exports_pool_use (c->overlay);
+  pool = registry_pool_use (c->overlay);
   if (pool == NULL) {           /* it stands alone since */
     if (opened)
       basepool_close (opened);
-    c->alone = c->overlay->alone;
+    c->alone = registry_alone (c->overlay);
     return 0;
   }
   use = basepool_take (pool, backend, base, opened);
   exports_count_plugin_opens (c->overlay, (opened != NULL) + use.opened);
   if (use.next == NULL) {
-    exports_pool_done (c->overlay);
-    close_overlay (c->overlay, false);
+    registry_pool_done (c->overlay);
+    registry_close (c->overlay, false);
     return -1;
   }
   c->shared = use.next;
@@ -270,7 +89,7 @@ open_for_fill (struct overlay *o, const char *base, nbdkit_backend *backend)
 
   if (params.fill.mode == SWITCH_OFF || !SHARED_KNOWS_NAME || !base[0])
     return;
-  pool = exports_pool_use (o);
+  pool = registry_pool_use (o);
   if (pool == NULL)
     return;
   if (!basepool_has_open (pool) &&
@@ -278,7 +97,7 @@ open_for_fill (struct overlay *o, const char *base, nbdkit_backend *backend)
     exports_count_plugin_opens (o, 1);
     basepool_offer (pool, opened);
   }
-  exports_pool_done (o);
+  registry_pool_done (o);
 }
 
 /* exports_connect through the connection's own context. */
@@ -288,7 +107,7 @@ connect_own (struct export_conn *c, const char *exportname, const char *base,
 {
   if (next (context, 1, base) == -1)
     return -1;
-  c->overlay = open_overlay (exportname);
+  c->overlay = registry_open (exportname);
   if (c->overlay == NULL)
     return -1;
   exports_count_plugin_opens (c->overlay, 1);
@@ -312,7 +131,7 @@ alone_from_file (struct overlay *o)
   facts = baseio_facts_from_kept (kept, blk_size (o->blk));
   if (facts == NULL)
     return -1;
-  exports_stand_alone (o, facts);
+  registry_stand_alone (o, facts);
   nbdkit_debug ("cow: export \"%s\": its kept overlay holds every block: "
                 "it stands alone", o->exportname);
   return 0;
@@ -330,18 +149,6 @@ start_from_file (struct overlay *o)
   return alone_from_file (o);
 }
 
-/* The overlay name of exportname. */
-static const char *
-overlay_name_of (const char *exportname)
-{
-  const char *name;
-
-  held_lock (&overlays_lock);
-  name = defaultname_overlay_of (exportname);
-  held_unlock (&overlays_lock);
-  return name;
-}
-
 /* exports_connect to an export that has no overlay in this run but a
  * kept file a run before left whole: its overlay is started from the
  * file and stands alone, as the default export's does from the start
@@ -351,22 +158,29 @@ overlay_name_of (const char *exportname)
 static int
 connect_from_file (struct export_conn *c, const char *exportname)
 {
-  if (params.cow_file == NULL || known (exportname) ||
-      !server_kept_is_whole (overlay_name_of (exportname)))
+  char *name;
+  bool whole;
+
+  if (params.cow_file == NULL || registry_knows (exportname))
     return 0;
-  c->overlay = open_overlay (exportname);
+  name = registry_overlay_name (exportname);
+  if (name == NULL)
+    return -1;
+  whole = server_kept_is_whole (name);
+  free (name);
+  if (!whole)
+    return 0;
+  c->overlay = registry_open (exportname);
   if (c->overlay == NULL)
     return -1;
   if (start_from_file (c->overlay) == -1) {
-    close_overlay (c->overlay, false);
+    registry_close (c->overlay, false);
     return -1;
   }
-  held_lock (&overlays_lock);
-  c->alone = c->overlay->alone;
-  held_unlock (&overlays_lock);
+  c->alone = registry_alone (c->overlay);
   if (c->alone)
     return 1;
-  close_overlay (c->overlay, false);
+  registry_close (c->overlay, false);
   c->overlay = NULL;
   return 0;
 }
@@ -374,17 +188,22 @@ connect_from_file (struct export_conn *c, const char *exportname)
 struct overlay *
 exports_pin_or_start (const char *exportname)
 {
-  struct overlay *o = exports_pin (exportname);
+  struct overlay *o = registry_pin (exportname);
+  char *name;
+  bool exists;
 
-  if (o || !server_kept_exists (overlay_name_of (exportname)))
-    return o;
-  held_lock (&overlays_lock);
-  o = get_overlay (defaultname_overlay_of (exportname));
   if (o)
-    lifetime_pin (o);
-  held_unlock (&overlays_lock);
+    return o;
+  name = registry_overlay_name (exportname);
+  if (name == NULL)
+    return NULL;
+  exists = server_kept_exists (name);
+  free (name);
+  if (!exists)
+    return NULL;
+  o = registry_pin_or_make (exportname);
   if (o && start_from_file (o) == -1) {
-    exports_unpin (o);
+    registry_unpin (o);
     return NULL;
   }
   return o;
@@ -412,46 +231,8 @@ void
 exports_disconnect (const struct export_conn *c, bool served)
 {
   if (c->shared)
-    exports_pool_done (c->overlay);
-  close_overlay (c->overlay, served);
-}
-
-void
-exports_learn_default (const char *name)
-{
-  struct overlay *o;
-
-  held_lock (&overlays_lock);
-  o = overlay_find (name);
-  defaultname_learn (name, o && !o->ending);
-  held_unlock (&overlays_lock);
-}
-
-bool
-exports_is_default (const struct overlay *o)
-{
-  bool is_default;
-
-  held_lock (&overlays_lock);
-  is_default = defaultname_is (o->exportname);
-  held_unlock (&overlays_lock);
-  return is_default;
-}
-
-/* The overlay of the overlay name made at start, before any client,
- * as if a client had just left it: its grace starts now.  NULL after
- * nbdkit_error.
- */
-static struct overlay *
-get_overlay_at_start (const char *name) REQUIRES (overlays_lock)
-{
-  struct overlay *o = get_overlay (name);
-
-  if (o) {
-    o->served = true;
-    lifetime_closed (o);
-  }
-  return o;
+    registry_pool_done (c->overlay);
+  registry_close (c->overlay, served);
 }
 
 /* Under cow-fill, starts from its file the kept overlay of the named
@@ -463,14 +244,11 @@ get_overlay_at_start (const char *name) REQUIRES (overlays_lock)
 static void
 start_for_fill (const char *name)
 {
-  struct overlay *o = NULL;
+  struct overlay *o;
 
   if (server_kept_is_whole (name))
     return;
-  held_lock (&overlays_lock);
-  if (overlay_find (name) == NULL && admission_has_place (name))
-    o = get_overlay_at_start (name);
-  held_unlock (&overlays_lock);
+  o = registry_start_named (name);
   if (o)
     start_from_file (o);
 }
@@ -480,14 +258,12 @@ exports_init (void)
 {
   struct overlay *o;
 
-  if (server_init () == -1 || defaultname_load (params.cow_file) == -1)
+  if (server_init () == -1 || registry_init (params.cow_file) == -1)
     return -1;
   if (params.cow_file == NULL)
     return 0;
-  held_lock (&overlays_lock);
-  o = get_overlay_at_start (defaultname_overlay ());
-  held_unlock (&overlays_lock);
   /* Alone, nothing else reaches it yet. */
+  o = registry_start_default ();
   if (o == NULL || start_from_file (o) == -1)
     return -1;
   if (params.fill.mode != SWITCH_OFF)
@@ -495,44 +271,13 @@ exports_init (void)
   return 0;
 }
 
-/* No connection is left and the thread that ends overlays has
- * stopped, so the list no longer changes: the contexts are finalized
- * after overlays_lock is let go, as it is held over nothing slower.
- */
-void
-exports_close_bases (void)
-{
-  struct overlay *o;
-
-  held_lock (&overlays_lock);
-  o = overlay_list ();
-  held_unlock (&overlays_lock);
-  for (; o; o = o->next) {
-    basepool_free (o->pool);
-    o->pool = NULL;
-  }
-}
-
 int
 exports_free (void)
 {
-  struct overlay *o;
-  int r = 0;
+  int r;
 
   server_exiting ();
-  for (;;) {
-    held_lock (&overlays_lock);
-    o = overlay_list ();
-    if (o)
-      overlay_unlink (o);
-    held_unlock (&overlays_lock);
-    if (o == NULL)
-      break;
-    if (blk_free (o->blk) == -1)
-      r = -1;
-    overlay_free (o);
-  }
+  r = registry_free ();
   server_free ();
-  defaultname_free ();
   return r;
 }

@@ -1,17 +1,11 @@
-/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the
- * licence.
- */
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
 
 /* The exports as connections see them: a connection gets its export's
- * overlay, and the plugin as it reads it, in one call, and lets them
- * go in another.  An overlay is made when a client first opens its
- * name, if admitted (admission.h), one per export, so that data never
- * crosses exports and a client reconnecting to an export sees its
- * earlier writes; it ends as lifetime.h says.  Export names reach
- * .open canonical: nbdkit has replaced "" by the plugin's
- * .default_export, which exports_learn_default learns, so that the
- * default export is one overlay by whatever name it comes
- * (defaultname.h).
+ * overlay (registry.h), and the plugin as it reads it, in one call,
+ * and lets them go in another.  An overlay is one per export, so that
+ * data never crosses exports and a client reconnecting to an export
+ * sees its earlier writes.  A kept overlay a run before made starts
+ * from its file, and stands alone if it holds every block.
  */
 
 #ifndef COW_EXPORTS_H
@@ -21,7 +15,7 @@
 
 #include <nbdkit-filter.h>
 
-#include "overlay.h"
+#include "registry.h"
 
 /* What a connection reads and writes. */
 struct export_conn {
@@ -46,7 +40,7 @@ extern int exports_init (void);
  * plugin can refuse it before an overlay is made); else through the
  * connection's own context, opened read-only with next, nbdkit's open,
  * before the overlay, as nbdkit's filter does.  Where the overlay
- * stands alone (exports_stand_alone), through nothing: c->alone says
+ * stands alone (registry_stand_alone), through nothing: c->alone says
  * what to answer of the plugin.  Returns 0, or -1 after
  * nbdkit_error if the name is refused or its overlay cannot be made.
  * The overlay lives at least until exports_disconnect.
@@ -58,49 +52,17 @@ extern int exports_connect (struct export_conn *c, const char *exportname,
 /* Counts n opens of the plugin for overlay o, and for the server. */
 extern void exports_count_plugin_opens (struct overlay *o, unsigned n);
 
-/* The overlay's pool for one more user, the fill's request (pinned),
- * or NULL if the overlay stands alone.  Each use ends with
- * exports_pool_done.
- */
-extern struct base_pool *exports_pool_use (struct overlay *o);
-extern void exports_pool_done (struct overlay *o);
-
-/* The fill of o is complete: its new connections open no context and
- * answer facts (taken), and its pool closes when its last user leaves.
- */
-extern void exports_stand_alone (struct overlay *o, struct base_facts *facts);
-
 /* The connection of c has closed, served (it got past .prepare) or
- * refused (lifetime.h).
+ * refused (registry.h).
  */
 extern void exports_disconnect (const struct export_conn *c, bool served);
 
-/* The name nbdkit gives the default export, as the plugin said it
- * (defaultname.h).
- */
-extern void exports_learn_default (const char *name);
-
-/* Whether o is the default export's overlay. */
-extern bool exports_is_default (const struct overlay *o);
-
-/* The overlay exportname reaches, if it has one that is not ending,
- * pinned so that it does not end until exports_unpin (lifetime.h);
- * else NULL.
- */
-extern struct overlay *exports_pin (const char *exportname);
-
-/* exports_pin, but an export with no overlay yet whose kept file a run
- * before made is started from its file first (and ends as the pin
- * goes, no client having opened it).  NULL if it has neither, or
- * after nbdkit_error.
+/* registry_pin, but an export with no overlay yet whose kept file a
+ * run before made is started from its file first (and ends as the pin
+ * goes, no client having opened it).  NULL if it has neither, or after
+ * nbdkit_error.
  */
 extern struct overlay *exports_pin_or_start (const char *exportname);
-extern void exports_unpin (struct overlay *o);
-
-/* .cleanup: closes the plugin contexts the overlays share (the thread
- * that ends overlays has stopped, no connection is left).
- */
-extern void exports_close_bases (void);
 
 /* Frees every overlay, flushing the kept ones.  Returns 0, or -1 if a
  * kept overlay's last flush failed.

@@ -32,8 +32,8 @@
 #include "exports.h"
 #include "fill.h"
 #include "monotonic.h"
-#include "overlay.h"
 #include "params.h"
+#include "registry.h"
 #include "server.h"
 #include "space.h"
 
@@ -78,7 +78,7 @@
 /* One thread of the fill, and the request it tries again, if any. */
 struct filler {
   struct bgthread thread;
-  char *retry_name;             /* the request's export, or NULL */
+  uint64_t retry_id;            /* the request's overlay, or 0 */
   uint64_t retry_offset;
   uint32_t retry_len;
   unsigned tries;               /* of that request, failed */
@@ -103,31 +103,6 @@ static uint64_t clients_seen_ns;
 static mutex_t pace_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t paced_until GUARDED_BY (pace_lock);
 
-const char *
-fill_state_name (enum fill_state state)
-{
-  static const char *const names[] = {
-    [FILL_WAITING] = "waiting", [FILL_RUNNING] = "running",
-    [FILL_PAUSED] = "paused", [FILL_COMPLETE] = "complete",
-    [FILL_FAILED] = "failed",
-  };
-  return names[state];
-}
-
-void
-fill_read (const struct fill_progress *from, struct fill_progress *to)
-{
-  to->state = __atomic_load_n (&from->state, __ATOMIC_ACQUIRE);
-  to->filled = __atomic_load_n (&from->filled, __ATOMIC_ACQUIRE);
-  to->claimed = __atomic_load_n (&from->claimed, __ATOMIC_RELAXED);
-  to->size = __atomic_load_n (&from->size, __ATOMIC_RELAXED);
-  to->started_ns = __atomic_load_n (&from->started_ns, __ATOMIC_RELAXED);
-  to->ended_ns = __atomic_load_n (&from->ended_ns, __ATOMIC_RELAXED);
-  to->read = __atomic_load_n (&from->read, __ATOMIC_RELAXED);
-  to->retries = __atomic_load_n (&from->retries, __ATOMIC_RELAXED);
-  to->error = __atomic_load_n (&from->error, __ATOMIC_RELAXED);
-}
-
 static enum fill_state
 state_of (const struct overlay *o)
 {
@@ -150,55 +125,23 @@ has_ended (const struct overlay *o)
   return state == FILL_COMPLETE || state == FILL_FAILED;
 }
 
-/* Whether o has requests of the fill to hand out. */
+/* Whether o has requests of the fill to hand out (registry_wants). */
 static bool
-wants_fill (const struct overlay *o) REQUIRES (overlays_lock)
+wants_fill (const struct overlay *o)
 {
   uint64_t size = __atomic_load_n (&o->fill.size, __ATOMIC_RELAXED);
 
-  return o->pool != NULL && !o->ending &&
-         o->blk != NULL &&
-         blk_is_sized (o->blk) && !has_ended (o) &&
+  return blk_is_sized (o->blk) && !has_ended (o) &&
          (size == 0 ||
           __atomic_load_n (&o->fill.claimed, __ATOMIC_RELAXED) < size);
 }
 
-/* The name of the overlay whose turn it is, or NULL if none wants the
- * fill (or there was no memory).
- */
-static char *
-next_name (void)
-{
-  unsigned my_turn = __atomic_fetch_add (&turn, 1, __ATOMIC_RELAXED);
-  struct overlay *o;
-  unsigned n = 0, i = 0;
-  char *name = NULL;
-
-  held_lock (&overlays_lock);
-  for (o = overlay_list (); o; o = o->next)
-    n += wants_fill (o);
-  for (o = overlay_list (); o && n > 0; o = o->next)
-    if (wants_fill (o) && i++ == my_turn % n) {
-      name = strdup (o->exportname);
-      break;
-    }
-  held_unlock (&overlays_lock);
-  return name;
-}
-
-/* cow-fill=/PATH and PATH is missing: the fills wait. */
+/* cow-fill=/PATH and PATH is missing: the fill of o waits. */
 static void
-pause_all (void)
+pause_fill (struct overlay *o)
 {
-  struct overlay *o;
-
-  held_lock (&overlays_lock);
-  for (o = overlay_list (); o; o = o->next)
-    if (wants_fill (o)) {
-      move_state (o, FILL_WAITING, FILL_PAUSED);
-      move_state (o, FILL_RUNNING, FILL_PAUSED);
-    }
-  held_unlock (&overlays_lock);
+  move_state (o, FILL_WAITING, FILL_PAUSED);
+  move_state (o, FILL_RUNNING, FILL_PAUSED);
 }
 
 /* The fill of o has ended: its rate stops moving. */
@@ -227,8 +170,7 @@ fail (struct overlay *o, int err)
 static void
 forget_retry (struct filler *f)
 {
-  free (f->retry_name);
-  f->retry_name = NULL;
+  f->retry_id = 0;
   f->tries = 0;
 }
 
@@ -315,14 +257,15 @@ has_room (uint32_t len)
   return server_space_left () >= reserve + 2 * (uint64_t) len;
 }
 
-/* Reads o's base through a context of its pool (o being one of its
+/* Reads o's base through a context of pool, o's (o being one of its
  * users), adding the bytes read to *read_bytes, learning the base's
  * size the first time.  Returns 0, or -1 (said why, unless a named
  * export's connections have opened no context for it yet): a later
  * turn tries again.
  */
 static int
-open_base (struct overlay *o, struct base_io *io, uint64_t *read_bytes)
+open_base (struct overlay *o, struct base_pool *pool, struct base_io *io,
+           uint64_t *read_bytes)
 {
   char *base = clone_base_name (o->exportname, params.clone_separator);
   struct base_use use;
@@ -338,7 +281,7 @@ open_base (struct overlay *o, struct base_io *io, uint64_t *read_bytes)
    * context opened for sharing tells the plugin a name (the man page
    * says what that means for the fill).
    */
-  use = basepool_take (o->pool, base[0] && SHARED_KNOWS_NAME ? NULL : backend,
+  use = basepool_take (pool, base[0] && SHARED_KNOWS_NAME ? NULL : backend,
                        base, NULL);
   free (base);
   exports_count_plugin_opens (o, use.opened);
@@ -413,7 +356,7 @@ complete (struct overlay *o, const struct base_io *io)
     return;
   if (baseio_facts_to_kept (facts, &kept))
     blk_keep_facts (o->blk, &kept);     /* said why if it failed */
-  exports_stand_alone (o, facts);
+  registry_stand_alone (o, facts);
 }
 
 /* o stands alone, every block in it (kept, from a run before): its
@@ -475,11 +418,7 @@ request_failed (struct filler *f, struct overlay *o, uint64_t offset,
     fail (o, err);
     return now;
   }
-  if (f->retry_name == NULL &&
-      (f->retry_name = strdup (o->exportname)) == NULL) {
-    fail (o, errno);
-    return now;
-  }
+  f->retry_id = o->id;
   f->retry_offset = offset;
   f->retry_len = len;
   if (f->tries < UINT_MAX - 1)
@@ -496,12 +435,12 @@ request_failed (struct filler *f, struct overlay *o, uint64_t offset,
 }
 
 /* Fills one request of o, of at most max bytes, o being pinned and a
- * user of its pool: the one f tries again, or the next.  Returns when f
+ * user of its pool, pool: the one f tries again, or the next.  Returns when f
  * is next due.
  */
 static uint64_t
-fill_request (struct filler *f, struct overlay *o, uint32_t max,
-              uint64_t now)
+fill_request (struct filler *f, struct overlay *o, struct base_pool *pool,
+              uint32_t max, uint64_t now)
 {
   struct base_io io;
   uint64_t read_bytes = 0;
@@ -513,7 +452,7 @@ fill_request (struct filler *f, struct overlay *o, uint32_t max,
     forget_retry (f);
     return now;
   }
-  if (open_base (o, &io, &read_bytes) == -1)
+  if (open_base (o, pool, &io, &read_bytes) == -1)
     return now + IDLE_NS;
   if (blk_set_size (o->blk, io.size) == -1) {   /* said why */
     forget_retry (f);
@@ -524,7 +463,7 @@ fill_request (struct filler *f, struct overlay *o, uint32_t max,
     complete (o, &io);
     return now;
   }
-  if (f->retry_name == NULL && (len = claim (o, max, &offset)) == 0)
+  if (f->retry_id == 0 && (len = claim (o, max, &offset)) == 0)
     return now;
   if (!has_room (len)) {
     nbdkit_error ("cow-fill: export \"%s\": cow-max-size=%s leaves the "
@@ -547,45 +486,58 @@ fill_request (struct filler *f, struct overlay *o, uint32_t max,
   return paced (now, read_bytes);
 }
 
+/* The overlay f fills next, pinned: the one of its request tried
+ * again, or the one whose turn it is.  NULL if none wants the fill, or
+ * if the overlay of f's request has ended (f forgets the request).
+ */
+static struct overlay *
+pin_next (struct filler *f)
+{
+  struct overlay *o;
+
+  if (f->retry_id == 0)
+    return registry_pin_turn (__atomic_fetch_add (&turn, 1, __ATOMIC_RELAXED),
+                              wants_fill);
+  o = registry_pin_id (f->retry_id);
+  if (o == NULL)                /* it has ended */
+    forget_retry (f);
+  return o;
+}
+
 /* The bgthread_fn of a filler. */
 static uint64_t
 fill_due (uint64_t now, void *opaque)
 {
   struct filler *f = opaque;
+  bool retrying = f->retry_id != 0;
+  struct base_pool *pool;
   struct overlay *o;
   uint32_t max;
-  char *name;
   uint64_t due;
 
   if (!params_switch_on (&params.fill)) {
-    pause_all ();
+    registry_each_wanted (wants_fill, pause_fill);
     return now + IDLE_NS;
   }
   if (gives_way (f, now))
     return now + CLIENT_POLL_NS;
-  name = f->retry_name ? strdup (f->retry_name) : next_name ();
-  if (name == NULL)
-    return now + IDLE_NS;
-  o = exports_pin (name);
-  free (name);
-  if (o == NULL) {
-    forget_retry (f);
-    return now;
-  }
+  o = pin_next (f);
+  if (o == NULL)
+    return retrying ? now : now + IDLE_NS;
   /* Asked once o is found: the connection that made it is seen. */
   max = request_max (f, now);
   if (max == 0)
     due = now + QUIET_POLL_NS;
-  else if (exports_pool_use (o) == NULL) {      /* it stands alone */
+  else if ((pool = registry_pool_use (o)) == NULL) {    /* it stands alone */
     forget_retry (f);
     complete_alone (o);
     due = now;
   }
   else {
-    due = fill_request (f, o, max, now);
-    exports_pool_done (o);
+    due = fill_request (f, o, pool, max, now);
+    registry_pool_done (o);
   }
-  exports_unpin (o);
+  registry_unpin (o);
   return due;
 }
 

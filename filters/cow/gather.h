@@ -1,16 +1,14 @@
-/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the
- * licence.
- */
+/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
 
 /* The statistics' view of the overlays (stats.h): every overlay not
  * ending, oldest first, each pinned while it is read so that none ends
- * under the walk, and the server's counts.
+ * under the walk (registry.h), and the server's counts.
  */
 
 #ifndef COW_GATHER_H
 #define COW_GATHER_H
 
-#include "stats.h"
+#include "statsrecords.h"
 
 extern stats_gather gather_overlays;
 

@@ -12,7 +12,7 @@
 #define COW_SERVER_H
 
 #include "blk.h"
-#include "stats.h"
+#include "statsrecords.h"
 
 /* .get_ready: the space cap and, without cow-file, the files in
  * $TMPDIR.  Returns 0, or -1 after nbdkit_error.

@@ -128,18 +128,6 @@ write_server (FILE *fp, const struct server_stats *server)
            server->filesystem_refusals, server->plugin_opens);
 }
 
-void
-stats_sum_counters (const struct shardctr *counters, struct export_stats *e)
-{
-  unsigned t;
-
-  for (t = 0; t < REQ_TYPES; ++t) {
-    e->requests[t] = shardctr_sum (counters, 2 * t);
-    e->request_bytes[t] = shardctr_sum (counters, 2 * t + 1);
-  }
-  e->plugin_opens = shardctr_sum (counters, STATS_PLUGIN_OPENS);
-}
-
 /* Writes the report of exports[0..n) to path: into a new file of its
  * own beside it (mode 0600), then renamed over path, so that a reader
  * never sees half a report.  seconds is the time since nbdkit started
