@@ -82,15 +82,15 @@ unlock_stripes (struct blk *blk, uint64_t count, uint64_t offset)
   stripes_unlock (&blk->stripes, offset, count);
 }
 
-/* Writes buf, or zeros if buf is NULL, into the overlay under the
+/* Writes buf, or zeros if buf is NULL, into the store under the
  * write locks of the range.  A kill -9 leaves each 4K page of it old
  * or new: write(2) copies page by page and gives way to a fatal signal
  * only between pages, which a kept overlay relies on
  * (docs/overlay-format.md).
  */
 static int
-overlay_write (struct blk *blk, const void *buf, uint64_t count,
-               uint64_t offset, int *err)
+locked_store_write (struct blk *blk, const void *buf, uint64_t count,
+                    uint64_t offset, int *err)
 {
   int r;
 
@@ -277,9 +277,9 @@ store_copy_up (struct blk *blk, const char *buf, uint64_t first, uint64_t n,
         break;
     }
     if (!zero &&
-        overlay_write (blk, buf + blockgeom_start (g, i),
-                       blockgeom_start (g, j - i),
-                       blockgeom_start (g, first + i), err) == -1)
+        locked_store_write (blk, buf + blockgeom_start (g, i),
+                            blockgeom_start (g, j - i),
+                            blockgeom_start (g, first + i), err) == -1)
       return -1;
     set_states (blk, first + i, j - i, zero ? BLK_ZERO : BLK_ALLOCATED);
     i = j;
@@ -609,7 +609,7 @@ write_block (struct blk *blk, uint64_t b, const char *data, bool zero_rest,
 
   CHECK (rmw_held (blk, b, 1));
   if (!zero_rest)
-    return overlay_write (blk, data, len, start, err);
+    return locked_store_write (blk, data, len, start, err);
   block_part (blk, b, offset, end, &from, &to);
   lock_stripes (blk, len, start);
   r = store_write (blk->store, NULL, len, start, err);
@@ -639,8 +639,8 @@ write_new_first (struct blk *blk, const char *buf, uint64_t offset,
     for (at = from; at < to; at = run_end) {
       run_end = blk_state_run (blk, at, to, &state);
       if ((state == BLK_ALLOCATED) == allocated &&
-          overlay_write (blk, buf ? buf + (at - offset) : NULL,
-                         run_end - at, at, err) == -1)
+          locked_store_write (blk, buf ? buf + (at - offset) : NULL,
+                              run_end - at, at, err) == -1)
         return -1;
     }
   return 0;
@@ -708,8 +708,8 @@ write_locked (struct blk *blk, const struct blk_base *base, const char *buf,
     goto out;
   if (from < to &&
       (space == blkmap_space (&blk->map, first, last - first + 1)
-       ? overlay_write (blk, buf ? buf + (from - offset) : NULL, to - from,
-                        from, err)      /* none held: all new */
+       ? locked_store_write (blk, buf ? buf + (from - offset) : NULL,
+                             to - from, from, err)  /* none held: all new */
        : write_new_first (blk, buf, offset, from, to, err)) == -1)
     goto out;
 

@@ -1,8 +1,7 @@
 /* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
 
-/* The words of the block layer that its units and its stores share:
- * the states of a block, the base as the layer reads it, and the
- * layer's locks.  Below every header of the layer, so that the units
+/* The types the block layer's units and its stores share: the states
+ * of a block, the base as the layer reads it, and the layer's locks.  Below every header of the layer, so that the units
  * under the layer's interface (blk.h) include nothing above them.
  */
 

@@ -354,7 +354,8 @@ make_place (uint64_t deadline) REQUIRES (overlays_lock)
   return soon;
 }
 
-/* The entry of the overlay name name, made if it is new and has a
+/* The entry named name (an overlay's name: the default export's two
+ * names are one, defaultname_overlay_of), made if it is new and has a
  * place; one that is ending is waited for, and made again.  NULL after
  * nbdkit_error.
  */
