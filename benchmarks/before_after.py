@@ -1,3 +1,6 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # Before/after figures for docs/performance.md: the filter built from
 # an earlier commit against the one built here, interleaved, on the
 # workloads each change was about: fio cases, then the pipeline.

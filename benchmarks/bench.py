@@ -1,3 +1,6 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # The side-by-side benchmark suite.  benchmarks/run installs what it
 # needs, builds the filter and runs this; see benchmarks/README.md.
 #

@@ -1,3 +1,6 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # What the pipeline's copy out costs the client that makes it.  The
 # pipeline of benchmarks/run from its fast source (sparse-random 4G: the
 # burst of guest-like writes, then the copy out to a file) for nbdkit's

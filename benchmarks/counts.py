@@ -1,3 +1,6 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # What nbdkit executes per request, counted rather than timed: the
 # instructions of its user space (valgrind's callgrind) and its system
 # calls (strace), for two filters on before_after.py's cases.  Counts

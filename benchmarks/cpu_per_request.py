@@ -1,3 +1,6 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # What nbdkit spends on each request, peer by peer: its CPU time (user
 # and system) and its context switches, from the rusage that wait4
 # gives for the whole process once it has exited, over the requests

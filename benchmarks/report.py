@@ -1,3 +1,6 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # Turns benchmarks/results/results.json into report.md and PNG charts
 # in the same directory, and checks the targets of the performance
 # issue against the figures of that one run.  Exits 1 if a target is

@@ -1,4 +1,6 @@
-/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
 
 /* A checkpoint: a named point in an overlay's history, which the
  * filter keeps in memory (filters/cow/changes.h) and a kept overlay

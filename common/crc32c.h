@@ -1,4 +1,6 @@
-/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
 
 /* CRC-32C (Castagnoli), the checksum of the kept overlay's header
  * (docs/overlay-format.md).  Bit by bit: it only ever runs over a few

@@ -1,4 +1,8 @@
-/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
+
+/* The directory of a file, synced; the file a name reaches (dirpath.h). */
 
 #include <config.h>
 

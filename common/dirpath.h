@@ -1,4 +1,6 @@
-/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
 
 /* The directory holding a file, and making a new name in it durable:
  * a file created (or renamed) survives a crash under its name only once

@@ -1,4 +1,6 @@
-/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
 
 /* The disk space a file takes: its allocated blocks, in bytes (0 if it
  * cannot tell), as the overlay's statistics and nbdcow info show it.

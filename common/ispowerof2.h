@@ -1,4 +1,8 @@
-/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
+
+/* Powers of two: whether a number is one, and its log2. */
 
 #ifndef COMMON_ISPOWEROF2_H
 #define COMMON_ISPOWEROF2_H

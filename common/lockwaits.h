@@ -1,4 +1,6 @@
-/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
 
 /* The waits for a set of locks, by kind: how many times a thread had
  * to wait for a lock of each kind and for how long, the one way the

@@ -1,4 +1,6 @@
-/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
 
 /* The monotonic clock in nanoseconds, for timing waits and intervals:
  * unaffected by changes of the wall clock, and a plain integer that

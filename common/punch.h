@@ -1,4 +1,8 @@
-/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
+
+/* Punching a hole in a file, its length kept. */
 
 #ifndef COMMON_PUNCH_H
 #define COMMON_PUNCH_H

@@ -1,4 +1,6 @@
-/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
 
 /* A table of uint32_t values for a fixed number of entries, every
  * entry starting at 0, in leaves of 1024 entries (4 KiB) allocated on

@@ -1,4 +1,8 @@
-/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
+
+/* The sparse array of 2-bit states (statemap.h). */
 
 #include <config.h>
 

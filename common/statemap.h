@@ -1,4 +1,6 @@
-/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
 
 /* A sparse array of 2-bit states indexed by any uint64_t, every entry
  * starting at 0.  Memory grows with the leaves that hold a non-zero

@@ -1,3 +1,7 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
+
 /* Unit test of bgthread.h: the first call comes at once, a wake brings
  * another, the time a call names brings the next without a wake, a
  * stop waits for a call under way and no call comes after it, and

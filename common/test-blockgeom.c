@@ -1,3 +1,7 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
+
 /* Unit test of blockgeom.h: where blocks start and end, the short last
  * block, the pieces of a range and its whole blocks (aligned and
  * unaligned ends, a range inside one block, the short last block

@@ -1,3 +1,7 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
+
 /* Unit test of blocklimits.h: every range of many small disks, under
  * limits from none to an alignment larger than a block and a maximum
  * smaller than one, is cut into requests that respect the limits,

@@ -1,3 +1,7 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
+
 /* Unit test of checks.h, built checked: a thread holds what it locked
  * and nothing another thread locked, letting go forgets it, and a
  * failed check aborts the process with its condition.

@@ -1,3 +1,7 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
+
 /* Unit test of crc32c.h: the published check value, a vector from
  * RFC 3720 (iSCSI), and that a checksum can be continued piecewise.
  */

@@ -1,3 +1,7 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
+
 /* Unit test of divround.h: exact multiples, one more, zero, and the
  * largest value, where a + b - 1 would overflow.
  */

@@ -1,3 +1,7 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
+
 /* Unit test of fullio.h: round trips, reads past the end, errors. */
 
 #include <config.h>

@@ -1,3 +1,7 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
+
 /* Unit test of iszero.h: every size up to a few vectors, a non-zero
  * byte at every position, and a large buffer.
  */

@@ -1,3 +1,7 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
+
 /* Unit test of json.h: plain names, escapes, valid UTF-8 kept, and
  * every kind of invalid UTF-8 escaped byte by byte.
  */

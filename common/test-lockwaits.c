@@ -1,3 +1,7 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
+
 /* Unit test of lockwaits.h: a free mutex counts no wait; a thread that
  * finds a mutex held for 50 ms counts one wait of at least a tenth of
  * that, for its kind only; waits handed over by a lock that times its

@@ -1,3 +1,7 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
+
 /* Unit test of monotonic.h: it never goes back, and it advances by at
  * least the time slept, in nanoseconds; a timed wait on its condition
  * variable ends at the time given on that clock, not before.

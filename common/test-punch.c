@@ -1,3 +1,7 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
+
 /* Unit test of punch.h: a punched range reads as zeros and gives its
  * space back; the bytes around it and the file's length stay.
  */

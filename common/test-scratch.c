@@ -1,3 +1,7 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
+
 /* Unit test of scratch.h: reuse, a second buffer while the first is
  * out, oversized requests, and freeing at thread exit (run it under
  * valgrind or ASan to see that nothing leaks).

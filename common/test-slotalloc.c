@@ -1,3 +1,7 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
+
 /* Unit test of slotalloc.h: the lowest free slot first, marks from a
  * load, the end of the data area, ENOSPC at the limit, slots given
  * back: taken again lowest first, the end lowered past them, and runs

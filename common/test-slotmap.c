@@ -1,3 +1,7 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
+
 /* Unit test of slotmap.h: random sets and raises against a flat model
  * across leaf edges, walked in order by slotmap_each; unreserved leaves
  * reading 0; memory that grows with the leaves reserved, for a map of

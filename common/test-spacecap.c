@@ -1,3 +1,7 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
+
 /* Unit test of spacecap.h: takes past the limit fail and change
  * nothing, and threads racing to take and give never push the bytes
  * taken past the limit, nor lose any.

@@ -1,3 +1,7 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
+
 /* Unit test of statemap.h: random sets against a flat model, in
  * windows placed at leaf and node boundaries and at the top of the
  * index space, plus the memory bound.

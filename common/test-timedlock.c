@@ -1,3 +1,7 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
+
 /* Unit test of timedlock.h: a free mutex reports no wait; a mutex held
  * by another thread for 100 ms reports a wait of at least a tenth of that, and
  * the caller holds the mutex afterwards.

@@ -1,3 +1,6 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # The reads a plugin served, from nbdkit's log filter, against its
 # base file's data and holes, for the tests of cow-fill:
 #   base-reads.py LOG BASE EXTRA

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # make check-headers: an --enable-werror build judges only our code.
 # nbdkit's headers of some versions warn under some compilers (nbdkit
 # 1.33's nbdkit-filter.h trips -Wignored-qualifiers).  This stands up an

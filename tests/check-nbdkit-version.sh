@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # make check-nbdkit-version: configure never mixes two nbdkits.  An
 # nbdkit installed in a prefix of its own, whose nbdkit.pc has an empty
 # Cflags (as nbdkit 1.44's has), is stood up here as a copy of this

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # make check-package: the Debian package (debian/) builds from the
 # release tarball, lintian finds no error in it, and installing it
 # replaces the distribution's cow filter cleanly:

@@ -1,3 +1,6 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # Checkpoints made while four connections write, zero and trim at
 # random: every write lies wholly on one side of each checkpoint.  For
 # each checkpoint and block, the view since it must report the block

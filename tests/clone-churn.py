@@ -1,4 +1,7 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # Connect, write, read, disconnect churn over a few clone names whose
 # overlays end with their clients, checking every read against a model:
 #   clone-churn.py SOCKET temp|kept SECONDS GRACE GOLDEN COW_ON_READ_PATH

@@ -1,4 +1,7 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # Clones used once each, one after another, as short-lived machines use
 # a golden image:
 #   clone-flood.py SOCKET PIDFILE COUNT SAMPLES

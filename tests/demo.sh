@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # The quick-start demo: serve a demo disk through the cow filter, write
 # through it with a real NBD client, show that the client sees its
 # writes while the base disk is untouched.

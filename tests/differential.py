@@ -1,3 +1,6 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # The same random requests through our cow filter and through the
 # distribution's, each over the same stack of nbdkit plugin and
 # filters, every read checked against a model of the disk.

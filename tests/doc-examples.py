@@ -1,3 +1,6 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # The command examples of a document, as its reader sees them, for
 # tests/test-doc-examples.sh.
 #

@@ -1,4 +1,7 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # A client flooding a server with new export names:
 #   export-flood.py SOCKET go|info COUNT PREFIX
 # go: COUNT connections, each to a new name, writing 512 bytes into

@@ -1,4 +1,6 @@
-/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
 
 /* The path an open file descriptor names, for the shims preloaded into
  * nbdkit (tests/overlay-faults.c, tests/power-log.c), which know the

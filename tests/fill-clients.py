@@ -1,3 +1,6 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # Four clients at work while a fill runs, for the tests of cow-fill:
 #   fill-clients.py URI BASE STATS GO WANT
 # Writes twice into the default export, waits for its fill to be

@@ -1,3 +1,6 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # Sourced by every shell test: strict mode, a private scratch
 # directory (also the overlay's $TMPDIR), and small helpers.
 

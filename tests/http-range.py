@@ -1,3 +1,6 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # An HTTP server of the files of a directory with byte ranges, on
 # localhost only, for nbdkit's curl plugin (python's own http.server
 # serves no ranges).

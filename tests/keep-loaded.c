@@ -1,4 +1,6 @@
-/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
 
 /* Preloaded into nbdkit by ./nbdkit under sanitizers and valgrind:
  * dlclose does nothing, so plugins and filters stay loaded when nbdkit

@@ -1,3 +1,6 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # Crash test of cow-file (tests/test-kept-crash.sh): rounds of random
 # writes, zeroes and flushes with many requests in flight, some with
 # FUA (durable on completion, with every write completed before), ended by

@@ -1,3 +1,6 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # Rewrites kept overlays (docs/overlay-format.md) for the tests, into
 # what a writer of another version, or a crash, would have left:
 #   kept-format.py header FILE FIELD=VALUE...

@@ -1,4 +1,7 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # Clients as an attacker and a careless user would send them, over the
 # file plugin's dir= with clones and overlays that end with their
 # clients:

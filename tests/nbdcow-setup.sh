@@ -1,3 +1,6 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # Sourced by the nbdcow tests of commit and export, after functions.sh:
 # a base of random data with a hole ($tmp/base, 128 blocks of 64K), a
 # kept overlay of it ($tmp/ov) holding writes, zeroes and trims of

@@ -1,4 +1,6 @@
-/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
 
 /* A preloaded shim for nbdcow (LD_PRELOAD=.../no-tmpfile.so nbdcow ...):
  * open(2) with O_TMPFILE fails with EOPNOTSUPP, as it does on a

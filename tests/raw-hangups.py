@@ -1,4 +1,7 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # Clients that pipeline requests and hang up at once, as no library
 # client would: each connection does the fixed newstyle handshake
 # (NBD_OPT_EXPORT_NAME of the default export), sends REQUESTS 4K reads

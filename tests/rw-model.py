@@ -1,3 +1,6 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # Random reads, writes, zeroes, trims and caches through the filter,
 # checked byte for byte against an in-memory model of the disk.
 #

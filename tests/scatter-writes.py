@@ -1,3 +1,6 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # Scattered guest-like writes through the export, applied also to
 # EXPECTED (a copy of the base) so that EXPECTED ends as the image the
 # clients should see.

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # A bad cow-block-size stops nbdkit at start, naming the parameter and
 # the value; every power of two from 4K to 2G starts, as with nbdkit's
 # own filter, and serves.

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # Non-boolean cow-on-cache / cow-on-read, and a relative cow-on-read
 # path, stop nbdkit at start with the parameter and value named.
 . "$abs_top_srcdir/tests/functions.sh"

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # cow-changes-separator and cow-control refused at start, each message
 # naming the parameter and its value: a separator that checkpoint names
 # may hold or that the clones use, a control socket's path that is a

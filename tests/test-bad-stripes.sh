@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # A bad cow-stripes stops nbdkit at start, naming the parameter and the
 # value; good ones from 1 to 64 start, and with a kept overlay
 # (cow-file=) they stripe its write locks, not the file: it stays one.

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # A $TMPDIR that does not exist, is not a directory or is not writable
 # stops nbdkit at start with TMPDIR and its value named.
 . "$abs_top_srcdir/tests/functions.sh"

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # cow-base-handles=1 over nbdkit's curl plugin, against a local HTTP
 # server with byte ranges: nbdcopy copies out with four connections
 # through one curl handle, which asks the server for the disk's size

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # Under cow-base-handles=2, clients connecting at once each get the
 # description of an export whose stack interns it (nbdkit's gzip filter
 # does).  nbdkit keeps what is interned in a context no connection owns

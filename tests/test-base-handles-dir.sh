@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # cow-base-handles=1 over the file plugin's dir=, whose exports are
 # files by name: no client can crash the server.  Before nbdkit 1.44 a
 # shared plugin handle is opened without an export name, on which

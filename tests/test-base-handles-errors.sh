@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # cow-base-handles=1: an error of the shared plugin handle reaches the
 # client whose request met it, and a later request calls the plugin
 # again.  nbdkit's error filter under the filter fails every read of

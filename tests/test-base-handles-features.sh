@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # cow-base-handles=1 with the rest of the filter: a kept overlay read
 # with cow-on-read over a stack with block-size limits (the shared
 # handle keeps them: every read the filter sends fits), its data there

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # Under cow-base-handles=1, first connections racing to open a new
 # export each open the plugin before its overlay exists; the handles of
 # those that lose the race are closed at once: once nbdkit has exited,

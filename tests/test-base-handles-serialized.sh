@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # cow-base-handles=1 over a plugin whose thread model serializes
 # requests: the filter never makes two calls at once into the shared
 # context, while four clients copy out through it at once, each over a

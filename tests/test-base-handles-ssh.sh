@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # cow-base-handles=1 over nbdkit's ssh plugin, against an sshd of the
 # test's own on localhost: nbdcopy copies out with four connections
 # over one SSH session (sshd accepts one login) where the filter

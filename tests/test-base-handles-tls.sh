@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # cow-base-handles=1 and TLS.  A shared plugin handle sees TLS only
 # under --tls=require; under --tls=on a client with TLS gets a handle
 # of its own (said once), so that a plugin serving by TLS status still

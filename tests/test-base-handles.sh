@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # cow-base-handles=N: each export's overlay reads its base through N
 # plugin contexts its clients share, opened once.  nbdkit's log filter
 # under the cow filter logs every open of the plugin: while nbdcopy

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # The plugin is opened read-only and receives no write, zero or trim;
 # the export is writable even over a read-only plugin.
 . "$abs_top_srcdir/tests/functions.sh"

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # The benchmark report names the guest's kind from the kernel log: the
 # boot line "Hypervisor detected:" for any hypervisor, and on a PVM
 # guest also the kvm_pvm module's later line, which outlives the boot

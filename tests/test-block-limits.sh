@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # Over a stack that limits its requests (nbdkit's blocksize-policy
 # filter with the error policy, which refuses any request outside its
 # limits), the filter advertises the stack's minimum and maximum, a

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # Clones and the changes view together: golden@vm1+ holds vm1's changes
 # only, not vm2's nor those of golden itself, and the diff made through
 # it over the golden image is vm1's disk; a view since a checkpoint of

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # The man page's recipe for a diff of what clients changed cannot exit
 # 0 with a wrong image: without cow-changes-separator=+ a name holding
 # '+' is refused, with a message that says which parameter is missing,

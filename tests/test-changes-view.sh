@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # The changes view (cow-changes-separator): over a base with holes,
 # after runs of writes, zeroes and trims, NAME+ reports exactly the
 # blocks the overlay holds as data, those zeroed or trimmed as zero and

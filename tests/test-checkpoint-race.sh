@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # Checkpoints made while four connections write at random: each write
 # lies wholly before or after each checkpoint, as the model of which
 # write completed when says (tests/checkpoint-race.py).

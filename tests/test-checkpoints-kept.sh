@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # A kept overlay's checkpoints live in its file (format version 4):
 # full copy at c1, writes W2, kill -9 and restart, the increment since
 # c1 holds W2 alone and equals the export; c2, writes W3, kill -9, the

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # Incremental copies through checkpoints (cow-control, nbdcow
 # checkpoint): a full copy at checkpoint c1, then writes W2; the view
 # since c1 converted with -B full.qcow2 is identical to the export and

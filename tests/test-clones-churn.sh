@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # Torture of overlays that end with their clients: clones connected,
 # written and left over and over with a short grace (0.1 s, 1 s under
 # valgrind or a sanitizer, which connect slower), so that

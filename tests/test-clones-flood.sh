@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # 10,000 clones used once each, one after another, with
 # cow-lifetime=clients and cow-max-exports=8, nbdkit at ulimit -n 1024:
 # every clone is served, starting as the golden image (the bound counts

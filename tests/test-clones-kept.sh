@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # Kept clones (cow-file=PATH, cow-lifetime=clients:GRACE): once a
 # clone's clients have left and its grace has passed, its file is
 # flushed, marked closed cleanly and closed (no descriptor left, no

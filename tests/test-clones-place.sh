@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # A clone is never refused while an overlay past its grace holds the
 # place it needs: under cow-lifetime=clients:0 cow-max-exports=2, 1000
 # clones one after another, each writing 4K and hanging up, are all

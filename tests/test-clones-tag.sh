@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # cow-clone-separator=@: a name NAME@TAG is a clone of the plugin's
 # export NAME (file dir= here), @TAG of the default export; every clone
 # has an overlay of its own, and a name without the separator is served

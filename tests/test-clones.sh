@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # Clones of one golden image that end with their clients
 # (cow-lifetime=clients:GRACE, cow-clone-separator=@): 100 clones
 # written at once each read back their own writes and the golden

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # Each control client is served on its own: 50 clients that send
 # nothing, one that sends a byte every 2 seconds and one that never
 # reads its answer delay another's nbdcow checkpoint by less than a

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # Guarantee 2: a completed write is never undone by a copy-up.  Over a
 # slow base (nbdkit's delay filter below ours) one connection starts a
 # cow-on-read read, a cow-on-cache cache, or the read half of a

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # cow-on-cache=true copies cached ranges into the overlay; without it a
 # cache request leaves the overlay alone.  Whether a range was copied
 # shows by changing the base behind nbdkit's back (probe_base).

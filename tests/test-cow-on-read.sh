@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # cow-on-read=false leaves reads alone, true copies read blocks into
 # the overlay, and /PATH does so only while PATH exists, switched while
 # nbdkit runs.  Whether a read was copied shows by changing the base

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # The default export is the default export by whatever name nbdkit
 # hands the filter (the plugin's .default_export): it takes the place
 # cow-max-exports keeps for it, its kept file is cow-file=PATH itself,

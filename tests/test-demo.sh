@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # The README's quick-start demo runs and says it worked.
 . "$abs_top_srcdir/tests/functions.sh"
 

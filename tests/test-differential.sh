@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # Drop-in to the letter: our filter and the distribution's, side by
 # side over nbdkit's own plugins and filters, the same random requests
 # as a well-behaved client splits them by what each server advertises

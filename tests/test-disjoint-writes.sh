@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # Guarantee 3: concurrent writes to disjoint bytes of one block all
 # survive.  Four connections over a slow base (delay filter) keep many
 # writes in flight: whole aligned blocks, single unaligned sectors

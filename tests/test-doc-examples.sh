@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # Every command example of README.md and the two man pages runs as
 # written, in order, each document in a fresh directory holding the
 # files they name as the reader's own: disk.img, golden.img (a copy)

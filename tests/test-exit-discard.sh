@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # SIGTERM ends nbdkit within 2 seconds after 100,000 small writes into
 # 4K blocks whose throw-away overlay lives on ext4 mounted with
 # discard, where freeing a file of many extents is slowest.

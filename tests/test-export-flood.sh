@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # A client cannot exhaust the server with export names.  Under
 # ulimit -n 1024, 5,000 new names each with a write, then 5,000
 # NBD_OPT_INFO of new names, which nbdkit answers by opening the

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # nbdinfo --map after writes, zeroes and trims: overlay data is data,
 # zeroed or trimmed whole blocks are holes reading as zero, a zero
 # without MAY_TRIM stays allocated, the rest is what the plugin says.

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # Fault injection under the torture client.  Base reads fail at 1%, 10%
 # and 50% (nbdkit's error filter below ours, with cow-on-read and
 # unaligned writes so that copy-ups and read-modify-writes hit them);

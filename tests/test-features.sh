@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # What the export advertises: writable, multi-conn, write zeroes with
 # fast zero (nbdkit 1.32's filter offers neither), trim, flush, FUA,
 # extents, cache, and block size hints from cow-block-size.  Also shows

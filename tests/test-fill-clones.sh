@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # cow-fill fills each clone's overlay as it fills the default export's
 # (cow-clone-separator=@): two clones of one image, each written by its
 # client, and the default export all reach complete; each then reads

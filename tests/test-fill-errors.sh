@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # The fill over a source that fails for a while (nbdkit's error filter,
 # failing reads while a file exists): with cow-fill-retries=3 it tries
 # again, says so in the log and the statistics, and completes once the

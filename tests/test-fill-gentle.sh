@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # Clients first: while a client is connected and reading the plugin, the
 # fill keeps a single read of 64 KiB in flight, whatever
 # cow-fill-requests, so that a client's read shares the source with that

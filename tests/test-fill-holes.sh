@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # The fill reads no range the plugin's extents call a hole, whatever
 # cow-block-size: over 16 MiB with 64K of data in each MiB (at another
 # place in each), and a short tail, blocks of 64K, 1M and 4M all read

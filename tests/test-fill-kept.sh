@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # A kept overlay's fill (cow-fill, cow-file) cut short by kill -9 goes
 # on where it stood after a restart: over three kills at random moments
 # the plugin (behind nbdkit's log filter) reads the base's data, and

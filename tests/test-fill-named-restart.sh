@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # After a restart the fill of a named export's kept overlay goes on
 # before any client connects, as the default export's does: nbdkit
 # starts the overlays a run before left in files beside cow-file's,

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # The fill copies a named export's own data into its overlay, not the
 # default export's, with a plugin whose exports differ by name: its
 # handle is opened by the export's first connection, which tells the

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # Without cow-fill-retries the fill tries a failing source again
 # without end, 1, 2, 4... seconds apart: past the 31 seconds that the
 # five tries of a limit of 5 take, it is still running (its error and

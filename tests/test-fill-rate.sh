@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # cow-fill-rate caps the bytes the fill reads from the plugin a second:
 # 8 MiB of data in a 256 MiB disk of holes at cow-fill-rate=4M take
 # about two seconds to fill, not the minute the whole disk would at

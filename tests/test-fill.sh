@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # cow-fill copies the base's data into the overlay in the background
 # while four clients write and read at random (tests/fill-clients.py,
 # every read checked against a model), over a base of data runs and

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # A full overlay filesystem gives the client ENOSPC (or EIO), nbdkit
 # keeps serving, earlier data stays intact and the failed blocks are
 # not marked allocated: they still read as the base, and a refused

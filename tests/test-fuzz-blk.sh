@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # The block-layer fuzzer (tests/fuzz-blk.c): replays the seed corpus,
 # then runs FUZZ_RUNS new inputs (default 3000).  Any mismatch with the
 # model, sanitizer report or crash fails.  make fuzz runs it for longer.

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # Hostile and careless clients: 64 connections at once that hang up
 # with requests in flight (the torture client, whose model also proves
 # no connection's data is corrupted by another's), raw connections that

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # Disk size costs neither memory nor start-up time: 1 PiB and 8 EiB
 # (2^63-1 bytes, the memory plugin's maximum) bases start at once and,
 # with the overlay on tmpfs, writes to the last block and the last byte

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # make install on a Debian system whose nbdkit has a cow filter: the
 # system's filter and man page move aside (nbdkit --filter=cow-distrib
 # still loads it), --filter=cow and man nbdkit-cow-filter reach ours, a

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # make install puts the filter, nbdcow and their man pages where they
 # belong: the filter by default in the directory nbdkit searches for
 # --filter=NAME.  Installed

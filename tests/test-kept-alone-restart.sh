@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # A kept overlay the fill completed stands alone after a restart, as it
 # did within the run that completed it: its file keeps the plugin's
 # facts, so no connection opens the plugin (nbdkit's log filter records

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # kill -9 at random moments, requests in flight and flushes now and
 # then: after every restart nothing flushed is lost and nothing never
 # written appears (tests/kept-crash.py has the model).

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # One name, one kept file, whatever the order of connections, endings
 # and restarts, when the plugin names its default export (here
 # "golden", by the exportname filter): a client of "golden" and a

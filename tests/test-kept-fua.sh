@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # A write, zero or trim with FUA to a kept overlay is durable once it
 # completes, as a flush after it would make it: after kill -9 the
 # restarted overlay reads it, in blocks new to the overlay and in

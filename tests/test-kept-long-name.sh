@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # cow-file=PATH promises PATH.NAME for every export name, hashed when
 # too long: a PATH whose file name leaves no room for those is refused
 # at start, naming the limit; the longest that fits serves named

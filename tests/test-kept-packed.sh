@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # A kept overlay packs its blocks (format version 3): the file holds
 # its header, states and one slot per block in the overlay, nothing
 # for the rest of the base.  A slot given up by a trim is not taken

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # With cow-file=PATH every export gets its own kept file beside PATH,
 # named so that no export name a client sends (slashes, dots, 4096
 # bytes, non-UTF-8) can put it anywhere else; each keeps its own data

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # Power loss at random moments, requests in flight and flushes now and
 # then: the overlay is replaced after each kill by what a disk may hold
 # (tests/power-log.c logs nbdkit's calls on it, tests/kept-crash.py

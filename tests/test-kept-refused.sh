@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # cow-file=PATH refuses, naming the file, what it cannot safely use: at
 # start a file that is not an overlay, a truncated or corrupted one, one
 # made for another block size, and one that another nbdkit has open;

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # cow-file=PATH keeps the overlay across restarts: writes, zeroes,
 # trims and cow-on-read copies all survive a clean stop (no flush from
 # the client) and, once flushed, a kill -9; the base is never written.

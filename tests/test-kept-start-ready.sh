@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # After a restart a kept overlay's export takes checkpoints and fills
 # before any client connects: its size is in its file.  A named
 # export's file takes checkpoints too.  A base of

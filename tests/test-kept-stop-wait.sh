@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # The README's way to stop a server and wait for it: once
 # "kill $(cat PIDFILE); tail --pid=$(cat PIDFILE) -f /dev/null" returns,
 # nbdkit has exited, so nbdcow finds its kept overlay closed and

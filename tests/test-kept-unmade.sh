@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # A kept overlay whose header never reached the disk: the filter lays a
 # new file out when the first client connects (cut to length, then its
 # header written and synced), so a power loss in between leaves a file

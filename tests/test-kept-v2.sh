@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # Overlays of format version 2 (block b at its own offset, as releases
 # before the packed format made them) keep working: nbdcow reads them,
 # the filter serves and writes them and they stay version 2, and what

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # A kept overlay whose last flush fails (its filesystem full as nbdkit
 # stops) makes nbdkit exit with status 1, naming the file; nbdcow then
 # says that the last flush failed, not that the writer crashed, and the

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # The locks are one list: every lock the sources declare (a mutex_t, a
 # counted lock, the stripes' write locks, a range lock) has a row in
 # docs/design.md's table of locks that names it and its owner's file,

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # The man pages are sound POD, without podchecker's warnings (an empty
 # section, a link to nowhere).
 . "$abs_top_srcdir/tests/functions.sh"

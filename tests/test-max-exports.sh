@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # cow-max-exports=N: at most N overlays, one of them kept for the
 # default export.  A new name past that is refused at the handshake
 # (ENOENT, as for an export that does not exist), logged once naming

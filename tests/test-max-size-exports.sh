@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # cow-max-size is the server's: it bounds the overlays of all exports
 # together, throw-away or kept.  The writer that crosses it gets ENOSPC
 # and changes nothing; every export keeps reading and overwriting what

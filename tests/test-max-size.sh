@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # cow-max-size=SIZE keeps the overlay's disk space at or below SIZE:
 # requests that need more fail with ENOSPC and change nothing, nbdkit
 # logs it once, the connection, other clients and the data written stay

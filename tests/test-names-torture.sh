@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # Torture by export names (tests/name-torture.py): four clients at once
 # open random names over the file plugin's dir= (its exports, clones
 # with plain and hostile tags, names it does not have), write and read

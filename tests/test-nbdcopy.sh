@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # nbdcopy --connections=4 through the filter reproduces, byte for byte,
 # the base with scattered writes applied.
 . "$abs_top_srcdir/tests/functions.sh"

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # nbdcow check tells a sound overlay (exit 0) from a damaged one (2)
 # and from a file it cannot use at all (3), saying what is wrong with
 # which file; --repair mends only what it can mend without guessing,

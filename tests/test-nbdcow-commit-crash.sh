@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # kill -9 of nbdcow commit --empty at random moments never leaves base
 # and overlay reading differently from before the commit (or after it:
 # the same disk), and running the commit again finishes it.

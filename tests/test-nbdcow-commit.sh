@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # nbdcow commit writes a kept overlay into a copy of its base, a file
 # or an NBD export (nbdkit, or qemu-nbd with multi-conn), so that the
 # copy reads as clients saw the disk; a target of another size or a

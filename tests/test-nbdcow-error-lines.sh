@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # nbdcow's worker threads failing together print their errors as whole
 # lines, each "nbdcow: ..." on its own: a commit over 4 connections to
 # a target whose every write fails.

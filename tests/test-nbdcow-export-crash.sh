@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # kill -9 of nbdcow export at random moments leaves the overlay as it
 # was and never a qcow2 file that reads otherwise than the live view.
 # Rounds of three kinds:

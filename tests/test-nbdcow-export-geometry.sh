@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # nbdcow export lays the qcow2 file out right for every geometry: the
 # smallest clusters (4K blocks, whose L2 tables each map 2M, so many
 # tables and more than one refcount block), blocks larger than qcow2's

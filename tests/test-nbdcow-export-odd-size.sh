@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # nbdcow export --since=CP --base=PREV takes as PREV a qcow2 image of
 # the disk's size rounded up to 512, as qemu-img and nbdcow export give
 # a disk of 1,000,000 bytes: the chain full, then increment, reads as

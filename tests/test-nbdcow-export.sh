@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # nbdcow export makes, with no nbdkit running, a qcow2 file over the
 # raw base that holds exactly the overlay: qemu-img check finds it
 # clean, qemu-img compare finds it identical to the live view (the

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # nbdcow info and map tell what a kept overlay holds, in text and JSON:
 # blocks by state, runs merged, whether it was closed cleanly and how
 # often it was recovered from a crash; they refuse a file nbdkit

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # nbdcow commit --progress draws a bar on a terminal (seen in tmux) that
 # moves and ends at 100%, and prints a line per 10%, each once, where
 # stderr is not a terminal.

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # The throw-away overlays take disk space as they are written, on the
 # default TMPDIR whatever its filesystem (ext4 stops files at 16 TiB):
 # an 8 EiB disk takes writes at 20 TiB and at its last block; twenty

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # Where a temporary file cannot grow (here `ulimit -f`, as a
 # filesystem's largest file would stop it), the write that needed more
 # fails with a clear error, its block stays as it was, and nbdkit keeps

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # The overlay lives in $TMPDIR, striped across cow-stripes files
 # (default 8), each mode 0600, already unlinked, close-on-exec, and
 # sparse: a write far into a big disk does not allocate what lies

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # Every pwrite into the overlay ends on a 128K boundary of the file
 # (storeio_write in filters/cow/storeio.c): large writes into fresh blocks
 # then make small page-cache folios, which a guest whose free memory

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # The throw-away overlays of all exports share one set of files, one
 # per stripe, however large their disks: here on ext2 with 1K blocks,
 # whose files stop at about 16 GiB, three exports of 10 GiB write and

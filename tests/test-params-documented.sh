@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # The parameters are one list wherever they are named: those the filter
 # parses (filters/cow/params.c), its --help, the man page's SYNOPSIS
 # and its items, and the README's table.  A parameter added, renamed or

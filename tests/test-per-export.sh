@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # Each export of a plugin gets its own overlay: writes through one
 # export never show in another, survive reconnecting to their own,
 # and are shared by concurrent connections to the same export.  Export

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # A failing plugin read (nbdkit's error filter below ours) returns the
 # error to the client and changes no block state: the read-modify-write
 # of an unaligned write, a cow-on-read copy-up and a cow-on-cache

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # qemu-img convert reads through the filter the same image the clients
 # wrote.
 . "$abs_top_srcdir/tests/functions.sh"

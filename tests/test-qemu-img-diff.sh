@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # The documented recipe for saving the changes: a qcow2 backed by the
 # NBD export, rebased onto the base file, is a diff that over the base
 # equals what the clients saw, and holds no more than the changes.  The

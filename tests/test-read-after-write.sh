@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # Guarantee 1: a read that starts after a write, zero or trim completed,
 # on any connection, sees it.
 . "$abs_top_srcdir/tests/functions.sh"

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # A read never fails because the overlay has no room: a copy into it
 # made on the way (cow-on-read, the fill's reads) that finds the space
 # cap's share of copies spent, or the overlay's filesystem full, is

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # A refusal is seen however nbdkit is started: in the foreground (-f),
 # in the background (a daemon) and under --run, a kept file that cannot
 # be used gives the message and a non-zero status, and no client

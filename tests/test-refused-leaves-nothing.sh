@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # A name refused after its overlay was made leaves nothing.  A kept
 # clone made over an 8M base, the server restarted over a 4M one with
 # cow-max-exports=2: the clone is refused on every try, said once per

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # A write covering part of a block over a hole of the base (the plugin's
 # extents say it reads as zeros) does not read the base: with every
 # plugin read failing (nbdkit's error filter below ours), partial writes

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # Random reads, writes, zeroes, trims and caches with aligned and
 # unaligned heads and tails, checked against a model, for block sizes
 # 4K to 4M over disks whose size is not a multiple of the block size.

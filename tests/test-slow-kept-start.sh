@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # An export whose kept file is slow to start (its first write, the
 # header, takes 4 s: tests/overlay-faults.c) holds up no other export:
 # under cow-fill, whose threads look at every overlay, a client of

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # cow-stats=FILE never replaces what it did not make: a FILE that is a
 # device, a directory or a link to one stops nbdkit at start, naming
 # the parameter; through a symbolic link to a regular file the report

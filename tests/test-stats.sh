@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # cow-stats=FILE: a known sequence of requests gives exact counts of
 # requests, blocks in each state, copy-ups and base reads, for each
 # export, each export's own disk space, and the server's files, space

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # The torture client (tests/torture.c) over a fast and a slow base
 # (nbdkit's delay filter below ours, 10 ms a read: at 1 ms the windows
 # in which a copy-up can race a write are too short for the client to

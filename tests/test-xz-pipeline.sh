@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # The README's pipeline over a read-only source: an xz-compressed image
 # made writable, modified in place by qemu-io, copied out by nbdcopy
 # over 4 connections; the output is the image with the change.

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
 # A zero allowed to trim that covers part of a block reading as zeros
 # without being in the overlay (over a hole of the base, or zeroed
 # before) leaves that block out of the overlay: it succeeds with the

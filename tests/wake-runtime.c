@@ -1,4 +1,6 @@
-/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
 
 /* Preloaded into nbdkit by ./nbdkit right after a sanitizer runtime,
  * and linked with -z initfirst so that its constructor runs before any

@@ -1,4 +1,6 @@
-/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
 
 /* The types the block layer's units and its stores share: the states
  * of a block, the base as the layer reads it, and the layer's locks.  Below every header of the layer, so that the units

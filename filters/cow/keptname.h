@@ -1,4 +1,6 @@
-/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
 
 /* The file of an export's kept overlay (cow-file=PATH): PATH for the
  * default export, PATH.NAME for export NAME, with every byte of NAME

@@ -1,5 +1,5 @@
-/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the
- * licence.
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
  */
 
 /* What every overlay of the server shares (server.h). */

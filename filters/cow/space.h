@@ -1,4 +1,6 @@
-/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
 
 /* The space cap (cow-max-size; docs/design.md, "The space cap"): the
  * disk space of every overlay of the server, counted together against

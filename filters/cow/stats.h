@@ -1,4 +1,6 @@
-/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
 
 /* The report of cow-stats=FILE, a JSON document (man page,
  * STATISTICS) of the records of statsrecords.h, rewritten whole every

@@ -1,4 +1,6 @@
-/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
 
 /* The kept store (store.h, cow-file=PATH): one file in the kept format
  * (kept/kept.h, docs/overlay-format.md), opened, started, flushed and

@@ -1,4 +1,6 @@
-/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
 
 /* The stripes of the disk and their write locks (docs/design.md, "The
  * write locks").  The disk is cut into chunks of STRIPE_CHUNK bytes,

@@ -1,4 +1,6 @@
-/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
 
 /* Unit test of clonename.h: NAME@TAG reads NAME, @TAG the default
  * export, the split is at the last separator, a name without one (or

@@ -1,4 +1,6 @@
-/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
 
 /* Unit test of nbdkitargs.h: --tls=require and --tls require, -U PATH
  * in its forms, read as nbdkit reads them, the last one winning;

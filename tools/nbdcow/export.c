@@ -1,4 +1,6 @@
-/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
 
 /* nbdcow export: the overlay as a qcow2 file over the raw base, laid
  * out by qcow2.c and its data written by the engine of commit; or,

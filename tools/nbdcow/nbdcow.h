@@ -1,4 +1,6 @@
-/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
 
 /* nbdcow: inspect, check, commit and export the kept overlays of the
  * cow filter (cow-file=PATH) with no nbdkit running; and make the

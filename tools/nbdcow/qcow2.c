@@ -1,4 +1,6 @@
-/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
 
 /* The qcow2 file of nbdcow export (qcow2.h), after qemu's description
  * of the format (docs/interop/qcow2.txt in qemu's tree).  Every field

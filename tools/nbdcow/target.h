@@ -1,4 +1,6 @@
-/* Copyright (C) 2026 the nbdkit-cow authors.  See README.md for the licence. */
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
 
 /* Where nbdcow commit writes: a file (or block device) opened
  * read-write, or an NBD export named by a URI (nbd://, nbd+unix://),
