@@ -3,7 +3,7 @@
 # Copyright (C) 2026 the nbdkit-cow authors.
 #
 # An export whose kept file is slow to start (its first write, the
-# header, takes 4 s: tests/overlay-faults.c) holds up no other export:
+# header, takes 8 s: tests/overlay-faults.c) holds up no other export:
 # under cow-fill, whose threads look at every overlay, a client of
 # another export connects and the statistics are rewritten meanwhile.
 . "$abs_top_srcdir/tests/functions.sh"
@@ -12,7 +12,7 @@ shim=$abs_top_builddir/tests/.libs/overlay-faults.so
 [ -f "$shim" ] || fail "no $shim"
 touch "$tmp/fault"
 NBDKIT_PRELOAD="$shim" COW_FAULT_FILE="$tmp/fault" COW_FAULT_RATE=100 \
-  COW_FAULT_DELAY_MS=4000 COW_FAULT_MATCH=/ov.slow \
+  COW_FAULT_DELAY_MS=8000 COW_FAULT_MATCH=/ov.slow \
   start_nbdkit "$tmp/sock" --filter=cow memory 64M cow-file="$tmp/ov" \
   cow-fill=true cow-stats="$tmp/stats.json"
 nbdinfo --size "nbd+unix:///slow?socket=$tmp/sock" > "$tmp/slow.out" &

@@ -151,6 +151,22 @@ start_from_file (struct overlay *o)
   return alone_from_file (o);
 }
 
+/* Whether test holds of the kept file of the overlay exportname
+ * reaches: 1 or 0, or -1 after nbdkit_error.
+ */
+static int
+kept_file_passes (const char *exportname, bool (*test) (const char *name))
+{
+  char *name = registry_overlay_name (exportname);
+  bool passes;
+
+  if (name == NULL)
+    return -1;
+  passes = test (name);
+  free (name);
+  return passes;
+}
+
 /* exports_connect to an export that has no overlay in this run but a
  * kept file a run before left whole: its overlay is started from the
  * file and stands alone, as the default export's does from the start
@@ -160,18 +176,13 @@ start_from_file (struct overlay *o)
 static int
 connect_from_file (struct export_conn *c, const char *exportname)
 {
-  char *name;
-  bool whole;
+  int whole;
 
   if (params.cow_file == NULL || registry_knows (exportname))
     return 0;
-  name = registry_overlay_name (exportname);
-  if (name == NULL)
-    return -1;
-  whole = server_kept_is_whole (name);
-  free (name);
-  if (!whole)
-    return 0;
+  whole = kept_file_passes (exportname, server_kept_is_whole);
+  if (whole <= 0)
+    return whole;
   c->overlay = registry_open (exportname);
   if (c->overlay == NULL)
     return -1;
@@ -191,18 +202,9 @@ struct overlay *
 exports_pin_or_start (const char *exportname)
 {
   struct overlay *o = registry_pin (exportname);
-  char *name;
-  bool exists;
 
-  if (o)
+  if (o || kept_file_passes (exportname, server_kept_exists) != 1)
     return o;
-  name = registry_overlay_name (exportname);
-  if (name == NULL)
-    return NULL;
-  exists = server_kept_exists (name);
-  free (name);
-  if (!exists)
-    return NULL;
   o = registry_pin_or_make (exportname);
   if (o && start_from_file (o) == -1) {
     registry_unpin (o);

@@ -72,7 +72,8 @@ struct entry {
   uint64_t idle_until;
   bool ending;
   struct entry *next;           /* the list, newest first */
-  struct entry *next_ending;    /* end_due's own list */
+  struct entry *next_ending;    /* a list of entries to end, made under
+                                   the lock (end_listed) */
 };
 
 static struct entry *entries GUARDED_BY (overlays_lock);
@@ -298,6 +299,18 @@ end_entry (struct entry *e) EXCLUDES (overlays_lock)
   nbdkit_debug ("cow: export \"%s\": its overlay %s", e->overlay.exportname,
                 params.cow_file ? "closed" : "discarded");
   entry_free (e);
+}
+
+/* Ends every entry of the list through next_ending from e on. */
+static void
+end_listed (struct entry *e) EXCLUDES (overlays_lock)
+{
+  struct entry *next;
+
+  for (; e; e = next) {
+    next = e->next_ending;
+    end_entry (e);
+  }
 }
 
 /* Lets go of the lock, then ends e if ends says so. */
@@ -736,10 +749,7 @@ registry_unpin_all (struct registry_view *view)
     }
   }
   held_unlock (&overlays_lock);
-  while ((e = ending) != NULL) {
-    ending = e->next_ending;
-    end_entry (e);
-  }
+  end_listed (ending);
   free (view->overlays);
   free (view->connections);
   view->overlays = NULL;
@@ -768,11 +778,7 @@ end_due (uint64_t now, void *opaque)
       next = e->idle_until;
   }
   held_unlock (&overlays_lock);
-
-  while ((e = due) != NULL) {
-    due = e->next_ending;
-    end_entry (e);
-  }
+  end_listed (due);
   return next;
 }
 
