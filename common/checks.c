@@ -11,16 +11,113 @@
 #ifdef COW_CHECKS
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-/* A thread's locks, behind a pthread key (as common/scratch.c says,
- * _Thread_local in a dlopen'd filter hides from ThreadSanitizer).
+/* A thread's locks and their ranks, behind a pthread key (as
+ * common/scratch.c says, _Thread_local in a dlopen'd filter hides from
+ * ThreadSanitizer).
  */
 struct held {
   unsigned n;
   const void *locks[CHECKS_MAX_HELD];
+  unsigned ranks[CHECKS_MAX_HELD];
 };
+
+/* The ranks given, by the lock's address: an open-addressed table
+ * whose entries are changed under ranks_lock and read without it
+ * (atomic: an entry's rank is stored before its key).  A key let go of
+ * becomes GONE, which a later rank may take again.  ranks_lock is no
+ * lock of the program's: it is never noted as held.
+ */
+#define RANKS_BITS 18
+#define RANKS_SIZE (1u << RANKS_BITS)
+#define GONE ((const void *) 1)
+
+static const void *rank_keys[RANKS_SIZE];
+static unsigned rank_values[RANKS_SIZE];
+static pthread_mutex_t ranks_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint32_t
+rank_slot (const void *lock)
+{
+  return (uint64_t) (uintptr_t) lock * UINT64_C (0x9e3779b97f4a7c15)
+         >> (64 - RANKS_BITS);
+}
+
+/* The index of lock's entry, or -1 if it has none. */
+static int64_t
+find_entry (const void *lock)
+{
+  uint32_t i = rank_slot (lock), tries;
+
+  for (tries = 0; tries < RANKS_SIZE; ++tries, i = (i + 1) % RANKS_SIZE) {
+    const void *key = __atomic_load_n (&rank_keys[i], __ATOMIC_ACQUIRE);
+
+    if (key == lock)
+      return i;
+    if (key == NULL)
+      return -1;
+  }
+  return -1;
+}
+
+void
+held_rank (const void *lock, unsigned rank)
+{
+  uint32_t i = rank_slot (lock), tries;
+  int64_t at = -1;
+
+  pthread_mutex_lock (&ranks_lock);
+  at = find_entry (lock);
+  for (tries = 0; at == -1 && tries < RANKS_SIZE;
+       ++tries, i = (i + 1) % RANKS_SIZE) {
+    const void *key = __atomic_load_n (&rank_keys[i], __ATOMIC_RELAXED);
+
+    if (key == NULL || key == GONE)
+      at = i;
+  }
+  if (at == -1)
+    check_failed ("room for the rank of every lock", __FILE__, __LINE__);
+  __atomic_store_n (&rank_values[at], rank, __ATOMIC_RELAXED);
+  __atomic_store_n (&rank_keys[at], lock, __ATOMIC_RELEASE);
+  pthread_mutex_unlock (&ranks_lock);
+}
+
+void
+held_unrank (const void *lock)
+{
+  int64_t at;
+
+  pthread_mutex_lock (&ranks_lock);
+  at = find_entry (lock);
+  if (at >= 0)
+    __atomic_store_n (&rank_keys[at], GONE, __ATOMIC_RELEASE);
+  pthread_mutex_unlock (&ranks_lock);
+}
+
+static unsigned
+rank_of (const void *lock)
+{
+  int64_t at = find_entry (lock);
+
+  return at >= 0 ? __atomic_load_n (&rank_values[at], __ATOMIC_RELAXED)
+                 : CHECKS_RANK_LEAF;
+}
+
+/* Whether a lock of rank rank may be taken holding held of rank
+ * held_rank.
+ */
+static bool
+ranked_after (const void *held, unsigned held_rank, const void *lock,
+              unsigned rank)
+{
+  if ((held_rank & CHECKS_RANK_LEAF) != (rank & CHECKS_RANK_LEAF))
+    return (held_rank & CHECKS_RANK_LEAF) < (rank & CHECKS_RANK_LEAF);
+  return (rank & CHECKS_RANK_SEVERAL) && held_rank == rank &&
+         (uintptr_t) held < (uintptr_t) lock;
+}
 
 static pthread_key_t held_key;
 static pthread_once_t held_key_once = PTHREAD_ONCE_INIT;
@@ -57,9 +154,18 @@ void
 held_add (const void *lock)
 {
   struct held *h = my_held ();
+  unsigned rank = rank_of (lock), i;
 
+  for (i = 0; i < h->n; ++i)
+    if (!ranked_after (h->locks[i], h->ranks[i], lock, rank)) {
+      fprintf (stderr, "nbdkit-cow: lock %p of rank %#x taken holding lock "
+               "%p of rank %#x, against the lock order (docs/design.md)\n",
+               lock, rank, h->locks[i], h->ranks[i]);
+      abort ();
+    }
   CHECK (h->n < CHECKS_MAX_HELD);
-  h->locks[h->n++] = lock;
+  h->locks[h->n] = lock;
+  h->ranks[h->n++] = rank;
 }
 
 void
@@ -70,7 +176,9 @@ held_remove (const void *lock)
 
   for (i = h->n; i-- > 0; )
     if (h->locks[i] == lock) {
-      h->locks[i] = h->locks[--h->n];
+      --h->n;
+      h->locks[i] = h->locks[h->n];
+      h->ranks[i] = h->ranks[h->n];
       return;
     }
   check_failed ("a lock let go of is held", __FILE__, __LINE__);

@@ -28,9 +28,10 @@ lockwaits_wait (struct lockwaits *w, unsigned kind, mutex_t *mutex)
 }
 
 void
-countedlock_init (struct countedlock *l, struct lockwaits *w, unsigned kind)
+countedlock_init (struct countedlock *l, struct lockwaits *w, unsigned kind,
+                  unsigned rank)
 {
-  pthread_mutex_init (&l->mutex, NULL);
+  held_init (&l->mutex, rank);
   l->waits = w;
   l->kind = kind;
 }
@@ -38,7 +39,7 @@ countedlock_init (struct countedlock *l, struct lockwaits *w, unsigned kind)
 void
 countedlock_destroy (struct countedlock *l)
 {
-  pthread_mutex_destroy (&l->mutex);
+  held_destroy (&l->mutex);
 }
 
 void

@@ -87,8 +87,9 @@ struct CAPABILITY ("mutex") countedlock {
   unsigned kind;
 };
 
+/* l, of kind kind and rank rank (checks.h). */
 extern void countedlock_init (struct countedlock *l, struct lockwaits *w,
-                              unsigned kind);
+                              unsigned kind, unsigned rank);
 extern void countedlock_destroy (struct countedlock *l);
 
 /* The analysis sees l, not its mutex. */

@@ -13,16 +13,27 @@
 #include "monotonic.h"
 #include "rangelock.h"
 
+/* What checks.h knows a thread holding a range of locks by: not the
+ * address of locks, which is its list's mutex's.
+ */
+static const void *
+held_key (const struct rangelock *locks)
+{
+  return &locks->head;
+}
+
 void
-rangelock_init (struct rangelock *locks)
+rangelock_init (struct rangelock *locks, unsigned rank)
 {
   pthread_mutex_init (&locks->lock, NULL);
+  held_rank (held_key (locks), rank);
   locks->head = locks->tail = NULL;
 }
 
 void
 rangelock_destroy (struct rangelock *locks)
 {
+  held_unrank (held_key (locks));
   pthread_mutex_destroy (&locks->lock);
 }
 
@@ -97,6 +108,7 @@ rangelock_lock (struct rangelock *locks, struct rangelock_range *range,
   range->owner = pthread_self ();
 #endif
   held_unlock (&locks->lock);
+  held_add (held_key (locks));
   return waited;
 }
 
@@ -106,6 +118,7 @@ rangelock_unlock (struct rangelock *locks, struct rangelock_range *range)
 {
   struct rangelock_range *r;
 
+  held_remove (held_key (locks));
   held_lock (&locks->lock);
   for (r = range->next; r; r = r->next)
     if (overlap (r, range) && --r->blockers == 0)

@@ -64,7 +64,8 @@ struct CAPABILITY ("range lock") rangelock {
   struct rangelock_range *head, *tail;   /* in arrival order */
 };
 
-extern void rangelock_init (struct rangelock *locks);
+/* The ranges are of rank rank (checks.h). */
+extern void rangelock_init (struct rangelock *locks, unsigned rank);
 extern void rangelock_destroy (struct rangelock *locks);
 
 /* Locks blocks [first, first+n), n >= 1, waiting for overlapping

@@ -231,7 +231,7 @@ check_overlaps_wait_in_order (void)
 int
 main (void)
 {
-  rangelock_init (&locks);
+  rangelock_init (&locks, 1);
   check_disjoint_do_not_wait ();
   check_overlaps_wait_in_order ();
   check_exclusion ();

@@ -7,6 +7,7 @@
 #include <config.h>
 
 #include "basemap.h"
+#include "lockranks.h"
 
 enum base_known {
   BASE_UNKNOWN = 0,             /* not asked yet, or no answer */
@@ -19,7 +20,8 @@ basemap_init (struct basemap *map, const struct blockgeom *geom,
               struct lockwaits *waits)
 {
   map->geom = geom;
-  countedlock_init (&map->base_map_lock, waits, BLK_LOCK_BASE_MAP);
+  countedlock_init (&map->base_map_lock, waits, BLK_LOCK_BASE_MAP,
+                    LOCK_RANK_BASE_MAP);
   map->known = (struct statemap) STATEMAP_INIT;
 }
 

@@ -12,6 +12,7 @@
 
 #include "basepool.h"
 #include "checks.h"
+#include "lockranks.h"
 
 struct base_slot {
   nbdkit_next *next;            /* NULL until opened */
@@ -46,6 +47,7 @@ void
 basepool_set_thread_model (int thread_model)
 {
   parallel_calls = thread_model >= NBDKIT_THREAD_MODEL_PARALLEL;
+  held_rank (&interns_lock, LOCK_RANK_INTERNS);
 }
 
 struct base_pool *
@@ -56,10 +58,10 @@ basepool_new (unsigned n)
 
   if (pool == NULL)
     return NULL;
-  pthread_mutex_init (&pool->open_lock, NULL);
+  held_init (&pool->open_lock, LOCK_RANK_OPEN);
   pool->n = n;
   for (i = 0; i < n; ++i)
-    pthread_mutex_init (&pool->slots[i].call_lock, NULL);
+    held_init (&pool->slots[i].call_lock, LOCK_RANK_CALL);
   return pool;
 }
 
@@ -232,8 +234,8 @@ basepool_free (struct base_pool *pool)
 
     if (slot->next)
       basepool_close (slot->next);
-    pthread_mutex_destroy (&slot->call_lock);
+    held_destroy (&slot->call_lock);
   }
-  pthread_mutex_destroy (&pool->open_lock);
+  held_destroy (&pool->open_lock);
   free (pool);
 }

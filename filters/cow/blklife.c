@@ -18,6 +18,7 @@
 
 #include "blk.h"
 #include "blkpriv.h"
+#include "lockranks.h"
 
 /* A struct blk with no store and no size yet, its disk cut into
  * stripes stripes.
@@ -43,9 +44,10 @@ blk_alloc (uint32_t block_size, unsigned stripes, struct space *space)
     return NULL;
   }
   basemap_init (&blk->base_map, &blk->map.geom, &blk->waits);
-  rangelock_init (&blk->rmw_locks);
-  pthread_mutex_init (&blk->start_lock, NULL);
-  countedlock_init (&blk->flush_lock, &blk->waits, BLK_LOCK_FLUSH);
+  rangelock_init (&blk->rmw_locks, LOCK_RANK_RMW);
+  held_init (&blk->start_lock, LOCK_RANK_START);
+  countedlock_init (&blk->flush_lock, &blk->waits, BLK_LOCK_FLUSH,
+                    LOCK_RANK_FLUSH);
   changes_init (&blk->changes);
   blk->space = space;
   return blk;
@@ -137,7 +139,7 @@ blk_free (struct blk *blk)
   basemap_free (&blk->base_map);
   changes_free (&blk->changes);
   countedlock_destroy (&blk->flush_lock);
-  pthread_mutex_destroy (&blk->start_lock);
+  held_destroy (&blk->start_lock);
   rangelock_destroy (&blk->rmw_locks);
   stripes_free (&blk->stripes);
   lockwaits_free (&blk->waits);

@@ -7,6 +7,7 @@
 #include <config.h>
 
 #include "blkmap.h"
+#include "lockranks.h"
 
 /* Runs of states looked at per hold of state_lock by blkmap_count. */
 #define COUNT_RUNS_PER_LOCK 1024
@@ -15,7 +16,8 @@ void
 blkmap_init (struct blkmap *map, uint32_t block_size, struct lockwaits *waits)
 {
   map->geom = blockgeom_make (block_size, 0);
-  countedlock_init (&map->state_lock, waits, BLK_LOCK_STATE);
+  countedlock_init (&map->state_lock, waits, BLK_LOCK_STATE,
+                    LOCK_RANK_STATE);
   map->states = (struct statemap) STATEMAP_INIT;
 }
 

@@ -13,19 +13,20 @@
 
 #include "changes.h"
 #include "checks.h"
+#include "lockranks.h"
 
 void
 changes_init (struct changes *ch)
 {
   memset (ch, 0, sizeof *ch);
-  pthread_mutex_init (&ch->lock, NULL);
+  held_init (&ch->lock, LOCK_RANK_CHANGES);
 }
 
 void
 changes_free (struct changes *ch)
 {
   slotmap_free (&ch->marks);
-  pthread_mutex_destroy (&ch->lock);
+  held_destroy (&ch->lock);
 }
 
 int

@@ -21,6 +21,7 @@
 #include "bgthread.h"
 #include "checks.h"
 #include "defaultname.h"
+#include "lockranks.h"
 #include "monotonic.h"
 #include "params.h"
 #include "registry.h"
@@ -403,6 +404,7 @@ get (const char *name) REQUIRES (overlays_lock)
 int
 registry_init (const char *cow_file)
 {
+  held_rank (&overlays_lock, LOCK_RANK_OVERLAYS);
   return defaultname_load (cow_file);
 }
 

@@ -52,6 +52,7 @@
 #include "divround.h"
 #include "fullio.h"
 #include "kept.h"
+#include "lockranks.h"
 #include "punch.h"
 #include "store.h"
 #include "storeio.h"
@@ -934,9 +935,9 @@ free_kept (struct store_kept *k)
   statemap_free (&k->states);
   statemap_free (&k->dirty_pages);
   free (k->dirty_marks);
-  pthread_mutex_destroy (&k->page_lock);
-  pthread_mutex_destroy (&k->slot_lock);
-  pthread_mutex_destroy (&k->stale_lock);
+  held_destroy (&k->page_lock);
+  held_destroy (&k->slot_lock);
+  held_destroy (&k->stale_lock);
   free (k->name);
   free (k);
 }
@@ -1055,9 +1056,9 @@ store_kept_open (const char *path, const char *name, uint32_t block_size,
   k->states = (struct statemap) STATEMAP_INIT;
   k->dirty_pages = (struct statemap) STATEMAP_INIT;
   k->kept.fd = -1;
-  pthread_mutex_init (&k->page_lock, NULL);
-  pthread_mutex_init (&k->slot_lock, NULL);
-  pthread_mutex_init (&k->stale_lock, NULL);
+  held_init (&k->page_lock, LOCK_RANK_PAGE);
+  held_init (&k->slot_lock, LOCK_RANK_SLOT);
+  held_init (&k->stale_lock, LOCK_RANK_STALE);
   if (kept_open (&k->kept, path, KEPT_CREATE) == -1) {
     report (k);
     free_kept (k);

@@ -25,6 +25,7 @@
 #include "checks.h"
 #include "divround.h"
 #include "fullio.h"
+#include "lockranks.h"
 #include "punch.h"
 #include "slotmap.h"
 #include "store.h"
@@ -295,7 +296,7 @@ temp_close (struct store *st)
     temp_files_cut (t->files);
     slotmap_free (&t->slots);
   }
-  pthread_mutex_destroy (&t->slot_lock);
+  held_destroy (&t->slot_lock);
   free (t);
   return 0;
 }
@@ -325,6 +326,6 @@ store_temp_new (struct temp_files *files, const struct stripes *stripes)
   t->store.stripes = stripes;
   t->files = files;
   t->shift = files->chunk_shift;
-  pthread_mutex_init (&t->slot_lock, NULL);
+  held_init (&t->slot_lock, LOCK_RANK_SLOT);
   return &t->store;
 }

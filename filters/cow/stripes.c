@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "checks.h"
+#include "lockranks.h"
 #include "stripes.h"
 #include "timedlock.h"
 
@@ -25,7 +26,7 @@ stripes_init (struct stripes *s, unsigned nr, unsigned block_shift)
   if (s->locks == NULL)
     return -1;
   for (i = 0; i < nr; ++i)
-    pthread_mutex_init (&s->locks[i], NULL);
+    held_init (&s->locks[i], LOCK_RANK_STRIPES);
   s->nr = nr;
   s->chunk_shift = nr > 1 ? stripes_chunk_shift (block_shift)
                           : ONE_CHUNK_SHIFT;
@@ -38,7 +39,7 @@ stripes_free (struct stripes *s)
   unsigned i;
 
   for (i = 0; i < s->nr; ++i)
-    pthread_mutex_destroy (&s->locks[i]);
+    held_destroy (&s->locks[i]);
   free (s->locks);
   s->locks = NULL;
   s->nr = 0;

@@ -17,6 +17,7 @@
 
 #include "checks.h"
 #include "diskbytes.h"
+#include "lockranks.h"
 #include "punch.h"
 #include "tempfiles.h"
 
@@ -72,7 +73,7 @@ temp_files_new (const char *tmpdir, unsigned nr, unsigned chunk_shift)
     free (files);
     return NULL;
   }
-  pthread_mutex_init (&files->slots_lock, NULL);
+  held_init (&files->slots_lock, LOCK_RANK_SLOTS);
   files->chunk_shift = chunk_shift;
   for (; files->nr < nr; ++files->nr) {
     struct temp_file *f = &files->files[files->nr];
@@ -101,7 +102,7 @@ temp_files_free (struct temp_files *files)
     close (files->files[i].fd);
     slotalloc_free (&files->files[i].slots);
   }
-  pthread_mutex_destroy (&files->slots_lock);
+  held_destroy (&files->slots_lock);
   free (files->files);
   free (files->tmpdir);
   free (files);
