@@ -1,0 +1,111 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
+# What a file may hold after a power loss, from the log
+# tests/power-log.c keeps of the calls a process made on it: the calls
+# a successful sync covered (those returned before it started) are on
+# disk; of the later ones, each 4K page holds the effect of a random
+# number of them, in order, as page writeback may have left it.  Sizes
+# change at once.  The filter sets a file's size at open and at a
+# clean stop, and extends a packed file ahead of its slots as it runs;
+# the entries that name a slot reach the disk only after the data sync
+# that covers the size, so a length lost with the power would leave no
+# entry pointing past the end.  Used by tests/kept-crash.py, checked
+# by tests/test-power-model.sh.
+
+import struct
+
+# The records of tests/power-log.c.
+RECORD = struct.Struct('=IIQQQ')
+PWRITE, FALLOCATE, FTRUNCATE, RETURNED, SYNC_START, SYNC_DONE = range(1, 7)
+FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, FALLOC_FL_ZERO_RANGE = 1, 2, 16
+PAGE = 4096
+
+
+class Call:
+    def __init__(self, kind, mode, seq, offset, length, data):
+        self.kind, self.mode, self.seq = kind, mode, seq
+        self.offset, self.length, self.data = offset, length, data
+        self.returned = None            # index of its RETURNED record
+
+    def pages(self):
+        return range(self.offset // PAGE,
+                     (self.offset + self.length + PAGE - 1) // PAGE)
+
+    def apply(self, img, lo=0, hi=None):
+        """Its effect on img within the bytes [lo, hi)."""
+        lo = max(lo, self.offset)
+        hi = self.offset + self.length if hi is None else \
+            min(hi, self.offset + self.length)
+        if self.kind == FTRUNCATE:
+            del img[self.length:]
+            img.extend(bytes(self.length - len(img)))
+            return
+        if self.kind == FALLOCATE and self.mode & FALLOC_FL_KEEP_SIZE:
+            hi = min(hi, len(img))
+        if hi <= lo:
+            return
+        if len(img) < hi:
+            img.extend(bytes(hi - len(img)))
+        if self.kind == PWRITE:
+            img[lo:hi] = self.data[lo - self.offset:hi - self.offset]
+        elif self.mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE):
+            img[lo:hi] = bytes(hi - lo)
+
+
+def read_log(path):
+    """The calls logged, in the order they started, and the index of
+    the SYNC_START record of the latest-started sync that succeeded (-1
+    if none).  Syncs overlap (a header's beside a flush's): one that
+    began earlier but ended later makes no less durable than the other.
+    A record cut short by the kill is dropped.
+    """
+    with open(path, 'rb') as f:
+        log = f.read()
+    calls, sync_at, synced, at, index = {}, {}, -1, 0, 0
+    while at + RECORD.size <= len(log):
+        kind, mode, seq, offset, length = RECORD.unpack_from(log, at)
+        at += RECORD.size
+        data = None
+        if kind == PWRITE:
+            if at + length > len(log):
+                break
+            data, at = log[at:at + length], at + length
+        if kind in (PWRITE, FALLOCATE, FTRUNCATE):
+            calls[seq] = Call(kind, mode, seq, offset, length, data)
+        elif kind == RETURNED:
+            calls[seq].returned = index
+        elif kind == SYNC_START:
+            sync_at[seq] = index
+        elif kind == SYNC_DONE:
+            synced = max(synced, sync_at[seq])
+        index += 1
+    return [calls[s] for s in sorted(calls)], synced
+
+
+def lose_power(img, calls, synced, rng):
+    """img, the file as the log began, made what the file may hold
+    after a power loss at the log's end: calls and synced as read_log
+    gives them, rng a random.Random choosing what of the unsynced calls
+    reached the disk."""
+    later = []
+    last_synced = {}                    # page: seq of its last synced call
+    for c in calls:
+        if c.kind == FTRUNCATE:
+            c.apply(img)
+        elif c.returned is not None and c.returned < synced:
+            c.apply(img)
+            for page in c.pages():
+                last_synced[page] = c.seq
+        else:
+            later.append(c)
+    pending = {}
+    for c in later:
+        for page in c.pages():
+            if c.seq > last_synced.get(page, -1):
+                pending.setdefault(page, []).append(c)
+    for page, page_calls in pending.items():
+        # None, all or some: the extremes are the telling cases.
+        n = rng.choice((0, len(page_calls), rng.randint(0, len(page_calls))))
+        for c in page_calls[:n]:
+            c.apply(img, page * PAGE, (page + 1) * PAGE)
