@@ -359,7 +359,7 @@ class Bench:
 
     def pipeline(self, results):
         """Source -> guest-like writes through the overlay -> copy out."""
-        size = "1G" if self.args.quick else "4G"
+        size = "256M" if self.args.quick else "4G"
         sparse = ["sparse-random", size, "seed=42"]
         image = os.path.join(self.work, "source", "disk.img")
         os.makedirs(os.path.dirname(image), exist_ok=True)
@@ -451,13 +451,15 @@ class Bench:
         return row
 
     def zeroes(self, results):
-        """Copies a 1 GiB image of data, and one that is all zeros but
-        for its first 4 MiB, into the export over a non-zero base."""
+        """Copies a 1 GiB image of data (256 MiB in a quick run), and one
+        as large that is all zeros but for its first 4 MiB, into the
+        export over a non-zero base."""
         data = os.path.join(self.work, "data.img")
         empty = os.path.join(self.work, "empty.img")
+        mib = 256 if self.args.quick else 1024
         self.run(["dd", "if=/dev/urandom", "of=" + data, "bs=1M",
-                  "count=1024", "status=none"])
-        self.run(["truncate", "-s", "1G", empty])
+                  "count=%d" % mib, "status=none"])
+        self.run(["truncate", "-s", "%dM" % mib, empty])
         self.run(["dd", "if=" + data, "of=" + empty, "bs=1M", "count=4",
                   "conv=notrunc", "status=none"])
         rounds = 1 if self.args.quick else 3
