@@ -35,7 +35,6 @@
 struct store_temp {
   struct store store;
   struct temp_files *files;
-  unsigned shift;               /* log2 of a chunk's bytes: a slot's */
   bool started;
   /* The slot of each chunk in its stripe's file, plus 1 (0: none yet),
    * set once, when the chunk is first written, under the chunk's write
@@ -54,14 +53,21 @@ temp_of (struct store *st)
   return (struct store_temp *) st;
 }
 
+/* log2 of a chunk's bytes, the stripes' (stripes.h): a slot's. */
+static unsigned
+chunk_shift (const struct store_temp *t)
+{
+  return t->store.stripes->chunk_shift;
+}
+
 static int
 temp_start (struct store *st, uint64_t size, uint64_t *overhead)
 {
   struct store_temp *t = temp_of (st);
+  uint64_t chunk_bytes = UINT64_C (1) << chunk_shift (t);
 
   *overhead = 0;
-  if (slotmap_init (&t->slots, div_round_up (size, UINT64_C (1) << t->shift))
-      == -1) {
+  if (slotmap_init (&t->slots, div_round_up (size, chunk_bytes)) == -1) {
     nbdkit_error ("cow: the map of the overlay's chunks: %m");
     return -1;
   }
@@ -73,7 +79,8 @@ temp_start (struct store *st, uint64_t size, uint64_t *overhead)
 static inline uint64_t
 piece_length (const struct store_temp *t, uint64_t at, uint64_t end)
 {
-  uint64_t next = ((at >> t->shift) + 1) << t->shift;
+  unsigned shift = chunk_shift (t);
+  uint64_t next = ((at >> shift) + 1) << shift;
 
   return (next < end ? next : end) - at;
 }
@@ -97,7 +104,9 @@ fd_of (const struct store_temp *t, uint64_t chunk)
 static inline uint64_t
 file_offset (const struct store_temp *t, uint64_t slot, uint64_t at)
 {
-  return ((slot - 1) << t->shift) + (at & ((UINT64_C (1) << t->shift) - 1));
+  unsigned shift = chunk_shift (t);
+
+  return ((slot - 1) << shift) + (at & ((UINT64_C (1) << shift) - 1));
 }
 
 static int
@@ -109,7 +118,7 @@ temp_read (struct store *st, void *buf, uint64_t count, uint64_t offset,
   char *p = buf;
 
   for (at = offset; at < end; at += length, p += length) {
-    uint64_t chunk = at >> t->shift;
+    uint64_t chunk = at >> chunk_shift (t);
     uint64_t slot = slotmap_get (&t->slots, chunk);
 
     length = piece_length (t, at, end);
@@ -189,7 +198,7 @@ temp_write (struct store *st, const void *buf, uint64_t count,
 
   CHECK (stripes_held (st->stripes, offset, count));
   for (at = offset; at < end; at += length) {
-    uint64_t chunk = at >> t->shift;
+    uint64_t chunk = at >> chunk_shift (t);
     uint64_t slot = slotmap_get (&t->slots, chunk);
 
     length = piece_length (t, at, end);
@@ -197,7 +206,7 @@ temp_write (struct store *st, const void *buf, uint64_t count,
       *err = errno;
       nbdkit_error ("cow: the overlay files in TMPDIR=%s cannot take %"
                     PRIu64 " more bytes: %m", t->files->tmpdir,
-                    UINT64_C (1) << t->shift);
+                    UINT64_C (1) << chunk_shift (t));
       return -1;
     }
     if (storeio_write (fd_of (t, chunk), p, length,
@@ -241,7 +250,7 @@ temp_punch (struct store *st, uint64_t count, uint64_t offset)
 
   CHECK (stripes_held (st->stripes, offset, count));
   for (at = offset; at < end; at += length) {
-    uint64_t chunk = at >> t->shift;
+    uint64_t chunk = at >> chunk_shift (t);
     uint64_t slot = slotmap_get (&t->slots, chunk);
     unsigned file = stripe_of (t, chunk);
 
@@ -317,7 +326,7 @@ store_temp_new (struct temp_files *files, const struct stripes *stripes)
   struct store_temp *t = calloc (1, sizeof *t);
 
   CHECK (stripes->nr == files->nr);
-  CHECK (stripes->nr == 1 || stripes->chunk_shift == files->chunk_shift);
+  CHECK (stripes->chunk_shift == files->chunk_shift);
   if (t == NULL) {
     nbdkit_error ("cow: calloc: %m");
     return NULL;
@@ -325,7 +334,6 @@ store_temp_new (struct temp_files *files, const struct stripes *stripes)
   t->store.ops = &temp_ops;
   t->store.stripes = stripes;
   t->files = files;
-  t->shift = files->chunk_shift;
   held_init (&t->slot_lock, LOCK_RANK_SLOT);
   return &t->store;
 }

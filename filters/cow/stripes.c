@@ -14,9 +14,6 @@
 #include "stripes.h"
 #include "timedlock.h"
 
-/* With one stripe every offset is in chunk 0. */
-#define ONE_CHUNK_SHIFT 63
-
 int
 stripes_init (struct stripes *s, unsigned nr, unsigned block_shift)
 {
@@ -28,8 +25,7 @@ stripes_init (struct stripes *s, unsigned nr, unsigned block_shift)
   for (i = 0; i < nr; ++i)
     held_init (&s->locks[i], LOCK_RANK_STRIPES);
   s->nr = nr;
-  s->chunk_shift = nr > 1 ? stripes_chunk_shift (block_shift)
-                          : ONE_CHUNK_SHIFT;
+  s->chunk_shift = stripes_chunk_shift (block_shift);
   return 0;
 }
 
@@ -110,6 +106,8 @@ one_stripe (const struct stripes *s, uint64_t offset, uint64_t count)
 {
   uint64_t c0 = chunk_of (s, offset);
 
+  if (s->nr == 1)
+    return 0;
   return chunk_of (s, offset + count - 1) == c0 ? (int) stripe_of_chunk (s, c0)
                                                  : -1;
 }

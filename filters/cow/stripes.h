@@ -50,7 +50,7 @@ stripes_chunk_shift (unsigned block_shift)
  */
 struct CAPABILITY ("stripes") stripes {
   unsigned nr;
-  unsigned chunk_shift;         /* 63 for one stripe: nothing is split */
+  unsigned chunk_shift;         /* stripes_chunk_shift of the blocks */
   mutex_t *locks;               /* nr of them */
 };
 
