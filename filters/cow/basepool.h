@@ -31,16 +31,6 @@
 
 #include "tsa.h"
 
-/* Whether nbdkit gives a context opened for sharing its export's name
- * (from 1.43.9 on); before, the plugin is told none, so such a context
- * reaches only the plugin's default export.
- */
-#define SHARED_KNOWS_NAME \
-  (NBDKIT_VERSION_MAJOR > 1 || \
-   (NBDKIT_VERSION_MAJOR == 1 && NBDKIT_VERSION_MINOR > 43) || \
-   (NBDKIT_VERSION_MAJOR == 1 && NBDKIT_VERSION_MINOR == 43 && \
-    NBDKIT_VERSION_MICRO >= 9))
-
 struct base_pool;
 
 /* .get_ready: whether calls into one context must be serialized, from

@@ -34,7 +34,7 @@
 #include "exports.h"
 #include "fill.h"
 #include "gather.h"
-#include "nbdkitargs.h"
+#include "nbdkitgaps.h"
 #include "notice.h"
 #include "params.h"
 #include "registry.h"
@@ -54,9 +54,6 @@ struct conn {
   uint32_t since;               /*   since this epoch (changes.h) */
 };
 
-/* Whether a context opened for sharing sees TLS (nbdkitargs.h). */
-static bool shared_sees_tls;
-
 /*----------------------------------------------------------------------
  * Configuration and life cycle.
  */
@@ -69,7 +66,7 @@ cow_config (nbdkit_next_config *next, nbdkit_backend *nxdata,
 
   if (r != 1)
     return r;
-  params_note_plugin_key (key);
+  nbdkitgaps_note_plugin_key (key);
   return next (nxdata, key, value);
 }
 
@@ -88,31 +85,25 @@ cow_config_complete (nbdkit_next_config_complete *next, nbdkit_backend *nxdata)
 static int
 cow_get_ready (int thread_model)
 {
-  char args[65536];             /* nbdkit's command line */
-  size_t args_len;
-
   exitstatus_note_start ();
   basepool_set_thread_model (thread_model);
-  if (params.base_handles && !SHARED_KNOWS_NAME && params.plugin_dir)
+  if (params.base_handles && nbdkitgaps_shared_reaches_none ())
     notice ("cow-base-handles=%u: every connection opens the plugin itself: "
             "nbdkit %s opens a shared handle without an export name, which "
             "the plugin's dir= needs (1.44 tells it)", params.base_handles,
             NBDKIT_VERSION_STRING);
-  if (params.fill.mode != SWITCH_OFF && !SHARED_KNOWS_NAME &&
-      params.plugin_dir) {
+  if (params.fill.mode != SWITCH_OFF && nbdkitgaps_shared_reaches_none ()) {
     nbdkit_error ("cow-fill=%s: nbdkit %s opens the fill's handle of the "
                   "plugin without an export name, which the plugin's dir= "
                   "needs (1.44 tells it)", params.fill.arg,
                   NBDKIT_VERSION_STRING);
     return -1;
   }
-  args_len = nbdkitargs_read (args, sizeof args);
-  shared_sees_tls = nbdkitargs_tls_required_in (args, args_len);
+  nbdkitgaps_read_options ();
   if (exports_init () == -1)
     return -1;
   if (params.control_path &&
-      control_init (params.control_path,
-                    nbdkitargs_value_in (args, args_len, "unix", 'U')) == -1)
+      control_init (params.control_path, nbdkitgaps_unix_socket ()) == -1)
     return -1;
   return params.stats_path ? stats_init (params.stats_path, gather_overlays)
                            : 0;
@@ -194,16 +185,16 @@ shares_base (int is_tls, const char *exportname)
 {
   static atomic_bool said_tls, said_name;
 
-  if (params.base_handles == 0 || (!SHARED_KNOWS_NAME && params.plugin_dir))
+  if (params.base_handles == 0 || nbdkitgaps_shared_reaches_none ())
     return false;
-  if (is_tls && !shared_sees_tls) {
+  if (is_tls && !nbdkitgaps_shared_sees_tls ()) {
     if (!atomic_exchange (&said_tls, true))
       notice ("cow-base-handles=%u: a client with TLS gets a plugin handle "
               "of its own: without --tls=require a shared one sees no TLS "
               "(said once)", params.base_handles);
     return false;
   }
-  if (!SHARED_KNOWS_NAME && exportname[0] != '\0') {
+  if (!nbdkitgaps_shared_reaches (exportname)) {
     if (!atomic_exchange (&said_name, true))
       notice ("cow-base-handles=%u: a named export gets a plugin handle per "
               "connection: nbdkit %s opens a shared one without the "

@@ -7,9 +7,10 @@
  * file the command line names refused the base at the first
  * connection, or a kept overlay's last flush failed).
  *
- * nbdkit returns 0 whenever it stops serving, and has no call for a
- * filter to say otherwise, so the filter exits itself at the end of
- * its .unload, after every overlay is closed and the plugin unloaded.
+ * nbdkit returns 0 whenever it stops serving, and no nbdkit up to
+ * 1.45.2 has a call for a filter to say otherwise (nbdkit_shutdown
+ * stops it with 0), so the filter exits itself at the end of its
+ * .unload, after every overlay is closed and the plugin unloaded.
  * Not under --run: there nbdkit's status is the command's, the
  * server's own is ignored, and the server process is the one that
  * cleans up the socket of -U -.  The process that ran .get_ready is

@@ -14,6 +14,7 @@
 #include "baseio.h"
 #include "basepool.h"
 #include "exports.h"
+#include "nbdkitgaps.h"
 #include "params.h"
 #include "registry.h"
 #include "server.h"

@@ -34,6 +34,7 @@
 #include "exports.h"
 #include "fill.h"
 #include "monotonic.h"
+#include "nbdkitgaps.h"
 #include "params.h"
 #include "registry.h"
 #include "server.h"

@@ -317,13 +317,6 @@ params_parse (const char *key, const char *value)
   return 1;
 }
 
-void
-params_note_plugin_key (const char *key)
-{
-  if (strcmp (key, "dir") == 0)
-    params.plugin_dir = true;
-}
-
 int
 params_check (void)
 {

@@ -49,8 +49,6 @@ struct cow_params {
   char clone_separator;         /* cow-clone-separator, or '\0' */
   char changes_separator;       /* cow-changes-separator, or '\0' */
   char *control_path;           /* cow-control, absolute, or NULL */
-  bool plugin_dir;              /* the plugin is given dir=: it serves
-                                   exports by name (file, ondemand) */
 };
 
 extern struct cow_params params;
@@ -62,11 +60,6 @@ extern const char params_help[];
  * error naming both, or 1 if key is not ours.
  */
 extern int params_parse (const char *key, const char *value);
-
-/* Notes what the filter must know of a parameter that is not its own,
- * passed on to the plugin.
- */
-extern void params_note_plugin_key (const char *key);
 
 /* Checks what depends on several parameters.  Returns 0, or -1 after
  * nbdkit_error.
