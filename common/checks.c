@@ -26,84 +26,72 @@ struct held {
 };
 
 /* The ranks given, by the lock's address: an open-addressed table
- * whose entries are changed under ranks_lock and read without it
- * (atomic: an entry's rank is stored before its key).  A key let go of
- * becomes GONE, which a later rank may take again.  ranks_lock is no
- * lock of the program's: it is never noted as held.
+ * whose entries are added under ranks_lock and read without it.  A
+ * lock destroyed keeps its entry with CHECKS_RANK_LEAF, the rank of a
+ * lock never given one, so that the table needs no tombstones: it
+ * holds each address a lock was ever made at, which the allocator
+ * hands out again.  The loads are relaxed: a lock is given its rank
+ * before whatever makes it known to other threads, which orders the
+ * rank before their use, and the table adds no order between threads
+ * that ThreadSanitizer would take for theirs.  ranks_lock is no lock
+ * of the program's: it is never noted as held.
  */
-#define RANKS_BITS 18
+#define RANKS_BITS 20
 #define RANKS_SIZE (1u << RANKS_BITS)
-#define GONE ((const void *) 1)
 
 static const void *rank_keys[RANKS_SIZE];
 static unsigned rank_values[RANKS_SIZE];
 static pthread_mutex_t ranks_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* The index of lock's entry, or of the free one where it would go. */
 static uint32_t
-rank_slot (const void *lock)
-{
-  return (uint64_t) (uintptr_t) lock * UINT64_C (0x9e3779b97f4a7c15)
-         >> (64 - RANKS_BITS);
-}
-
-/* The index of lock's entry, or -1 if it has none. */
-static int64_t
 find_entry (const void *lock)
 {
-  uint32_t i = rank_slot (lock), tries;
+  uint32_t i = (uint64_t) (uintptr_t) lock * UINT64_C (0x9e3779b97f4a7c15)
+               >> (64 - RANKS_BITS);
+  uint32_t tries;
 
   for (tries = 0; tries < RANKS_SIZE; ++tries, i = (i + 1) % RANKS_SIZE) {
-    const void *key = __atomic_load_n (&rank_keys[i], __ATOMIC_ACQUIRE);
+    const void *key = __atomic_load_n (&rank_keys[i], __ATOMIC_RELAXED);
 
-    if (key == lock)
+    if (key == lock || key == NULL)
       return i;
-    if (key == NULL)
-      return -1;
   }
-  return -1;
+  check_failed ("room for the rank of every lock", __FILE__, __LINE__);
 }
 
 void
 held_rank (const void *lock, unsigned rank)
 {
-  uint32_t i = rank_slot (lock), tries;
-  int64_t at = -1;
+  uint32_t i;
 
   pthread_mutex_lock (&ranks_lock);
-  at = find_entry (lock);
-  for (tries = 0; at == -1 && tries < RANKS_SIZE;
-       ++tries, i = (i + 1) % RANKS_SIZE) {
-    const void *key = __atomic_load_n (&rank_keys[i], __ATOMIC_RELAXED);
-
-    if (key == NULL || key == GONE)
-      at = i;
-  }
-  if (at == -1)
-    check_failed ("room for the rank of every lock", __FILE__, __LINE__);
-  __atomic_store_n (&rank_values[at], rank, __ATOMIC_RELAXED);
-  __atomic_store_n (&rank_keys[at], lock, __ATOMIC_RELEASE);
+  i = find_entry (lock);
+  __atomic_store_n (&rank_values[i], rank, __ATOMIC_RELAXED);
+  __atomic_store_n (&rank_keys[i], lock, __ATOMIC_RELAXED);
   pthread_mutex_unlock (&ranks_lock);
 }
 
 void
 held_unrank (const void *lock)
 {
-  int64_t at;
+  uint32_t i;
 
   pthread_mutex_lock (&ranks_lock);
-  at = find_entry (lock);
-  if (at >= 0)
-    __atomic_store_n (&rank_keys[at], GONE, __ATOMIC_RELEASE);
+  i = find_entry (lock);
+  if (__atomic_load_n (&rank_keys[i], __ATOMIC_RELAXED) == lock)
+    __atomic_store_n (&rank_values[i], CHECKS_RANK_LEAF, __ATOMIC_RELAXED);
   pthread_mutex_unlock (&ranks_lock);
 }
 
 static unsigned
 rank_of (const void *lock)
 {
-  int64_t at = find_entry (lock);
+  uint32_t i = find_entry (lock);
 
-  return at >= 0 ? __atomic_load_n (&rank_values[at], __ATOMIC_RELAXED)
-                 : CHECKS_RANK_LEAF;
+  return __atomic_load_n (&rank_keys[i], __ATOMIC_RELAXED) == lock
+    ? __atomic_load_n (&rank_values[i], __ATOMIC_RELAXED)
+    : CHECKS_RANK_LEAF;
 }
 
 /* Whether a lock of rank rank may be taken holding held of rank
