@@ -20,12 +20,13 @@ struct base_slot {
 };
 
 struct base_pool {
-  /* Protects next of every slot and turn; held while a context is
-   * opened, which only connections being set up wait for.
+  unsigned n;                   /* set once: the slots */
+
+  /* Under open_lock: next of every slot, and turn; held while a
+   * context is opened, which only connections being set up wait for.
    */
   mutex_t open_lock;
   unsigned turn;                /* the slot of the next connection */
-  unsigned n;
   struct base_slot slots[];
 };
 

@@ -28,8 +28,12 @@
 #include "stripes.h"
 
 struct blk {
-  /* The data of allocated blocks (store.h). */
+  /* Set once, when the layer is made: the data of allocated blocks
+   * (store.h), and the disk space counted against cow-max-size, the
+   * server's.
+   */
   struct store *store;
+  struct space *space;
 
   /* The write locks of the stripes of the disk, one per stripe: held
    * over every write and punch of the store, and by a fast-path write
@@ -41,49 +45,49 @@ struct blk {
    */
   struct stripes stripes;
 
-  /* The geometry and the state of every block, under state_lock. */
-  struct blkmap map;
-
-  /* What the base's extents told, under base_map_lock (basemap.h). */
-  struct basemap base_map;
-
   /* The rmw locks, on ranges of blocks: a block's state changes only
    * with its rmw lock held, which covers the I/O that justifies the
    * change.
    */
   struct rangelock rmw_locks;
 
-  /* Serializes the first blk_set_size (or blk_start_from_file), which
-   * fixes the size and starts the store (I/O: a kept file's header; a
-   * throw-away store's map of slots); later calls only look, or check a
-   * base against a size taken from the file.  sized is set once under
-   * it and read without it (atomic, so that no one waits on that I/O
-   * to learn that it is not done): once true, the size and the store
-   * are set.  base_met is under it.
+  /* Under state_lock: the geometry and the state of every block. */
+  struct blkmap map;
+
+  /* Under base_map_lock: what the base's extents told (basemap.h). */
+  struct basemap base_map;
+
+  /* Under their own lock: the checkpoints and the marks of the blocks
+   * changed since them (changes.h).
+   */
+  struct changes changes;
+
+  /* Under start_lock, which serializes the first blk_set_size (or
+   * blk_start_from_file): that call fixes the size and starts the
+   * store (I/O: a kept file's header; a throw-away store's map of
+   * slots); later calls only look, or check a base against a size
+   * taken from the file.  base_met: a base of that size has been met.
+   * store_overhead: the store's bytes besides blocks, set with the
+   * size.
    */
   mutex_t start_lock;
-  bool sized;
-  bool base_met;                /* a base of that size has been met */
-  uint64_t store_overhead;      /* the store's bytes besides blocks */
+  bool base_met;
+  uint64_t store_overhead;
 
   /* Lets one flush of a kept store run at a time. */
   struct countedlock flush_lock;
 
-  /* The checkpoints and the marks of the blocks changed since them,
-   * under their own lock (changes.h).
+  /* Atomic.  sized: set once, under start_lock, and read without it,
+   * so that no one waits on the start's I/O to learn that it is not
+   * done; once true, the size and the store are set.
+   * copy_ups_resume: reads copy nothing up before this time
+   * (monotonic_ns; 0: none), set when a read's copy-up found no room.
    */
-  struct changes changes;
-
-  /* The disk space counted against cow-max-size, the server's. */
-  struct space *space;
-
-  /* Reads copy nothing up before this time (monotonic_ns; 0: none),
-   * set when a read's copy-up found no room (atomic).
-   */
+  bool sized;
   uint64_t copy_ups_resume;
 
-  /* Statistics, added to without any lock: enum counter, and the
-   * waits for every lock above by enum blk_lock.
+  /* Counted into without a lock: enum counter, and the waits for every
+   * lock above by enum blk_lock.
    */
   struct shardctr counters;
   struct lockwaits waits;

@@ -81,6 +81,9 @@
 /* One thread of the fill, and the request it tries again, if any. */
 struct filler {
   struct bgthread thread;
+  /* Its thread's alone: the request it tries again, and since when it
+   * gives way to clients.
+   */
   uint64_t retry_id;            /* the request's overlay, or 0 */
   uint64_t retry_offset;
   uint32_t retry_len;

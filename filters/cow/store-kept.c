@@ -70,70 +70,69 @@ _Static_assert ((int) BLK_NOT_ALLOCATED == (int) KEPT_NOT_ALLOCATED &&
 
 struct store_kept {
   struct store store;
-  /* The file; its header's geometry is the blocks' once it has one
-   * (kept_create or an existing file).
+
+  /* Set once, when the store is made or started.  The file's header's
+   * geometry is the blocks' once it has one (kept_create or an existing
+   * file); its flags and facts change under stale_lock, its slots
+   * under slot_lock.  history: version 4, the block layer's
+   * checkpoints (changes) and marks, which the store writes with its
+   * pages.
    */
   struct kept_overlay kept;
   uint32_t block_size;          /* configured, for a new file's header */
   char *name;                   /* the export's */
   bool started;
+  bool history;
+  struct changes *changes;
 
-  /* Protects states and dirty_pages.  Held only for one change of
-   * states or one copy of state pages, over no I/O; slot lookups
-   * (lock-free) are the one thing done inside it.
+  /* Under page_lock: the states, which state pages changed since
+   * written, and whether the table did (it is written to its two
+   * copies in turn; table_sequence is the last one's).  Held for one
+   * change of states or one copy of pages, over no I/O; inside it only
+   * slot lookups (lock-free) and, copying the table, the changes' lock.
    */
   mutex_t page_lock;
   struct statemap states;       /* enum kept_state of each block */
   struct statemap dirty_pages;  /* per state page: 1 if changed since
                                    written */
+  bool table_dirty;
+  uint64_t table_sequence;
 
-  /* Protects the slots' changes (taking, retiring; kept.slots) and
-   * sized_slots, the slots the file's length spans.  Taken inside the
-   * block layer's write locks of the blocks whose slots change, and
+  /* Under slot_lock: the slots' changes (taking, retiring; kept.slots)
+   * and sized_slots, the slots the file's length spans.  Taken inside
+   * the block layer's write locks of the blocks whose slots change;
    * nothing is taken inside it.
    */
   mutex_t slot_lock;
   uint64_t sized_slots;
 
-  /* Version 4: the block layer's checkpoints and marks, which the
-   * store writes with its pages.  The table is written when dirty
-   * (page_lock protects table_dirty and table_sequence, the sequence of
-   * the table last written), to its two copies in turn.
+  /* Serializes the header's writes while requests run: MARKS_STALE set
+   * and cleared, and the plugin's facts.  Held over a header write and
+   * a sync; nothing is taken inside it.
    */
-  bool history;
-  struct changes *changes;
-  /* Per marks page, a bit set when a mark of its blocks was raised
-   * since a flush last took it: atomic, with no lock.
-   */
-  uint64_t *dirty_marks;
-  bool table_dirty;
-  uint64_t table_sequence;
-  /* Whether the file's table may hold a checkpoint: then every change
-   * must find the file marked stale.  Atomic.
-   */
-  bool table_kept;
+  mutex_t stale_lock;
 
-  /* Changes begun and ended (change_begin, change_end), atomic: equal
-   * when none is in flight.  ended_at_flush is what ended was when the
-   * flush in progress began (flush_lock).
-   */
-  uint64_t begun, ended;
-
-  /* The flush in progress (flush_lock): what ended was as it began,
-   * whether it took the table and how many checkpoints that held, and
-   * the error of a take that could not mark the file stale.
+  /* Under the block layer's flush_lock, the flush in progress: what
+   * ended was as it began, whether it took the table and how many
+   * checkpoints that held, and the error of a take that could not mark
+   * the file stale.
    */
   uint64_t ended_at_flush;
   bool table_taken;
   unsigned table_taken_count;
   int flush_errno;
 
-  /* Protects the header while requests run: the writes of
-   * MARKS_STALE and of the plugin's facts.  stale is whether the file has it (or is being given
-   * it), read without the lock.  Held over a header write and a sync;
-   * nothing is taken inside it.
+  /* Atomic, with no lock.  dirty_marks: per marks page, a bit set when
+   * a mark of its blocks was raised since a flush last took it (the
+   * array set once).  table_kept: the file's table may hold a
+   * checkpoint, so every change must find the file marked stale.
+   * begun and ended count changes (change_begin, change_end): equal
+   * when none is in flight.  stale: the file has MARKS_STALE, or is
+   * being given it (set under stale_lock).
    */
-  mutex_t stale_lock;
+  uint64_t *dirty_marks;
+  bool table_kept;
+  uint64_t begun, ended;
   bool stale;
 };
 
