@@ -89,6 +89,12 @@ struct filler {
   uint32_t retry_len;
   unsigned tries;               /* of that request, failed */
   uint64_t giving_way_since;    /* to clients, monotonic ns; 0: not */
+  /* What f reads the base of overlay source_id through (0: none yet),
+   * set up at its first request of that overlay: a context of the
+   * overlay's pool, which lives as long as the overlay reads its base.
+   */
+  uint64_t source_id;
+  struct base_io source;
 };
 
 static struct filler *fillers;
@@ -263,15 +269,13 @@ has_room (uint32_t len)
   return server_space_left () >= reserve + 2 * (uint64_t) len;
 }
 
-/* Reads o's base through a context of pool, o's (o being one of its
- * users), adding the bytes read to *read_bytes, learning the base's
- * size the first time.  Returns 0, or -1 (said why, unless a named
- * export's connections have opened no context for it yet): a later
- * turn tries again.
+/* Sets up io to read o's base through a context of pool, o's (o being
+ * one of its users), learning the base's size the first time.
+ * Returns 0, or -1 (said why, unless a named export's connections have
+ * opened no context for it yet): a later turn tries again.
  */
 static int
-open_base (struct overlay *o, struct base_pool *pool, struct base_io *io,
-           uint64_t *read_bytes)
+open_base (struct overlay *o, struct base_pool *pool, struct base_io *io)
 {
   char *base = clone_base_name (o->exportname, params.clone_separator);
   struct base_use use;
@@ -294,7 +298,6 @@ open_base (struct overlay *o, struct base_pool *pool, struct base_io *io,
   if (use.next == NULL ||
       baseio_init (io, use.next, true, use.call_lock) == -1)
     return -1;
-  io->blk.background_bytes = read_bytes;
   if (__atomic_compare_exchange_n (&o->fill.size, &none, io->size, false,
                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
     __atomic_store_n (&o->fill.started_ns, monotonic_ns (),
@@ -440,16 +443,41 @@ request_failed (struct filler *f, struct overlay *o, uint64_t offset,
   return now + delay;
 }
 
+/* Whether f's source is set up for o, setting it up at f's first
+ * request of o (o's pool being pool); if it cannot be, *due is when f
+ * is next due: a later turn tries again, or the fill of o failed.
+ */
+static bool
+source_ready (struct filler *f, struct overlay *o, struct base_pool *pool,
+              uint64_t now, uint64_t *due)
+{
+  if (f->source_id == o->id)
+    return true;
+  f->source_id = 0;
+  if (open_base (o, pool, &f->source) == -1) {
+    *due = now + IDLE_NS;
+    return false;
+  }
+  if (blk_set_size (o->blk, f->source.size) == -1) {   /* said why */
+    forget_retry (f);
+    fail (o, EINVAL);
+    *due = now;
+    return false;
+  }
+  f->source_id = o->id;
+  return true;
+}
+
 /* Fills one request of o, of at most max bytes, o being pinned and a
- * user of its pool, pool: the one f tries again, or the next.  Returns when f
- * is next due.
+ * user of its pool, pool: the one f tries again, or the next.  Returns
+ * when f is next due.
  */
 static uint64_t
 fill_request (struct filler *f, struct overlay *o, struct base_pool *pool,
               uint32_t max, uint64_t now)
 {
-  struct base_io io;
-  uint64_t read_bytes = 0;
+  struct base_io *io = &f->source;
+  uint64_t read_bytes = 0, due;
   uint64_t offset = f->retry_offset;
   uint32_t len = f->retry_len;
   int err, r;
@@ -458,15 +486,10 @@ fill_request (struct filler *f, struct overlay *o, struct base_pool *pool,
     forget_retry (f);
     return now;
   }
-  if (open_base (o, pool, &io, &read_bytes) == -1)
-    return now + IDLE_NS;
-  if (blk_set_size (o->blk, io.size) == -1) {   /* said why */
-    forget_retry (f);
-    fail (o, EINVAL);
-    return now;
-  }
-  if (io.size == 0 || holds_all (o, io.size)) {  /* nothing to fill */
-    complete (o, &io);
+  if (!source_ready (f, o, pool, now, &due))
+    return due;
+  if (io->size == 0 || holds_all (o, io->size)) {  /* nothing to fill */
+    complete (o, io);
     return now;
   }
   if (f->retry_id == 0 && (len = claim (o, max, &offset)) == 0)
@@ -481,14 +504,16 @@ fill_request (struct filler *f, struct overlay *o, struct base_pool *pool,
   }
   move_state (o, FILL_WAITING, FILL_RUNNING);
   move_state (o, FILL_PAUSED, FILL_RUNNING);
-  r = blk_fill (o->blk, &io.blk, len, offset, &err);
+  io->blk.background_bytes = &read_bytes;
+  r = blk_fill (o->blk, &io->blk, len, offset, &err);
+  io->blk.background_bytes = NULL;
   __atomic_add_fetch (&o->fill.read, read_bytes, __ATOMIC_RELAXED);
   if (r == -1)
     return request_failed (f, o, offset, len, err, now);
   if (f->tries > 0)             /* the source is back */
     __atomic_store_n (&o->fill.error, 0, __ATOMIC_RELAXED);
   forget_retry (f);
-  count_filled (o, &io, len);
+  count_filled (o, io, len);
   return paced (now, read_bytes);
 }
 
