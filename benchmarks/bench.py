@@ -105,6 +105,19 @@ SOURCE_RATE = "400M"    # its bandwidth, bits a second (rate filter)
 # The paced fill: its reads of the source capped at four fifths of the
 # source's bandwidth (50 MiB/s), as for a source shared with others.
 FILL_PACE = ["cow-fill=true", "cow-fill-rate=40M"]
+# The peers of the first writes (class FirstWrites): small writes into
+# blocks not yet in the overlay, over a large base of data behind the
+# delay filter.
+FW_OURS, FW_OURS_4K, FW_QEMU_SUB, FW_QEMU = (
+    "ours", "ours, cow-block-size=4K", "qemu qcow2, extended_l2=on",
+    "qemu qcow2")
+FIRST_WRITES_PEERS = [FW_OURS, FW_OURS_4K, FW_QEMU_SUB, FW_QEMU]
+FIRST_WRITES = [  # name, fio bs
+    ("4K random write", "4k"),
+    ("512-byte random write", "512"),
+]
+FIRST_WRITES_BASE = ["pattern", "64G"]
+FIRST_WRITES_JOBS = 4
 JOBS = [1, 2, 4, 8]
 IODEPTH = 16
 
@@ -220,13 +233,13 @@ class Bench:
             p = self.qemu_overlay(plugin, delay)
         return "nbd+unix:///?socket=" + self.sock("srv"), p
 
-    def qemu_overlay(self, plugin, delay):
-        """qemu-nbd serving a qcow2 overlay (64K clusters) whose backing
-        file is the same base, served by nbdkit."""
+    def qemu_overlay(self, plugin, delay, options=""):
+        """qemu-nbd serving a qcow2 overlay (64K clusters, and options)
+        whose backing file is the same base, served by nbdkit."""
         self.nbdkit("base", delay[0], plugin, delay[1])
         qcow2 = os.path.join(self.tmp, "overlay.qcow2")
         subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2",
-                        "-o", "cluster_size=65536",
+                        "-o", "cluster_size=65536" + options,
                         "-b", "nbd+unix:///?socket=" + self.sock("base"),
                         "-F", "raw", qcow2], check=True, env=self.env,
                        stdout=self.log, stderr=self.log)
@@ -259,11 +272,13 @@ class Bench:
 
     # ---- fio -----------------------------------------------------------
 
-    def fio(self, uri, rw, bs, jobs, requests=None):
-        """fio for the suite's runtime, or for a number of requests in
-        all (fewer where a sequential job reaches its stretch's end)."""
+    def fio(self, uri, rw, bs, jobs, requests=None, runtime=None):
+        """fio for runtime seconds (the suite's by default), or for a
+        number of requests in all (fewer where a sequential job reaches
+        its stretch's end)."""
         length = (["--number_ios=%d" % (requests // jobs)] if requests else
-                  ["--time_based", "--runtime=%d" % self.args.runtime])
+                  ["--time_based",
+                   "--runtime=%d" % (runtime or self.args.runtime)])
         argv = ["fio", "--name=bench", "--ioengine=nbd", "--uri=" + uri,
                 "--rw=" + rw, "--bs=" + bs, "--numjobs=%d" % jobs,
                 "--iodepth=%d" % IODEPTH] + length + [
@@ -871,6 +886,54 @@ class Fill:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+class FirstWrites:
+    """Small random writes into blocks not yet in the overlay, over a
+    base of data behind nbdkit's delay filter (SLOW_READ per read),
+    so large that nearly every write is its block's first: a
+    conversion tool editing a guest in place over a slow source.  Ours
+    at its defaults against ours with 4K blocks (which read nothing for
+    a 4K write) and qcow2 with and without subclusters."""
+
+    def __init__(self, bench):
+        self.b = bench
+        quick = bench.args.quick
+        self.rounds = 1 if quick else 3
+        self.runtime = 1 if quick else 6
+        self.writes = FIRST_WRITES[:1] if quick else FIRST_WRITES
+
+    def serve(self, peer):
+        b = self.b
+        delay = (["delay"], ["delay-read=" + SLOW_READ])
+        if peer in (FW_QEMU, FW_QEMU_SUB):
+            b.qemu_overlay(FIRST_WRITES_BASE, delay,
+                           ",extended_l2=on" if peer == FW_QEMU_SUB else "")
+        else:
+            bs = ["cow-block-size=4K"] if peer == FW_OURS_4K else []
+            b.nbdkit("srv", [b.args.filter] + delay[0], FIRST_WRITES_BASE,
+                     delay[1] + bs)
+        return "nbd+unix:///?socket=" + b.sock("srv")
+
+    def run(self, results):
+        peers = FIRST_WRITES_PEERS
+        for wname, bs in self.writes:
+            iops = {peer: [] for peer in peers}
+            for rnd in range(self.rounds):
+                k = rnd % len(peers)
+                for peer in peers[k:] + peers[:k]:
+                    r = self.b.fio(self.serve(peer), "randwrite", bs,
+                                   FIRST_WRITES_JOBS, runtime=self.runtime)
+                    self.b.stop_all()
+                    iops[peer].append(r["iops"])
+                    progress("first writes | %s | %s: %.0f IOPS" %
+                             (wname, peer, r["iops"]))
+            for peer in peers:
+                results.append({"workload": wname, "peer": peer,
+                                "iops": statistics.median(iops[peer]),
+                                "all_iops": iops[peer],
+                                "jobs": FIRST_WRITES_JOBS,
+                                "runtime": self.runtime})
+
+
 def median_zeroes_row(rows):
     """The round with the median data / zeros ratio, with the largest
     overlay any round left: a size that only one round shows is still
@@ -1045,7 +1108,7 @@ def main():
     results = {"machine": machine(), "runtime": args.runtime,
                "quick": args.quick, "fio": [], "pipeline": [], "zeroes": [],
                "targets": [], "tools": [], "changes": [],
-               "shared_handles": [], "fill": []}
+               "shared_handles": [], "fill": [], "first_writes": []}
     started = time.time()
     try:
         if not (args.targets_only or args.tools_only):
@@ -1059,6 +1122,7 @@ def main():
             ChangesView(b).run(results["changes"])
             Fill(b).run(results["fill"])
         if not args.tools_only:
+            FirstWrites(b).run(results["first_writes"])
             b.target_runs(results["targets"])
     finally:
         b.stop_all()

@@ -13,7 +13,8 @@
 # second of giving way, so that it copies requests of several blocks,
 # several at once, which the clients' requests then meet.
 # Then the whole disk is read and checked, and the model is written to
-# WANT.  Fails on the first wrong byte.
+# WANT, and to WANT.written the 4K sectors some write covered whole
+# (their base data need never be read).  Fails on the first wrong byte.
 
 import json
 import random
@@ -48,9 +49,15 @@ def wait_for(state):
     sys.exit('the fill is not %s but %s' % (state, fill_state()))
 
 
+SECTOR = 4096
+covered = set()                 # sectors a write covered whole
+
+
 def write(h, data, offset):
     h.pwrite(data, offset)
     model[offset:offset + len(data)] = data
+    covered.update(range((offset + SECTOR - 1) // SECTOR,
+                         (offset + len(data)) // SECTOR))
 
 
 # Set while the clients stop together (pauser).
@@ -120,4 +127,6 @@ for at in range(0, size, 1024 * 1024):
         sys.exit('MiB %d reads wrong after the fill' % (at // 1024 // 1024))
 h.shutdown()
 open(want_path, 'wb').write(model)
+with open(want_path + '.written', 'w') as f:
+    f.write(''.join('%d\n' % u for u in sorted(covered)))
 print('four clients read right while the fill ran to complete')

@@ -21,15 +21,18 @@ live="nbd+unix:///?socket=$tmp/sock"
 view="nbd+unix:///+?socket=$tmp/sock"
 
 # The changes, and the map they must give: each run as [offset, length,
-# type] in whole blocks, "data" or "zero".
+# type], "data" or "zero": data in whole blocks, but in 4K sectors
+# where a write covers part of a block over base data (the overlay
+# holds only those).
 nbdsh -u "$live" -c '
 import json
 B = '"$block"'
 M = 1024 * 1024
 expected = []
-def data(offset, length, what):
+def data(offset, length, what, grain=B):
     h.pwrite(what * length, offset)
-    expected.append([offset // B * B, (offset + length + B - 1) // B * B, "data"])
+    expected.append([offset // grain * grain,
+                     (offset + length + grain - 1) // grain * grain, "data"])
 def zero(offset, length, trim):
     if trim:
         h.trim(length, offset)
@@ -37,7 +40,7 @@ def zero(offset, length, trim):
         h.zero(length, offset)
     expected.append([offset, offset + length, "zero"])
 data(1 * M, 3 * B, b"a")                 # in the base data
-data(5 * M + 100, 1000, b"b")            # a partial block
+data(5 * M + 100, 1000, b"b", 4096)      # a partial block, over data
 data(22 * M, 2 * B, b"c")                # in the base hole
 data(30 * M + 7, B, b"d")                # two partial blocks, in the hole
 zero(8 * M, 4 * B, False)                # zeroes over data

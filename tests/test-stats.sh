@@ -34,7 +34,7 @@ start_nbdkit "$tmp/sock" --filter=cow file dir="$tmp/dir" \
 nbdsh -c "
 h.add_meta_context(nbd.CONTEXT_BASE_ALLOCATION)
 h.connect_uri('nbd+unix:///disk?socket=$tmp/sock')
-h.pwrite(b'a' * 4096, 4096)          # partial fresh block 0: 1 rmw
+h.pwrite(b'a' * 65436, 100)          # fresh block 0 but 100 bytes: 1 rmw
 h.pwrite(b'b' * 65536, 3 * 65536)    # whole block 3: no rmw
 h.zero(4 * 65536, 4 * 65536)         # blocks 4-7 become holes
 h.trim(2 * 65536, 20 * 65536)        # blocks 20-21 too
@@ -66,9 +66,10 @@ expect disk "e['block_size']" 65536
 expect disk "e['blocks']" "{'base': 54, 'overlay': 4, 'zero': 6}"
 expect disk "e['copy_ups']" \
   "{'cow_on_read': 0, 'cow_on_cache': 2, 'read_modify_write': 1}"
-expect disk "e['base_reads']" "{'requests': 2, 'bytes': 196608}"
+expect disk "e['base_reads']" "{'requests': 2, 'bytes': 131172}"
+expect disk "e['partial_blocks']" 0
 expect disk "[(k, v['count'], v['bytes']) for k, v in e['requests'].items()]" \
-  "[('read', 1, 8192), ('write', 2, 69632), ('zero', 1, 262144), ('trim', 1, 131072), ('flush', 1, 0), ('cache', 1, 131072), ('extents', 1, 65536)]"
+  "[('read', 1, 8192), ('write', 2, 130972), ('zero', 1, 262144), ('trim', 1, 131072), ('flush', 1, 0), ('cache', 1, 131072), ('extents', 1, 65536)]"
 expect disk "e['overlay_files']" 8
 expect disk "e['overlay_bytes_on_disk']" $((4 * 65536))   # its own 4 blocks
 expect disk "r['server']['throwaway_files']" 8

@@ -228,6 +228,46 @@ set_states (struct blk *blk, uint64_t first, uint64_t n, enum blk_state state)
   store_set_states (blk->store, first, n, state);
 }
 
+/* Block b, partial or not allocated, holds sub-blocks subs in the
+ * overlay, all of them making it allocated.  Requires
+ * blkmap_reserve_subs of b.  Only the map knows of sub-blocks: the
+ * stores that hold partial blocks keep no states.
+ */
+static inline void
+set_subs (struct blk *blk, uint64_t b, uint32_t subs)
+  REQUIRES (blk->rmw_locks)
+{
+  CHECK (rmw_held (blk, b, 1));
+  CHECK (store_holds_parts (blk->store));
+  blkmap_set_subs (&blk->map, b, subs);
+}
+
+/* blk_state_run inside partial block b from offset: sets *state to
+ * BLK_ALLOCATED over the sub-blocks the overlay holds, else
+ * BLK_NOT_ALLOCATED, and returns the end of the run, at most b's end.
+ */
+static uint64_t
+sub_run (struct blk *blk, uint64_t b, uint64_t offset, enum blk_state *state)
+{
+  const struct blockgeom *g = &blk->map.geom;
+  uint64_t start = blockgeom_start (g, b), stop = blockgeom_end (g, b);
+  uint64_t run_end;
+  uint32_t subs, other;
+  unsigned i = (offset - start) >> blk->map.sub_shift;
+
+  *state = blkmap_get_subs (&blk->map, b, &subs);
+  if (*state != BLK_PARTIAL)        /* changed since blkmap_run */
+    return stop;
+  *state = subs >> i & 1 ? BLK_ALLOCATED : BLK_NOT_ALLOCATED;
+  other = (*state == BLK_ALLOCATED ? ~subs : subs) >> i;
+  if (other == 0)
+    return stop;
+  run_end = offset - ((offset - start) & ((UINT64_C (1) << blk->map.sub_shift)
+                                          - 1))
+            + ((uint64_t) __builtin_ctz (other) << blk->map.sub_shift);
+  return run_end < stop ? run_end : stop;
+}
+
 uint64_t
 blk_state_run (struct blk *blk, uint64_t offset, uint64_t end,
                enum blk_state *state)
@@ -239,6 +279,8 @@ blk_state_run (struct blk *blk, uint64_t offset, uint64_t end,
 
   CHECK (offset < end && end <= g->size);
   run_end = blockgeom_start (g, blkmap_run (&blk->map, b, stop, state));
+  if (*state == BLK_PARTIAL)
+    run_end = sub_run (blk, b, offset, state);
   return run_end < end ? run_end : end;
 }
 
@@ -340,7 +382,7 @@ copy_up_run (struct blk *blk, const struct blk_base *base,
       stat_add (blk, kind, c);
     /* Blocks that stayed out of the overlay or became zero take none. */
     space_give (blk->space,
-                space - blkmap_space_in (&blk->map, first, c, BLK_ALLOCATED));
+                space - blkmap_space_held (&blk->map, first, c));
     first += c;
     n -= c;
   }
@@ -377,8 +419,88 @@ fill_run (struct blk *blk, const struct blk_base *base, uint64_t first,
   return r;
 }
 
-/* Copies the unallocated blocks touching the range, counting them in
- * kind (cow-on-read, cow-on-cache or the fill).
+/* The first run of set bits of bits at or after bit from: returns its
+ * first bit and sets *end after its last, or returns 32 if there is
+ * none.
+ */
+static unsigned
+bit_run (uint32_t bits, unsigned from, unsigned *end)
+{
+  unsigned first, last;
+
+  if (from >= 32 || (bits >> from) == 0)
+    return 32;
+  first = from + __builtin_ctz (bits >> from);
+  last = first;
+  while (last < 32 && (bits >> last & 1))
+    ++last;
+  *end = last;
+  return first;
+}
+
+/* Completes partial block b: copies from the base the runs of
+ * sub-blocks the overlay does not hold, each with one read (nothing it
+ * holds is read again), writes them (and only them: the sub-blocks it
+ * holds have writes no copy-up may undo) and marks b allocated,
+ * counting it in kind.  Its space was taken at its first write.
+ */
+static int
+complete_partial (struct blk *blk, const struct blk_base *base, uint64_t b,
+                  enum counter kind, int *err) REQUIRES (blk->rmw_locks)
+{
+  const struct blockgeom *g = &blk->map.geom;
+  unsigned shift = blk->map.sub_shift, i, j;
+  uint64_t start = blockgeom_start (g, b), stop = blockgeom_end (g, b);
+  uint32_t held, missing;
+  char *buf;
+  int r;
+
+  CHECK (rmw_held (blk, b, 1));
+  blkmap_get_subs (&blk->map, b, &held);
+  missing = blkmap_all_subs (&blk->map, b) & ~held;
+  buf = scratch_get (stop - start);
+  if (buf == NULL) {
+    *err = errno;
+    nbdkit_error ("cow: malloc: %m");
+    return -1;
+  }
+  r = reserve_states (blk, b, 1, err);
+  for (i = 0; r == 0 && (i = bit_run (missing, i, &j)) < 32; i = j) {
+    uint64_t at = start + ((uint64_t) i << shift);
+    uint64_t end = start + ((uint64_t) j << shift);
+
+    if (end > stop)
+      end = stop;
+    r = kind == COPY_UPS_FILL
+        ? base_read_data (blk, base, buf, end - at, at, err)
+        : base_read (blk, base, buf, end - at, at, err);
+    if (r == 0)
+      r = locked_store_write (blk, is_zero (buf, end - at) ? NULL : buf,
+                              end - at, at, err);
+  }
+  if (r == 0) {
+    set_states (blk, b, 1, BLK_ALLOCATED);
+    stat_add (blk, kind, 1);
+  }
+  scratch_put (buf);
+  return r;
+}
+
+/* Completes the partial blocks [first, stop). */
+static int
+complete_run (struct blk *blk, const struct blk_base *base, uint64_t first,
+              uint64_t stop, enum counter kind, int *err)
+  REQUIRES (blk->rmw_locks)
+{
+  int r = 0;
+
+  for (; first < stop && r == 0; ++first)
+    r = complete_partial (blk, base, first, kind, err);
+  return r;
+}
+
+/* Copies the blocks touching the range that the overlay does not hold
+ * whole, counting them in kind (cow-on-read, cow-on-cache or the fill).
  */
 static int
 copy_up (struct blk *blk, const struct blk_base *base,
@@ -397,7 +519,7 @@ copy_up (struct blk *blk, const struct blk_base *base,
   for (b = first; b < stop; ) {
     enum blk_state state;
     uint64_t end = blkmap_run (&blk->map, b, stop, &state);
-    if (state == BLK_NOT_ALLOCATED)
+    if (state == BLK_NOT_ALLOCATED || state == BLK_PARTIAL)
       break;
     b = end;
   }
@@ -413,6 +535,8 @@ copy_up (struct blk *blk, const struct blk_base *base,
       r = fill_run (blk, base, b, end - b, err);
     else if (state == BLK_NOT_ALLOCATED)
       r = copy_up_run (blk, base, b, end - b, kind, err);
+    else if (state == BLK_PARTIAL)
+      r = complete_run (blk, base, b, end, kind, err);
     b = end;
   }
   rangelock_unlock (&blk->rmw_locks, &held);
@@ -648,74 +772,249 @@ write_new_first (struct blk *blk, const char *buf, uint64_t offset,
   return 0;
 }
 
+/* How write_locked writes a block at an end of its range that the
+ * range covers in part and the overlay does not hold whole.
+ */
+enum end_way {
+  END_HELD,                     /* it does, or the range covers it */
+  END_WHOLE,                    /* written whole, merged with what it read */
+  END_SUBS,                     /* only the sub-blocks the range touches */
+};
+struct end_write {
+  enum end_way way;
+  /* END_WHOLE: the block's new content in data; with zero_rest, the
+   * block reads as zeros outside the range, and data holds only the
+   * range's bytes, at their place in the block.
+   */
+  bool zero_rest;
+  char *data;
+  /* END_SUBS: [from, to) is written with bytes (zeros if NULL): the
+   * range's, or data, which merges them with the base's bytes of the
+   * sub-blocks the range touches in part and the overlay lacks.  held:
+   * the sub-blocks held before the write, subs: after.
+   */
+  uint64_t from, to;
+  const char *bytes;
+  uint32_t held, subs;
+};
+
+/* Plans an END_SUBS write of the part of [offset, end) in block b,
+ * which holds sub-blocks held: reads from the base the rest of
+ * each sub-block the range touches in part that the overlay does not
+ * hold, into data (a block's room), with one read if the range lies
+ * inside one sub-block.  Nothing else is read: the sub-blocks the
+ * range covers are the client's, the others stay where they are.
+ */
+static int
+plan_subs (struct blk *blk, const struct blk_base *base, uint32_t held,
+           uint64_t b, const char *buf, uint64_t offset, uint64_t end,
+           struct end_write *e, int *err)
+  REQUIRES (blk->rmw_locks)
+{
+  const struct blkmap *map = &blk->map;
+  uint64_t mask = (UINT64_C (1) << map->sub_shift) - 1;
+  uint64_t start = blockgeom_start (&map->geom, b);
+  uint64_t stop = blockgeom_end (&map->geom, b);
+  uint64_t from, to, head, tail;
+  bool read_head, read_tail;
+  int r = 0;
+
+  block_part (blk, b, offset, end, &from, &to);
+  head = start + ((from - start) & ~mask);
+  tail = start + ((to - 1 - start) | mask) + 1;
+  if (tail > stop)
+    tail = stop;
+  read_head = from > head && !(held & blkmap_subs_of (map, b, from, from + 1));
+  read_tail = to < tail && !(held & blkmap_subs_of (map, b, to - 1, to));
+  e->way = END_SUBS;
+  e->from = read_head ? head : from;
+  e->to = read_tail ? tail : to;
+  e->held = held;
+  e->subs = held | blkmap_subs_of (map, b, from, to);
+  e->bytes = buf ? buf + (from - offset) : NULL;
+  if (!read_head && !read_tail)
+    return 0;
+  if (read_head && read_tail && tail - head <= mask + 1)
+    r = base_read (blk, base, e->data, tail - head, head, err);
+  else {
+    if (read_head)
+      r = base_read (blk, base, e->data, from - head, head, err);
+    if (r == 0 && read_tail)
+      r = base_read (blk, base, e->data + (to - e->from), tail - to, to, err);
+  }
+  if (r == -1)
+    return -1;
+  stat_add (blk, COPY_UPS_RMW, 1);
+  if (buf != NULL)
+    memcpy (e->data + (from - e->from), buf + (from - offset), to - from);
+  else
+    memset (e->data + (from - e->from), 0, to - from);
+  e->bytes = e->data;
+  return 0;
+}
+
+/* Plans the write of block b at an end of [offset, end), e->data being
+ * a block's room: END_SUBS into a block the overlay holds in part, or
+ * that it lacks over base data, where the overlay holds partial
+ * blocks; else END_WHOLE, read-modify-written (rmw_fill); END_HELD if
+ * the range covers b or the overlay holds it whole.
+ */
+static int
+plan_end (struct blk *blk, const struct blk_base *base, uint64_t b,
+          const char *buf, uint64_t offset, uint64_t end,
+          struct end_write *e, int *err) REQUIRES (blk->rmw_locks)
+{
+  uint32_t held;
+  enum blk_state state;
+
+  e->way = END_HELD;
+  if (!is_partial (blk, b, offset, end))
+    return 0;
+  state = blkmap_get_subs (&blk->map, b, &held);
+  if (state == BLK_ALLOCATED)
+    return 0;
+  if (blk->map.sub_shift != 0 &&
+      (state == BLK_PARTIAL || !reads_zeros_outside (blk, base, state, b)))
+    return plan_subs (blk, base, held, b, buf, offset, end, e, err);
+  e->way = END_WHOLE;
+  return rmw_fill (blk, base, state, b, buf, offset, end, e->data,
+                   &e->zero_rest, err);
+}
+
+/* Makes room for the sub-blocks of an END_SUBS end.  Returns 0, or -1
+ * with *err set after nbdkit_error.
+ */
+static int
+reserve_end (struct blk *blk, uint64_t b, const struct end_write *e, int *err)
+{
+  if (e->way != END_SUBS || blkmap_reserve_subs (&blk->map, b) == 0)
+    return 0;
+  *err = errno;
+  nbdkit_error ("cow: cannot grow the map of partial blocks: %m");
+  return -1;
+}
+
+/* Writes an END_SUBS end, block b: first the runs of sub-blocks it
+ * did not hold, then those it held, so that a write that finds no room
+ * (only the sub-blocks written take space in the store) fails before
+ * it changes a byte a read sees.  A block new to the overlay is one
+ * run, one pwrite.
+ */
+static int
+write_subs (struct blk *blk, uint64_t b, const struct end_write *e, int *err)
+  REQUIRES (blk->rmw_locks)
+{
+  uint64_t start = blockgeom_start (&blk->map.geom, b);
+  unsigned shift = blk->map.sub_shift;
+  uint64_t at, next;
+  int held;
+
+  for (held = 0; held <= 1; ++held)
+    for (at = e->from; at < e->to; at = next) {
+      unsigned i = (at - start) >> shift;
+      bool in = e->held >> i & 1;
+
+      for (next = start + ((uint64_t) (i + 1) << shift);
+           next < e->to && (e->held >> ((next - start) >> shift) & 1) == in;
+           next += UINT64_C (1) << shift)
+        ;
+      if (next > e->to)
+        next = e->to;
+      if (in == held &&
+          locked_store_write (blk, e->bytes ? e->bytes + (at - e->from)
+                                            : NULL,
+                              next - at, at, err) == -1)
+        return -1;
+    }
+  return 0;
+}
+
+/* Writes block b at an end of [offset, end) as planned. */
+static int
+write_end (struct blk *blk, uint64_t b, const struct end_write *e,
+           uint64_t offset, uint64_t end, int *err) REQUIRES (blk->rmw_locks)
+{
+  switch (e->way) {
+  case END_HELD:
+    return 0;
+  case END_WHOLE:
+    return write_block (blk, b, e->data, e->zero_rest, offset, end, err);
+  case END_SUBS:
+    break;
+  }
+  return write_subs (blk, b, e, err);
+}
+
 /* Writes [offset, end) of buf (zeros if NULL) into blocks [first, last]
- * and marks them allocated, read-modify-writing a partial block at
- * either end that is not in the overlay yet.  The rmw locks of
- * [first, last] keep all their states stable here.  The
- * space of the blocks not allocated yet is taken first (from *hold,
- * if not NULL, then from the budget), then come base reads, overlay
- * writes (those of new blocks first) and the state change: a failure
- * at any step changes no state and gives the space back, and one that
- * finds no room changes no byte a read sees.
+ * and marks them allocated, but an end block written by sub-blocks
+ * (plan_end), which becomes partial, or allocated once it holds them
+ * all.  The rmw locks of [first, last] keep all their states stable
+ * here.  The space of the blocks the overlay does not hold yet is
+ * taken first (from *hold, if not NULL, then from the budget), then
+ * come base reads, overlay writes (those of new blocks first) and the
+ * state change: a failure at any step changes no state and gives the
+ * space back, and one that finds no room changes no byte a read sees.
  */
 static int
 write_locked (struct blk *blk, const struct blk_base *base, const char *buf,
               uint64_t offset, uint64_t end, uint64_t first, uint64_t last,
               uint64_t *hold, int *err) REQUIRES (blk->rmw_locks)
 {
-  char *head = NULL, *tail = NULL, *data;
-  bool head_zero_rest = false, tail_zero_rest = false;
-  uint64_t from = offset, to = end;
-  uint64_t space = blkmap_space_to_allocate (&blk->map, first,
-                                             last - first + 1);
-  enum blk_state state;
+  struct end_write head, tail;
+  uint64_t block_size = blockgeom_block_size (&blk->map.geom);
+  uint64_t from = offset, to = end, n = last - first + 1, lo, hi;
+  uint64_t space = blkmap_space_to_allocate (&blk->map, first, n);
+  char *data;
   int r = -1;
 
-  CHECK (rmw_held (blk, first, last - first + 1));
+  CHECK (rmw_held (blk, first, n));
   if (space_take (blk->space, hold, space, err) == -1)
     return -1;
   /* Room for a partial block at each end, from the thread's cache. */
-  data = scratch_get (2 * blockgeom_block_size (&blk->map.geom));
+  data = scratch_get (2 * block_size);
   if (data == NULL) {
     *err = errno;
     nbdkit_error ("cow: malloc: %m");
     space_give (blk->space, space);
     return -1;
   }
-  if (is_partial (blk, first, offset, end) &&
-      (state = blkmap_get (&blk->map, first)) != BLK_ALLOCATED) {
-    head = data;
-    if (rmw_fill (blk, base, state, first, buf, offset, end, head,
-                  &head_zero_rest, err) == -1)
-      goto out;
+  head.data = data;
+  tail.data = data + block_size;
+  tail.way = END_HELD;
+  if (plan_end (blk, base, first, buf, offset, end, &head, err) == -1 ||
+      (last != first &&
+       plan_end (blk, base, last, buf, offset, end, &tail, err) == -1))
+    goto out;
+  if (head.way != END_HELD)
     from = blockgeom_end (&blk->map.geom, first);
-  }
-  if (last != first && is_partial (blk, last, offset, end) &&
-      (state = blkmap_get (&blk->map, last)) != BLK_ALLOCATED) {
-    tail = data + blockgeom_block_size (&blk->map.geom);
-    if (rmw_fill (blk, base, state, last, buf, offset, end, tail,
-                  &tail_zero_rest, err) == -1)
-      goto out;
+  if (tail.way != END_HELD)
     to = blockgeom_start (&blk->map.geom, last);
-  }
-  if (reserve_states (blk, first, last - first + 1, err) == -1)
+  if (reserve_states (blk, first, n, err) == -1 ||
+      reserve_end (blk, first, &head, err) == -1 ||
+      reserve_end (blk, last, &tail, err) == -1)
     goto out;
 
-  /* The partial blocks at the ends are new to the overlay. */
-  if (head &&
-      write_block (blk, first, head, head_zero_rest, offset, end, err) == -1)
-    goto out;
-  if (tail &&
-      write_block (blk, last, tail, tail_zero_rest, offset, end, err) == -1)
+  /* The partial blocks at the ends are new to the overlay, or held in
+   * part, their space taken whole.
+   */
+  if (write_end (blk, first, &head, offset, end, err) == -1 ||
+      write_end (blk, last, &tail, offset, end, err) == -1)
     goto out;
   if (from < to &&
-      (space == blkmap_space (&blk->map, first, last - first + 1)
+      (space == blkmap_space (&blk->map, first, n)
        ? locked_store_write (blk, buf ? buf + (from - offset) : NULL,
                              to - from, from, err)  /* none held: all new */
        : write_new_first (blk, buf, offset, from, to, err)) == -1)
     goto out;
 
-  set_states (blk, first, last - first + 1, BLK_ALLOCATED);
+  lo = first + (head.way == END_SUBS);
+  hi = last + 1 - (tail.way == END_SUBS);
+  if (lo < hi)
+    set_states (blk, lo, hi - lo, BLK_ALLOCATED);
+  if (head.way == END_SUBS)
+    set_subs (blk, first, head.subs);
+  if (tail.way == END_SUBS)
+    set_subs (blk, last, tail.subs);
   r = 0;
  out:
   if (r == -1)
@@ -742,40 +1041,38 @@ write_allocated (struct blk *blk, const void *buf, uint64_t count,
   int r = 0;
 
   lock_stripes (blk, count, offset);
-  *done = blkmap_all_in (&blk->map, first, last - first + 1, BLK_ALLOCATED);
+  *done = blkmap_holds (&blk->map, first, last, offset, offset + count);
   if (*done)
     r = store_write (blk->store, buf, count, offset, err);
   unlock_stripes (blk, count, offset);
   return r;
 }
 
-/* Whether the rmw path may only make blocks [first, last] allocated
- * and leave a write's bytes to the fast path (write_rmw): when they are
- * allocated already, or when the write is a part of one block (first)
- * that reads as zeros outside the overlay.  state is first's.  Holds
- * the rmw locks of [first, last].
+/* Whether the rmw path may make the block of a write inside block
+ * first allocated as zeros and leave the write's bytes to the fast
+ * path (write_rmw): when the block reads as zeros outside the overlay.
+ * state is first's.  Holds first's rmw lock.
  */
 static bool
-leaves_bytes_to_fast_path (struct blk *blk, const struct blk_base *base,
-                           const char *buf, uint64_t offset, uint64_t end,
-                           uint64_t first, uint64_t last,
-                           enum blk_state state) REQUIRES (blk->rmw_locks)
+allocates_as_zeros (struct blk *blk, const struct blk_base *base,
+                    const char *buf, uint64_t offset, uint64_t end,
+                    uint64_t first, uint64_t last, enum blk_state state)
+  REQUIRES (blk->rmw_locks)
 {
-  if (state == BLK_ALLOCATED)
-    return blkmap_all_in (&blk->map, first, last - first + 1, BLK_ALLOCATED);
   return first == last && buf != NULL &&
          is_partial (blk, first, offset, end) &&
          reads_zeros_outside (blk, base, state, first);
 }
 
 /* The rmw path of blk_write, for a write into blocks [first, last]
- * that were not all allocated: takes their rmw locks and writes.  With
- * may_defer it may instead only make the blocks allocated and leave
- * the bytes to the fast path, setting *deferred, so that the writes
- * queued behind this one for the same block wait for its change of
- * state and not for its bytes as well:
- * - when a write that went first made the blocks allocated while this
- *   one waited for their locks: the bytes need no rmw lock any more;
+ * that the overlay did not hold: takes their rmw locks and writes.
+ * With may_defer it may instead leave the bytes to the fast path,
+ * setting *deferred, so that the writes queued behind this one for the
+ * same block wait for its change of state and not for its bytes as
+ * well:
+ * - when a write that went first made the overlay hold the range
+ *   while this one waited for the locks: the bytes need no rmw lock
+ *   any more;
  * - when the write is a part of one block that reads as zeros outside
  *   the overlay (a block's first write, into a hole of the base or a
  *   zeroed block): the block is allocated as zeros (a whole-block zero,
@@ -788,20 +1085,20 @@ write_rmw (struct blk *blk, const struct blk_base *base, const char *buf,
            bool may_defer, bool *deferred, int *err)
 {
   struct rangelock_range held;
-  enum blk_state state;
   int r = 0;
 
   lock_rmw (blk, &held, first, last - first + 1);
-  state = blkmap_get (&blk->map, first);
-  *deferred = may_defer &&
-              leaves_bytes_to_fast_path (blk, base, buf, offset, end, first,
-                                         last, state);
-  if (!*deferred)
-    r = write_locked (blk, base, buf, offset, end, first, last, NULL, err);
-  else if (state != BLK_ALLOCATED)
+  *deferred = may_defer && blkmap_holds (&blk->map, first, last, offset, end);
+  if (!*deferred && may_defer &&
+      allocates_as_zeros (blk, base, buf, offset, end, first, last,
+                          blkmap_get (&blk->map, first))) {
     r = write_locked (blk, base, NULL, blockgeom_start (&blk->map.geom, first),
                       blockgeom_end (&blk->map.geom, first), first, first,
                       NULL, err);
+    *deferred = true;
+  }
+  else if (!*deferred)
+    r = write_locked (blk, base, buf, offset, end, first, last, NULL, err);
   rangelock_unlock (&blk->rmw_locks, &held);
   return r;
 }
@@ -885,7 +1182,7 @@ discard_locked (struct blk *blk, uint64_t first, uint64_t n, int *err)
 
   if (reserve_states (blk, first, n, err) == -1)
     return -1;
-  freed = blkmap_space_in (&blk->map, first, n, BLK_ALLOCATED);
+  freed = blkmap_space_held (&blk->map, first, n);
   set_states (blk, first, n, BLK_ZERO);
   space_give (blk->space, freed);
   lock_stripes (blk, len, start);

@@ -184,7 +184,10 @@ extern const char *blk_lock_name (enum blk_lock lock);
 
 struct blk_stats {
   uint64_t block_size;
-  uint64_t blocks[3];           /* blocks in each enum blk_state */
+  /* Blocks in each enum blk_state, but that the partial blocks count
+   * in BLK_ALLOCATED too (the overlay holds them, in part).
+   */
+  uint64_t blocks[BLK_STATES];
   /* The files the overlay's data lies in (a throw-away overlay's are
    * those all throw-away overlays share), and the disk space it takes
    * in them: its own.

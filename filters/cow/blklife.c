@@ -120,9 +120,8 @@ give_back_space (struct blk *blk)
   if (!blk->sized)
     return;
   space_give (blk->space, blk->store_overhead +
-              blkmap_space_in (&blk->map, 0,
-                               blockgeom_blocks (&blk->map.geom),
-                               BLK_ALLOCATED));
+              blkmap_space_held (&blk->map, 0,
+                                 blockgeom_blocks (&blk->map.geom)));
 }
 
 int
@@ -162,15 +161,18 @@ start_store (struct blk *blk, uint64_t size) REQUIRES (blk->start_lock)
     nbdkit_error ("cow: cannot hold the marks of changed blocks: %m");
     return -1;
   }
+  if (blkmap_start (&blk->map, store_holds_parts (blk->store)) == -1) {
+    nbdkit_error ("cow: cannot hold the map of partial blocks: %m");
+    return -1;
+  }
   if (size == 0)
     return 0;
   if (store_start (blk->store, size, &overhead) == -1)
     return -1;
   blk->store_overhead = overhead;
   space_charge (blk->space, overhead +
-                blkmap_space_in (&blk->map, 0,
-                                 blockgeom_blocks (&blk->map.geom),
-                                 BLK_ALLOCATED));
+                blkmap_space_held (&blk->map, 0,
+                                   blockgeom_blocks (&blk->map.geom)));
   return 0;
 }
 
@@ -273,10 +275,10 @@ blk_size (struct blk *blk)
 bool
 blk_holds_all (struct blk *blk)
 {
-  uint64_t counts[3];
+  uint64_t counts[BLK_STATES];
 
   blkmap_count (&blk->map, blockgeom_blocks (&blk->map.geom), counts);
-  return counts[BLK_NOT_ALLOCATED] == 0;
+  return counts[BLK_NOT_ALLOCATED] == 0 && counts[BLK_PARTIAL] == 0;
 }
 
 int
@@ -317,6 +319,7 @@ blk_get_stats (struct blk *blk, struct blk_stats *stats)
   stats->files = store_files (blk->store);
   if (blk_is_sized (blk))
     blkmap_count (&blk->map, blockgeom_blocks (&blk->map.geom), stats->blocks);
+  stats->blocks[BLK_ALLOCATED] += stats->blocks[BLK_PARTIAL];
   stats->overlay_bytes = store_bytes (blk->store, stats->blocks[BLK_ALLOCATED]
                                       * stats->block_size);
   stats->copy_ups_read = shardctr_sum (&blk->counters, COPY_UPS_READ);

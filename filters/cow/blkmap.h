@@ -3,10 +3,11 @@
  */
 
 /* The block map: the disk's geometry in blocks and the state of every
- * block (enum blk_state), under state_lock, and what the blocks in a
- * state are charged against cow-max-size.  The block layer (blk.c)
- * decides when a block changes state and tells its store; this unit
- * only keeps the states.
+ * block (enum blk_state), with the sub-blocks the overlay holds of
+ * each partial block, under state_lock, and what the blocks in a state
+ * are charged against cow-max-size.  The block layer (blk.c) decides
+ * when a block changes state and tells its store; this unit only keeps
+ * the states.
  */
 
 #ifndef COW_BLKMAP_H
@@ -20,8 +21,15 @@
 #include "blockgeom.h"
 #include "checks.h"
 #include "lockwaits.h"
+#include "slotmap.h"
 #include "space.h"
 #include "statemap.h"
+
+/* Sub-blocks are at least this large, and a block has at most
+ * BLK_SUBS_MAX of them: 4K sectors in the default 64K blocks.
+ */
+#define BLK_SUB_MIN_SHIFT 12
+#define BLK_SUBS_MAX 32
 
 struct blkmap {
   /* The block size fixed by blkmap_init; the disk's size fixed by the
@@ -36,11 +44,49 @@ struct blkmap {
    */
   struct countedlock state_lock;
   struct statemap states;       /* enum blk_state of each block */
+
+  /* Sub-blocks of 2^sub_shift bytes, set by blkmap_start (0: no block
+   * is ever BLK_PARTIAL).  subs: of each BLK_PARTIAL block, which of
+   * its sub-blocks the overlay holds, bit i for sub-block i (never 0
+   * nor all of them); 0 for every other block.  Under state_lock.
+   */
+  unsigned sub_shift;
+  struct slotmap subs;
 };
 
 extern void blkmap_init (struct blkmap *map, uint32_t block_size,
                          struct lockwaits *waits);
 extern void blkmap_free (struct blkmap *map);
+
+/* Once the disk's size is set, before any request: with sub_blocks,
+ * blocks larger than a sub-block may become BLK_PARTIAL.  Returns 0, or
+ * -1 with errno set (ENOMEM).
+ */
+extern int blkmap_start (struct blkmap *map, bool sub_blocks);
+
+/* The bits of the sub-blocks of block b that [from, to), inside b,
+ * touches.  Requires sub_shift.
+ */
+static inline uint32_t
+blkmap_subs_of (const struct blkmap *map, uint64_t b, uint64_t from,
+                uint64_t to)
+{
+  uint64_t start = blockgeom_start (&map->geom, b);
+  unsigned first = (from - start) >> map->sub_shift;
+  unsigned last = (to - 1 - start) >> map->sub_shift;
+
+  return (uint32_t) ((UINT64_C (2) << last) - (UINT64_C (1) << first));
+}
+
+/* The bits of all the sub-blocks of block b (the last block may have
+ * fewer).
+ */
+static inline uint32_t
+blkmap_all_subs (const struct blkmap *map, uint64_t b)
+{
+  return blkmap_subs_of (map, b, blockgeom_start (&map->geom, b),
+                         blockgeom_end (&map->geom, b));
+}
 
 static inline void
 blkmap_lock (struct blkmap *map) ACQUIRE (map->state_lock)
@@ -106,17 +152,56 @@ blkmap_reserve (struct blkmap *map, uint64_t first, uint64_t n)
   return r;
 }
 
-/* Sets blocks [first, first+n) to state.  Requires blkmap_reserve of
- * them.
+/* Sets blocks [first, first+n) to state, never BLK_PARTIAL.  Requires
+ * blkmap_reserve of them.
  */
-static inline void
-blkmap_set (struct blkmap *map, uint64_t first, uint64_t n,
-            enum blk_state state)
+extern void blkmap_set (struct blkmap *map, uint64_t first, uint64_t n,
+                        enum blk_state state);
+
+/* The state of block b, and in *subs the sub-blocks the overlay holds
+ * of it if it is BLK_PARTIAL (else 0), read together.
+ */
+static inline enum blk_state
+blkmap_get_subs (struct blkmap *map, uint64_t b, uint32_t *subs)
 {
+  enum blk_state state;
+
   blkmap_lock (map);
-  statemap_set (&map->states, first, n, state);
+  state = statemap_get (&map->states, b);
+  *subs = state == BLK_PARTIAL ? slotmap_get (&map->subs, b) : 0;
   blkmap_unlock (map);
+  return state;
 }
+
+/* Makes room for block b to become BLK_PARTIAL, before its I/O, and
+ * for blkmap_reserve's change.  Returns 0, or -1 with errno set.
+ */
+static inline int
+blkmap_reserve_subs (struct blkmap *map, uint64_t b)
+{
+  int r;
+
+  blkmap_lock (map);
+  r = statemap_reserve (&map->states, b, 1);
+  if (r == 0)
+    r = slotmap_reserve (&map->subs, b, 1);
+  blkmap_unlock (map);
+  return r;
+}
+
+/* Block b holds sub-blocks subs in the overlay: BLK_ALLOCATED if they
+ * are all of its own, else BLK_PARTIAL.  Requires blkmap_reserve_subs
+ * of b.  Returns the state set.
+ */
+extern enum blk_state blkmap_set_subs (struct blkmap *map, uint64_t b,
+                                       uint32_t subs);
+
+/* Whether the overlay holds every byte of [offset, end), in blocks
+ * [first, last]: they are allocated, or partial holding the
+ * sub-blocks the range touches.
+ */
+extern bool blkmap_holds (struct blkmap *map, uint64_t first, uint64_t last,
+                          uint64_t offset, uint64_t end);
 
 /* The charge (space.h) of blocks [first, first+n), whatever their
  * state.
@@ -128,38 +213,14 @@ blkmap_space (const struct blkmap *map, uint64_t first, uint64_t n)
                    - blockgeom_start (&map->geom, first), n);
 }
 
-/* The charge of the blocks of [first, first+n) in state want.
- * blkmap_space_in takes state_lock; its answer is stable only under
- * the blocks' rmw locks.
+/* The charge of the blocks of [first, first+n) that hold space in the
+ * overlay: allocated or partial, a partial block being charged whole
+ * from its first write, so that no write into it needs space again.
+ * Takes state_lock; the answer is stable only under the blocks' rmw
+ * locks.
  */
-static inline uint64_t
-blkmap_space_in_locked (struct blkmap *map, uint64_t first, uint64_t n,
-                        enum blk_state want) REQUIRES (map->state_lock)
-{
-  uint64_t b = first, stop = first + n, space = 0;
-
-  CHECK (countedlock_held (&map->state_lock));
-  while (b < stop) {
-    unsigned state;
-    uint64_t end = statemap_run (&map->states, b, stop, &state);
-    if (state == want)
-      space += blkmap_space (map, b, end - b);
-    b = end;
-  }
-  return space;
-}
-
-static inline uint64_t
-blkmap_space_in (struct blkmap *map, uint64_t first, uint64_t n,
-                 enum blk_state want)
-{
-  uint64_t space;
-
-  blkmap_lock (map);
-  space = blkmap_space_in_locked (map, first, n, want);
-  blkmap_unlock (map);
-  return space;
-}
+extern uint64_t blkmap_space_held (struct blkmap *map, uint64_t first,
+                                   uint64_t n);
 
 /* The space blocks [first, first+n) need to become allocated.  Stable
  * only under their rmw locks.
@@ -167,8 +228,7 @@ blkmap_space_in (struct blkmap *map, uint64_t first, uint64_t n,
 static inline uint64_t
 blkmap_space_to_allocate (struct blkmap *map, uint64_t first, uint64_t n)
 {
-  return blkmap_space (map, first, n)
-         - blkmap_space_in (map, first, n, BLK_ALLOCATED);
+  return blkmap_space (map, first, n) - blkmap_space_held (map, first, n);
 }
 
 /* Counts the states of the first blocks blocks, holding state_lock in
@@ -176,6 +236,6 @@ blkmap_space_to_allocate (struct blkmap *map, uint64_t first, uint64_t n)
  * request waiting long.
  */
 extern void blkmap_count (struct blkmap *map, uint64_t blocks,
-                          uint64_t counts[3]);
+                          uint64_t counts[BLK_STATES]);
 
 #endif /* COW_BLKMAP_H */

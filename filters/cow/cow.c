@@ -558,6 +558,7 @@ extent_type (enum blk_state state, bool view)
   case BLK_ZERO:
     return NBDKIT_EXTENT_HOLE | NBDKIT_EXTENT_ZERO;
   case BLK_NOT_ALLOCATED:
+  case BLK_PARTIAL:             /* never reported: cut into the others */
     break;
   }
   return view ? NBDKIT_EXTENT_HOLE : -1;

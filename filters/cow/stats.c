@@ -80,6 +80,7 @@ write_export (FILE *fp, const struct export_stats *e)
            "      \"block_size\": %" PRIu64 ",\n"
            "      \"blocks\": { \"base\": %" PRIu64
            ", \"overlay\": %" PRIu64 ", \"zero\": %" PRIu64 " },\n"
+           "      \"partial_blocks\": %" PRIu64 ",\n"
            "      \"overlay_files\": %u,\n"
            "      \"overlay_bytes_on_disk\": %" PRIu64 ",\n"
            "      \"copy_ups\": { \"cow_on_read\": %" PRIu64
@@ -90,7 +91,8 @@ write_export (FILE *fp, const struct export_stats *e)
            "      \"plugin_opens\": %" PRIu64 ",\n"
            "      \"requests\": {\n",
            e->connections, b->block_size, b->blocks[BLK_NOT_ALLOCATED],
-           b->blocks[BLK_ALLOCATED], b->blocks[BLK_ZERO], b->files,
+           b->blocks[BLK_ALLOCATED], b->blocks[BLK_ZERO],
+           b->blocks[BLK_PARTIAL], b->files,
            b->overlay_bytes,
            b->copy_ups_read, b->copy_ups_cache, b->copy_ups_rmw,
            fill_copy_ups,

@@ -610,6 +610,14 @@ kept_set_states (struct store *st, uint64_t first, uint64_t n,
   held_unlock (&k->page_lock);
 }
 
+/* No format up to version 4 keeps which sub-blocks a block holds. */
+static bool
+kept_holds_parts (struct store *st)
+{
+  (void) st;
+  return false;
+}
+
 /*----------------------------------------------------------------------
  * Version 4: the history (docs/overlay-format.md says why the order of
  * MARKS_STALE and the flushes never lets the marks in the file miss a
@@ -984,6 +992,7 @@ static const struct store_ops kept_ops = {
   .loaded_states = kept_loaded_states,
   .reserve_states = kept_reserve_states,
   .set_states = kept_set_states,
+  .holds_parts = kept_holds_parts,
   .allows_checkpoints = kept_allows_checkpoints,
   .note_checkpoints = kept_note_checkpoints,
   .note_marks = kept_note_marks,

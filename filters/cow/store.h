@@ -104,6 +104,13 @@ struct store_ops {
   void (*set_states) (struct store *st, uint64_t first, uint64_t n,
                       enum blk_state state);
 
+  /* Whether a block can be in the overlay in part (BLK_PARTIAL), the
+   * sub-blocks it does not hold read from the base: NULL, it can (a
+   * throw-away store holds whatever bytes are written); a kept file
+   * only where its format keeps which sub-blocks each block holds.
+   */
+  bool (*holds_parts) (struct store *st);
+
   /* Kept: whether the overlay can have checkpoints: only if its file
    * keeps them (format version 4), with the marks of changed blocks,
    * which the store then reads from and writes to the block layer's
@@ -251,6 +258,12 @@ store_set_states (struct store *st, uint64_t first, uint64_t n,
 {
   if (st->ops->set_states)
     st->ops->set_states (st, first, n, state);
+}
+
+static inline bool
+store_holds_parts (struct store *st)
+{
+  return st->ops->holds_parts == NULL || st->ops->holds_parts (st);
 }
 
 static inline bool
