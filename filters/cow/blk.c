@@ -242,6 +242,25 @@ set_subs (struct blk *blk, uint64_t b, uint32_t subs)
   blkmap_set_subs (&blk->map, b, subs);
 }
 
+/* The first run of set bits of bits at or after bit from: returns its
+ * first bit and sets *end after its last, or returns 32 if there is
+ * none.
+ */
+static unsigned
+bit_run (uint32_t bits, unsigned from, unsigned *end)
+{
+  unsigned first, last;
+
+  if (from >= 32 || (bits >> from) == 0)
+    return 32;
+  first = from + __builtin_ctz (bits >> from);
+  last = first;
+  while (last < 32 && (bits >> last & 1))
+    ++last;
+  *end = last;
+  return first;
+}
+
 /* blk_state_run inside partial block b from offset: sets *state to
  * BLK_ALLOCATED over the sub-blocks the overlay holds, else
  * BLK_NOT_ALLOCATED, and returns the end of the run, at most b's end.
@@ -252,19 +271,15 @@ sub_run (struct blk *blk, uint64_t b, uint64_t offset, enum blk_state *state)
   const struct blockgeom *g = &blk->map.geom;
   uint64_t start = blockgeom_start (g, b), stop = blockgeom_end (g, b);
   uint64_t run_end;
-  uint32_t subs, other;
-  unsigned i = (offset - start) >> blk->map.sub_shift;
+  uint32_t subs;
+  unsigned i = (offset - start) >> blk->map.sub_shift, j = 32;
 
   *state = blkmap_get_subs (&blk->map, b, &subs);
   if (*state != BLK_PARTIAL)        /* changed since blkmap_run */
     return stop;
   *state = subs >> i & 1 ? BLK_ALLOCATED : BLK_NOT_ALLOCATED;
-  other = (*state == BLK_ALLOCATED ? ~subs : subs) >> i;
-  if (other == 0)
-    return stop;
-  run_end = offset - ((offset - start) & ((UINT64_C (1) << blk->map.sub_shift)
-                                          - 1))
-            + ((uint64_t) __builtin_ctz (other) << blk->map.sub_shift);
+  bit_run (*state == BLK_ALLOCATED ? subs : ~subs, i, &j);
+  run_end = start + ((uint64_t) j << blk->map.sub_shift);
   return run_end < stop ? run_end : stop;
 }
 
@@ -417,25 +432,6 @@ fill_run (struct blk *blk, const struct blk_base *base, uint64_t first,
     b = e;
   }
   return r;
-}
-
-/* The first run of set bits of bits at or after bit from: returns its
- * first bit and sets *end after its last, or returns 32 if there is
- * none.
- */
-static unsigned
-bit_run (uint32_t bits, unsigned from, unsigned *end)
-{
-  unsigned first, last;
-
-  if (from >= 32 || (bits >> from) == 0)
-    return 32;
-  first = from + __builtin_ctz (bits >> from);
-  last = first;
-  while (last < 32 && (bits >> last & 1))
-    ++last;
-  *end = last;
-  return first;
 }
 
 /* Completes partial block b: copies from the base the runs of
@@ -905,27 +901,26 @@ write_subs (struct blk *blk, uint64_t b, const struct end_write *e, int *err)
   REQUIRES (blk->rmw_locks)
 {
   uint64_t start = blockgeom_start (&blk->map.geom, b);
-  unsigned shift = blk->map.sub_shift;
-  uint64_t at, next;
+  uint32_t range = blkmap_subs_of (&blk->map, b, e->from, e->to);
+  unsigned shift = blk->map.sub_shift, i, j;
   int held;
 
-  for (held = 0; held <= 1; ++held)
-    for (at = e->from; at < e->to; at = next) {
-      unsigned i = (at - start) >> shift;
-      bool in = e->held >> i & 1;
+  for (held = 0; held <= 1; ++held) {
+    uint32_t bits = (held ? e->held : ~e->held) & range;
 
-      for (next = start + ((uint64_t) (i + 1) << shift);
-           next < e->to && (e->held >> ((next - start) >> shift) & 1) == in;
-           next += UINT64_C (1) << shift)
-        ;
+    for (i = 0; (i = bit_run (bits, i, &j)) < 32; i = j) {
+      uint64_t at = start + ((uint64_t) i << shift);
+      uint64_t next = start + ((uint64_t) j << shift);
+
+      if (at < e->from)
+        at = e->from;
       if (next > e->to)
         next = e->to;
-      if (in == held &&
-          locked_store_write (blk, e->bytes ? e->bytes + (at - e->from)
-                                            : NULL,
+      if (locked_store_write (blk, e->bytes ? e->bytes + (at - e->from) : NULL,
                               next - at, at, err) == -1)
         return -1;
     }
+  }
   return 0;
 }
 
