@@ -55,10 +55,16 @@ kept_layout (uint32_t version, uint32_t block_size, uint64_t base_size,
 {
   bool packed = version >= KEPT_PACKED_VERSION;
   bool history = version >= KEPT_HISTORY_VERSION;
-  /* A packed entry is 4 bytes, an unpacked state 2 bits. */
-  uint64_t per_page = packed ? KEPT_STATE_PAGE / 4 : KEPT_STATE_PAGE * 4;
+  bool parts = version >= KEPT_PARTS_VERSION;
+  /* A packed entry is 4 bytes (8 with the sub-blocks held), an
+   * unpacked state 2 bits.
+   */
+  unsigned entry_size = parts ? 8 : 4;
+  uint64_t per_page = packed ? KEPT_STATE_PAGE / entry_size
+                             : KEPT_STATE_PAGE * 4;
   struct blockgeom geom = blockgeom_make (block_size, base_size);
-  uint64_t pages = div_round_up (blockgeom_blocks (&geom), per_page);
+  uint64_t blocks = blockgeom_blocks (&geom);
+  uint64_t pages = div_round_up (blocks, per_page);
   /* The data area is block- and page-aligned in the file, so that a
    * block's pages hold nothing else and a punch frees them whole; from
    * version 4 on, to 128 KiB at least, so that blocks written together
@@ -71,14 +77,23 @@ kept_layout (uint32_t version, uint32_t block_size, uint64_t base_size,
   layout->geom = geom;
   layout->packed = packed;
   layout->history = history;
+  layout->entry_size = packed ? entry_size : 0;
+  layout->part_shift = 0;
+  if (parts && block_size >= KEPT_PARTS_MIN_BLOCK)
+    layout->part_shift = geom.shift - __builtin_ctz (KEPT_PARTS)
+                         > KEPT_PART_MIN_SHIFT
+                         ? geom.shift - __builtin_ctz (KEPT_PARTS)
+                         : KEPT_PART_MIN_SHIFT;
   layout->blocks_per_page = per_page;
   layout->table_offset = history ? KEPT_HEADER_SIZE : 0;
   layout->states_offset = KEPT_HEADER_SIZE + (history ? 2 * KEPT_TABLE_SIZE
                                                       : 0);
   layout->states_length = pages * KEPT_STATE_PAGE;
-  /* The marks are as long as the states: 4 bytes per block. */
+  /* The marks: 4 bytes per block. */
   layout->marks_offset = history ? layout->states_offset
                                    + layout->states_length : 0;
+  layout->marks_length = history ? div_round_up (blocks, KEPT_MARKS_PER_PAGE)
+                                   * KEPT_STATE_PAGE : 0;
   layout->data_offset = round_up (kept_metadata_end (layout), align);
 }
 

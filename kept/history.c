@@ -144,10 +144,9 @@ kept_export_marks_page (const struct kept_overlay *ko,
                         const struct slotmap *marks, uint64_t page,
                         uint8_t *buf)
 {
-  uint64_t per_page = ko->header.layout.blocks_per_page;
-  uint64_t first = page * per_page, blocks = kept_blocks (ko), i;
+  uint64_t first = page * KEPT_MARKS_PER_PAGE, blocks = kept_blocks (ko), i;
 
-  for (i = 0; i < per_page; ++i)
+  for (i = 0; i < KEPT_MARKS_PER_PAGE; ++i)
     kept_put_le (buf + 4 * i,
                  first + i < blocks ? slotmap_get (marks, first + i) : 0, 4);
 }
@@ -188,7 +187,7 @@ kept_load_marks (struct kept_overlay *ko, kept_found_mark *found, void *opaque,
   struct load load = { found, opaque, max_mark };
 
   *max_mark = 0;
-  return kept_read_area (ko, l->marks_offset, l->states_length,
+  return kept_read_area (ko, l->marks_offset, l->marks_length,
                          "marks of changes", load_chunk, &load);
 }
 
@@ -203,7 +202,7 @@ kept_clear_history (struct kept_overlay *ko)
   if (kept_zero_area (ko, l->table_offset, 2 * KEPT_TABLE_SIZE,
                       "checkpoints") == -1 ||
       fdatasync (ko->fd) == -1 ||
-      kept_zero_area (ko, l->marks_offset, l->states_length,
+      kept_zero_area (ko, l->marks_offset, l->marks_length,
                       "marks of changes") == -1 ||
       fdatasync (ko->fd) == -1)
     return kept_fail (ko, false, "cannot clear the checkpoints: %m");

@@ -43,15 +43,27 @@
 #define KEPT_NAME_MAX 4096      /* the longest NBD export name */
 #define KEPT_STATE_PAGE 4096    /* the state area is written in pages */
 
-/* The format version of new files; versions 1 to 3 are read and
- * written too.  Version 4 is version 3 with the checkpoints and the
- * marks of changed blocks; version 3 packs the data (a slot per block,
- * its number in the block's entry of the state area), versions 1 and 2
- * store block b at its own offset (2 bits of state per block).
+/* The format version of new files; versions 1 to 4 are read and
+ * written too.  Version 5 is version 4 with a block's entry of the
+ * state area twice as long, keeping which sub-blocks a block in the
+ * overlay in part holds; version 4 is version 3 with the checkpoints
+ * and the marks of changed blocks; version 3 packs the data (a slot
+ * per block, its number in the block's entry of the state area),
+ * versions 1 and 2 store block b at its own offset (2 bits of state
+ * per block).
  */
-#define KEPT_VERSION 4
+#define KEPT_VERSION 5
 #define KEPT_PACKED_VERSION 3   /* the first packed version */
 #define KEPT_HISTORY_VERSION 4  /* the first with checkpoints and marks */
+#define KEPT_PARTS_VERSION 5    /* the first with blocks held in part */
+
+/* Version 5 keeps blocks in part, of block sizes from 16K on, in
+ * sub-blocks of 4K, or of a 32nd of the block where that is larger:
+ * at most KEPT_PARTS of them.
+ */
+#define KEPT_PARTS 32
+#define KEPT_PART_MIN_SHIFT 12
+#define KEPT_PARTS_MIN_BLOCK (16 * 1024)
 
 /* Flags of the header (version 2). */
 #define KEPT_OPEN 1             /* a writer has it open: not closed cleanly */
@@ -65,16 +77,27 @@
 struct kept_layout {
   struct blockgeom geom;        /* the block size and the base's size */
   bool packed;                  /* version 3 on: slots; else block b at b */
-  bool history;                 /* version 4: checkpoints and marks */
+  bool history;                 /* version 4 on: checkpoints and marks */
+  unsigned entry_size;          /* packed: the bytes of a block's entry */
+  unsigned part_shift;          /* version 5, blocks of 16K on: blocks
+                                   may be held in part, in sub-blocks
+                                   of 2^part_shift bytes; else 0 */
   uint64_t blocks_per_page;     /* blocks whose states a page holds */
   uint64_t table_offset;        /* history: the two copies of the table */
   uint64_t states_offset;       /* the state area */
   uint64_t states_length;       /* a whole number of state pages */
-  uint64_t marks_offset;        /* history: the marks, as long as states */
+  uint64_t marks_offset;        /* history: the marks, after the states */
+  uint64_t marks_length;        /* history: whole pages, 4 bytes a block */
   uint64_t data_offset;         /* block 0, or slot 0 if packed */
 };
 
-/* The entries of a packed state area (little-endian uint32): */
+/* History: the marks a marks page holds. */
+#define KEPT_MARKS_PER_PAGE (KEPT_STATE_PAGE / 4)
+
+/* The entries of a packed state area (little-endian uint32; in
+ * version 5 followed by the uint32 of the sub-blocks held, 0 unless
+ * the block is held in part):
+ */
 #define KEPT_ENTRY_BASE 0       /* not allocated: reads the base */
 #define KEPT_ENTRY_ZERO 1       /* reads as zeros */
 #define KEPT_ENTRY_SLOT 2       /* and up: allocated, in slot entry - 2 */
@@ -104,7 +127,7 @@ struct kept_facts {
  */
 struct kept_header {
   struct kept_layout layout;
-  uint32_t version;             /* 1 to 4 */
+  uint32_t version;             /* 1 to 5 */
   uint32_t flags;               /* KEPT_FLAGS */
   uint32_t recoveries;          /* times opened after a crash */
   struct kept_facts facts;      /* version 2 on */
@@ -121,8 +144,8 @@ extern void kept_layout (uint32_t version, uint32_t block_size,
 static inline uint64_t
 kept_metadata_end (const struct kept_layout *layout)
 {
-  return (layout->history ? layout->marks_offset : layout->states_offset)
-         + layout->states_length;
+  return layout->history ? layout->marks_offset + layout->marks_length
+                         : layout->states_offset + layout->states_length;
 }
 
 /* Fills buf (KEPT_HEADER_SIZE bytes) with header, as its version.  The
@@ -243,6 +266,9 @@ enum kept_state {
   KEPT_NOT_ALLOCATED = 0,       /* reads come from the base */
   KEPT_ALLOCATED = 1,           /* the data area holds the block */
   KEPT_ZERO = 2,                /* reads as zeros */
+  KEPT_PARTIAL = 3,             /* version 5: its slot holds the
+                                   sub-blocks kept_parts_get says, the
+                                   others read from the base */
 };
 
 enum kept_mode {
@@ -261,9 +287,50 @@ struct kept_overlay {
   bool has_header;              /* false: an empty file, not made yet */
   struct kept_header header;    /* if has_header */
   struct kept_slots slots;      /* packed, from kept_create or kept_load */
+  struct slotmap parts;         /* part_shift: of each KEPT_PARTIAL
+                                   block, the sub-blocks its slot holds,
+                                   bit i for sub-block i; the caller's
+                                   to change, as the states */
   bool damaged;                 /* the last failure was damage, not I/O */
   char why[1024];               /* the last failure: "PATH: what" */
 };
+
+/* The sub-blocks of block b: all of them, and those a KEPT_PARTIAL
+ * block holds (meaningless for a block in another state).  Require
+ * part_shift.
+ */
+static inline uint32_t
+kept_parts_all (const struct kept_layout *layout, uint64_t b)
+{
+  uint64_t bytes = blockgeom_end (&layout->geom, b)
+                   - blockgeom_start (&layout->geom, b);
+  uint64_t n = (bytes + (UINT64_C (1) << layout->part_shift) - 1)
+               >> layout->part_shift;
+
+  return n >= 32 ? UINT32_MAX : (UINT32_C (1) << n) - 1;
+}
+
+static inline uint32_t
+kept_parts_get (const struct kept_overlay *ko, uint64_t b)
+{
+  return slotmap_get (&ko->parts, b);
+}
+
+/* Makes room for block b to become KEPT_PARTIAL (kept_parts_set cannot
+ * fail then): 0, or -1 with errno set.  Sets the sub-blocks block b
+ * holds, read only while its state is KEPT_PARTIAL.
+ */
+static inline int
+kept_parts_reserve (struct kept_overlay *ko, uint64_t b)
+{
+  return slotmap_reserve (&ko->parts, b, 1);
+}
+
+static inline void
+kept_parts_set (struct kept_overlay *ko, uint64_t b, uint32_t parts)
+{
+  slotmap_set (&ko->parts, b, parts);
+}
 
 /* Opens and locks path (a shared lock to read, an exclusive one to
  * write: the filter writes, so a file it serves cannot be opened) and
@@ -308,21 +375,26 @@ extern int kept_check_length (struct kept_overlay *ko);
 /* The blocks whose states cannot be, by kind. */
 struct kept_damage {
   uint64_t invalid;             /* unpacked: the value 3 */
+  uint64_t bad_parts;           /* version 5: sub-blocks held where
+                                   none can be */
   uint64_t shared;              /* packed: a slot another block has too */
   uint64_t past_end;            /* packed: a slot past the end of the file */
 };
 
 /* Loads the block states into states (empty before), and if the file
- * is packed the blocks' slots into ko->slots.  Refuses a state that
- * cannot be (struct kept_damage; the first such block is named).  With
- * damage non-NULL, it is counted there instead and the load goes on,
- * the bad blocks loaded as state 3 with no slot.
+ * is packed the blocks' slots into ko->slots, and the sub-blocks of the
+ * blocks held in part into ko->parts.  Refuses a state that cannot be
+ * (struct kept_damage; the first such block is named).  With damage
+ * non-NULL, it is counted there instead and the load goes on, the bad
+ * blocks loaded as state 3 (unpacked) or not allocated (packed), with
+ * no slot.
  */
 extern int kept_load_states (struct kept_overlay *ko, struct statemap *states,
                              struct kept_damage *damage);
 
 /* The bytes of state page page (KEPT_STATE_PAGE of them) as the file
- * stores them, from states and, packed, the slots, into buf.
+ * stores them, from states and, packed, the slots and the parts, into
+ * buf.
  */
 extern void kept_export_page (const struct kept_overlay *ko,
                               const struct statemap *states,
@@ -342,8 +414,9 @@ extern int kept_load_marks (struct kept_overlay *ko, kept_found_mark *found,
                             void *opaque, uint32_t *max_mark);
 
 /* Version 4: the bytes of marks page page (KEPT_STATE_PAGE of them:
- * the marks of the blocks of state page page) as the file stores
- * them, from marks (the mark of block b at entry b), into buf.
+ * the marks of blocks [page, page + 1) x KEPT_MARKS_PER_PAGE) as the
+ * file stores them, from marks (the mark of block b at entry b), into
+ * buf.
  */
 extern void kept_export_marks_page (const struct kept_overlay *ko,
                                     const struct slotmap *marks,

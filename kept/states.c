@@ -9,7 +9,6 @@
 
 #include <config.h>
 
-#include <endian.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -95,35 +94,81 @@ load_slot (struct kept_overlay *ko, struct kept_slots *slots, uint64_t b,
   return r;
 }
 
+/* The sub-blocks entry names for block b, a block in the overlay
+ * (state) of a file of version 5: returns the state they make it
+ * (KEPT_PARTIAL for some of them, state for none or all), or 3 if
+ * they cannot be (PARTS_BAD: the block is not in a slot, or has no
+ * such sub-blocks), or PARTS_FAILED with errno set.
+ */
+enum { PARTS_BAD = 4, PARTS_FAILED = 5 };
+
+static unsigned
+load_parts (struct kept_overlay *ko, uint64_t b, unsigned state,
+            uint32_t parts)
+{
+  const struct kept_layout *l = &ko->header.layout;
+  uint32_t all;
+
+  if (parts == 0)
+    return state;
+  if (state != KEPT_ALLOCATED || l->part_shift == 0)
+    return PARTS_BAD;
+  all = kept_parts_all (l, b);
+  if ((parts & ~all) != 0)
+    return PARTS_BAD;
+  if (parts == all)
+    return KEPT_ALLOCATED;
+  if (kept_parts_reserve (ko, b) == -1)
+    return PARTS_FAILED;
+  kept_parts_set (ko, b, parts);
+  return KEPT_PARTIAL;
+}
+
 /* A chunk of a packed state area: entries of blocks [first, first +
- * n).  A bad entry is counted in *damage and loaded as state 3, or
- * fails the load if damage is NULL.
+ * n).  A bad entry is counted in *damage and its block left not
+ * allocated, or fails the load if damage is NULL.
  */
 static int
 load_packed (struct kept_overlay *ko, const uint8_t *buf, uint64_t first,
              uint64_t n, uint64_t file_length, struct statemap *states,
              struct kept_slots *slots, struct kept_damage *damage)
 {
+  unsigned size = ko->header.layout.entry_size;
   uint64_t i;
 
   for (i = 0; i < n; ++i) {
+    const uint8_t *p = buf + size * i;
     uint64_t b = first + i;
-    uint32_t entry;
+    uint32_t entry = kept_get_le (p, 4);
+    uint32_t parts = size == 8 ? kept_get_le (p + 4, 4) : 0;
     unsigned state = KEPT_ZERO;
-    int r = 0;
+    int r;
 
-    memcpy (&entry, buf + 4 * i, 4);
-    entry = le32toh (entry);
-    if (entry == KEPT_ENTRY_BASE)
+    if (entry == KEPT_ENTRY_BASE && parts == 0)
       continue;
-    if (entry >= KEPT_ENTRY_SLOT) {
+    if (entry >= KEPT_ENTRY_SLOT)
       state = KEPT_ALLOCATED;
+    state = entry == KEPT_ENTRY_BASE ? PARTS_BAD
+                                     : load_parts (ko, b, state, parts);
+    if (state == PARTS_FAILED)
+      return kept_fail (ko, false, "cannot load the block states: %m");
+    if (state == PARTS_BAD && damage == NULL)
+      return kept_fail (ko, true, "corrupted block states (block %" PRIu64
+                        " holds sub-blocks %#" PRIx32 ", which it cannot)",
+                        b, parts);
+    if (state == PARTS_BAD) {
+      ++damage->bad_parts;
+      continue;
+    }
+    if (entry >= KEPT_ENTRY_SLOT) {
       r = load_slot (ko, slots, b, entry - KEPT_ENTRY_SLOT, file_length,
                      damage);
       if (r == -1)
         return -1;
-      if (r == 1)
-        state = 3;
+      if (r == 1) {
+        kept_parts_set (ko, b, 0);
+        continue;
+      }
     }
     if (statemap_reserve (states, b, 1) == -1)
       return kept_fail (ko, false, "cannot load the block states: %m");
@@ -145,10 +190,13 @@ load_chunk (struct kept_overlay *ko, const uint8_t *buf, uint64_t at,
             uint64_t len, void *opaque)
 {
   struct load *load = opaque;
-  uint64_t blocks = kept_blocks (ko), first = at / 4, n = len / 4;
+  unsigned size = ko->header.layout.entry_size;
+  uint64_t blocks = kept_blocks (ko), first, n;
 
   if (!ko->header.layout.packed)
     return load_unpacked (ko, buf, at, len, load->states, load->damage);
+  first = at / size;
+  n = len / size;
   if (first >= blocks)
     return 0;
   return load_packed (ko, buf, first, first + n > blocks ? blocks - first : n,
@@ -171,6 +219,8 @@ kept_load_states (struct kept_overlay *ko, struct statemap *states,
   load.file_length = st.st_size;
   if (l->packed && kept_slots_init (&ko->slots, kept_blocks (ko)) == -1)
     return kept_fail (ko, false, "cannot load the block slots: %m");
+  if (l->part_shift && slotmap_init (&ko->parts, kept_blocks (ko)) == -1)
+    return kept_fail (ko, false, "cannot load the block states: %m");
   return kept_read_area (ko, l->states_offset, l->states_length,
                          "block states", load_chunk, &load);
 }
@@ -188,20 +238,25 @@ kept_export_page (const struct kept_overlay *ko, const struct statemap *states,
     return;
   }
   for (i = 0; i < l->blocks_per_page; ++i) {
+    uint8_t *p = buf + l->entry_size * i;
     uint64_t b = first + i, slot;
-    uint32_t entry = KEPT_ENTRY_BASE;
+    uint32_t entry = KEPT_ENTRY_BASE, parts = 0;
 
     switch (statemap_get (states, b)) {
     case KEPT_ZERO:
       entry = KEPT_ENTRY_ZERO;
       break;
+    case KEPT_PARTIAL:
+      parts = kept_parts_get (ko, b);
+      /* fall through */
     case KEPT_ALLOCATED:
-      /* An allocated block always has its slot. */
+      /* A block in the overlay, whole or in part, always has its slot. */
       if (kept_slots_get (slots, b, &slot))
         entry = slot + KEPT_ENTRY_SLOT;
       break;
     }
-    entry = htole32 (entry);
-    memcpy (buf + 4 * i, &entry, 4);
+    kept_put_le (p, entry, 4);
+    if (l->entry_size == 8)
+      kept_put_le (p + 4, entry == KEPT_ENTRY_BASE ? 0 : parts, 4);
   }
 }

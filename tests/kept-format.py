@@ -6,16 +6,22 @@
 #   kept-format.py header FILE FIELD=VALUE...
 #       sets header fields (version, flags, recoveries) and makes the
 #       checksum right again;
-#   kept-format.py v3 FILE
-#       rewrites a file of format version 4 as version 3: the same
-#       blocks, states and slots, without the checkpoints and marks;
-#   kept-format.py v2 FILE
-#       rewrites a file of format version 3 or 4 (packed: a slot per
-#       block) as version 2 (block b at its own offset), with the same
-#       blocks in the same states and the same flags, but
-#       MARKS_STALE (4), which version 2 lacks with the checkpoints: the
-#       files that earlier releases made, for the tests that still open
-#       them.
+#   kept-format.py v4 FILE [BASE]
+#       rewrites a file of format version 5 as version 4: the same
+#       blocks, states, slots, checkpoints and marks, a block held in
+#       part held whole, the rest of it read from BASE (needed only if
+#       there is such a block);
+#   kept-format.py v3 FILE [BASE]
+#       rewrites a file of format version 4 (or 5, as v4 first) as
+#       version 3: the same blocks, states and slots, without the
+#       checkpoints and marks;
+#   kept-format.py v2 FILE [BASE]
+#       rewrites a file of format version 3 or 4 (or 5, as v4 first;
+#       packed: a slot per block) as version 2 (block b at its own
+#       offset), with the same blocks in the same states and the same
+#       flags, but MARKS_STALE (4), which version 2 lacks with the
+#       checkpoints: the files that earlier releases made, for the tests
+#       that still open them.
 
 import os
 import struct
@@ -71,6 +77,22 @@ def v3_layout(block_size, base_size):
     return HEADER, -(-(HEADER + states_length) // align) * align
 
 
+def v4_layout(block_size, base_size):
+    """(states_length, marks_length, data_offset) of a version 4 file:
+    4 bytes a block in each area, after the two copies of the table."""
+    blocks = -(-base_size // block_size)
+    length = -(-blocks // (PAGE // 4)) * PAGE
+    align = max(block_size, 128 * 1024)
+    end = HEADER + 2 * PAGE + 2 * length
+    return length, length, -(-end // align) * align
+
+
+def v5_parts(block_size):
+    """The bytes of a sub-block of a version 5 file, or 0 if it holds
+    no block in part."""
+    return max(4096, block_size // 32) if block_size >= 16384 else 0
+
+
 def read_packed(path, versions):
     """The bytes of a packed file of one of versions, its header (a
     bytearray) and its fields block size, base size, states offset and
@@ -84,19 +106,67 @@ def read_packed(path, versions):
     return packed, header, (block_size,) + fields
 
 
-def relabel(header, version, states_offset, states_length, data_offset):
+def relabel(header, version, states_offset, states_length, data_offset,
+            keep_stale=False):
     """header as version, with that layout and without MARKS_STALE,
-    which only version 4 has."""
+    which only versions 4 on have, unless keep_stale."""
     struct.pack_into('<I', header, 8, version)
     flags, = struct.unpack_from('<I', header, FIELDS['flags'])
-    struct.pack_into('<I', header, FIELDS['flags'], flags & 3)
+    struct.pack_into('<I', header, FIELDS['flags'],
+                     flags if keep_stale else flags & 3)
     struct.pack_into('<QQQ', header, STATES_OFFSET, states_offset,
                      states_length, data_offset)
     seal(header)
 
 
-def to_v3(path):
+def to_v4(path, base=None):
+    """A version 5 file as version 4: 4-byte entries, a block held in
+    part filled from base."""
+    v5, header, (block_size, base_size, offset, length, data) = \
+        read_packed(path, (5,))
+    blocks = -(-base_size // block_size)
+    marks_length = -(-blocks // (PAGE // 4)) * PAGE
+    states_length, _, data_offset = v4_layout(block_size, base_size)
+    states = bytearray(states_length)
+    part = v5_parts(block_size)
+    body = bytearray(v5[data:])
+    for b in range(blocks):
+        entry, parts = struct.unpack_from('<II', v5, offset + 8 * b)
+        struct.pack_into('<I', states, 4 * b, entry)
+        if parts == 0:
+            continue
+        assert base is not None, 'block %d is held in part: name BASE' % b
+        at = (entry - 2) * block_size
+        with open(base, 'rb') as f:
+            for i in range(32):
+                start = b * block_size + i * part
+                end = min(start + part, (b + 1) * block_size, base_size)
+                if parts >> i & 1 or start >= end:
+                    continue
+                f.seek(start)
+                piece = f.read(end - start)
+                body[at + i * part:at + i * part + len(piece)] = piece
+    relabel(header, 4, offset, states_length, data_offset, keep_stale=True)
+    marks = v5[offset + length:offset + length + marks_length]
+    with open(path + '.v4', 'wb') as f:
+        f.truncate(data_offset + len(body))
+        f.write(header + v5[HEADER:offset] + states + marks)
+        f.seek(data_offset)
+        f.write(body)
+    os.rename(path + '.v4', path)
+
+
+def as_v4(path, base):
+    """path, rewritten as version 4 first if it is version 5."""
+    with open(path, 'rb') as f:
+        f.seek(8)
+        if struct.unpack('<I', f.read(4))[0] == 5:
+            to_v4(path, base)
+
+
+def to_v3(path, base=None):
     """A version 4 file as version 3: no checkpoints and no marks."""
+    as_v4(path, base)
     v4, header, (block_size, base_size, offset, length, data) = \
         read_packed(path, (4,))
     states_offset, data_offset = v3_layout(block_size, base_size)
@@ -109,7 +179,8 @@ def to_v3(path):
     os.rename(path + '.v3', path)
 
 
-def to_v2(path):
+def to_v2(path, base=None):
+    as_v4(path, base)
     packed, header, (block_size, base_size, offset, length, data) = \
         read_packed(path, (3, 4))
     blocks = -(-base_size // block_size)
@@ -138,9 +209,9 @@ if __name__ == '__main__':
     command, path = sys.argv[1], sys.argv[2]
     if command == 'header':
         set_fields(path, sys.argv[3:])
-    elif command == 'v2':
-        to_v2(path)
-    elif command == 'v3':
-        to_v3(path)
+    elif command in ('v2', 'v3', 'v4'):
+        convert = {'v2': to_v2, 'v3': to_v3, 'v4': to_v4}[command]
+        convert(path, *sys.argv[3:4])
     else:
-        sys.exit('usage: kept-format.py header|v2|v3 FILE [FIELD=VALUE...]')
+        sys.exit('usage: kept-format.py header FILE FIELD=VALUE... | '
+                 'v2|v3|v4 FILE [BASE]')

@@ -9,6 +9,8 @@
 . "$abs_top_srcdir/tests/functions.sh"
 . "$abs_top_srcdir/tests/nbdcow-setup.sh"
 
+# A file of version 4 (its blocks held in part held whole), as before.
+"$PYTHON" "$tests/kept-format.py" v4 "$ov" "$tmp/base"
 "$NBDCOW" map "$ov" > "$tmp/map3"
 "$PYTHON" "$tests/kept-format.py" v2 "$ov"
 jq -e '.format_version == 2 and .closed_cleanly == true' \

@@ -22,7 +22,7 @@ info_is ()
 
 start_nbdkit "$tmp/sock" --filter=cow file "$tmp/base" cow-file="$ov"
 nbdsh -u "$uri" -c "
-h.pwrite(b'x' * 100, 3 * $B + 10)        # block 3: read-modify-write
+h.pwrite(b'x' * 100, 3 * $B + 10)        # block 3: its first 4K sub-block
 h.pwrite(b'y' * (2 * $B), 10 * $B)       # blocks 10 and 11
 h.zero(5 * $B, 20 * $B)                  # blocks 20 to 24, trimmed
 h.flush()
@@ -33,16 +33,16 @@ stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
 rm -f "$tmp/sock"
 
 "$NBDCOW" info "$ov"
-info_is ".format_version == 4 and .block_size == $B and
+info_is ".format_version == 5 and .block_size == $B and
          .base_size == 128 * $B and .export_name == \"\" and
-         .blocks == { base: 120, overlay: 3, zero: 5 } and
-         .data_bytes == 3 * $B and .zero_bytes == 5 * $B and
-         .bytes_on_disk >= 3 * $B and .closed_cleanly == true and
+         .blocks == { base: 120, overlay: 3, zero: 5, partial: 1 } and
+         .data_bytes == 2 * $B + 4096 and .zero_bytes == 5 * $B and
+         .bytes_on_disk >= 2 * $B + 4096 and .closed_cleanly == true and
          .recoveries == 0" "info --json"
 
 want="0 $((3 * B)) base
-$((3 * B)) $B overlay
-$((4 * B)) $((6 * B)) base
+$((3 * B)) 4096 overlay
+$((3 * B + 4096)) $((7 * B - 4096)) base
 $((10 * B)) $((2 * B)) overlay
 $((12 * B)) $((8 * B)) base
 $((20 * B)) $((5 * B)) zero
@@ -70,7 +70,7 @@ info_is '.closed_cleanly == true and .recoveries == 1' "after recovery"
 
 # Format version 1 (version 2 without flags): nbdcow opens it and says
 # what it cannot know; the filter serves it and leaves it version 2.
-"$PYTHON" "$tests/kept-format.py" v2 "$ov"
+"$PYTHON" "$tests/kept-format.py" v2 "$ov" "$tmp/base"
 "$PYTHON" "$tests/kept-format.py" header "$ov" version=1 flags=0 recoveries=0
 "$NBDCOW" info "$ov" | grep -q '^closed cleanly: unknown (format version 1' ||
   fail "version 1 info"

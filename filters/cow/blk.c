@@ -229,9 +229,8 @@ set_states (struct blk *blk, uint64_t first, uint64_t n, enum blk_state state)
 }
 
 /* Block b, partial or not allocated, holds sub-blocks subs in the
- * overlay, all of them making it allocated.  Requires
- * blkmap_reserve_subs of b.  Only the map knows of sub-blocks: the
- * stores that hold partial blocks keep no states.
+ * overlay, all of them making it allocated: in the map and then in
+ * the store.  Requires reserve_states and reserve_end of b.
  */
 static inline void
 set_subs (struct blk *blk, uint64_t b, uint32_t subs)
@@ -239,7 +238,10 @@ set_subs (struct blk *blk, uint64_t b, uint32_t subs)
 {
   CHECK (rmw_held (blk, b, 1));
   CHECK (store_holds_parts (blk->store));
-  blkmap_set_subs (&blk->map, b, subs);
+  if (blkmap_set_subs (&blk->map, b, subs) == BLK_PARTIAL)
+    store_set_part (blk->store, b, subs);
+  else
+    store_set_states (blk->store, b, 1, BLK_ALLOCATED);
 }
 
 /* The first run of set bits of bits at or after bit from: returns its
@@ -883,7 +885,8 @@ plan_end (struct blk *blk, const struct blk_base *base, uint64_t b,
 static int
 reserve_end (struct blk *blk, uint64_t b, const struct end_write *e, int *err)
 {
-  if (e->way != END_SUBS || blkmap_reserve_subs (&blk->map, b) == 0)
+  if (e->way != END_SUBS || (blkmap_reserve_subs (&blk->map, b) == 0 &&
+                             store_reserve_part (blk->store, b) == 0))
     return 0;
   *err = errno;
   nbdkit_error ("cow: cannot grow the map of partial blocks: %m");

@@ -90,6 +90,20 @@ load_run (void *opaque, uint64_t first, uint64_t n, enum blk_state state)
   return 0;
 }
 
+/* A partial block a kept store loaded, into the map, once it has room
+ * for sub-blocks.
+ */
+static int
+load_part (void *opaque, uint64_t b, uint32_t subs)
+{
+  struct blkmap *map = opaque;
+
+  if (blkmap_reserve_subs (map, b) == -1)
+    return -1;
+  blkmap_set_subs (map, b, subs);
+  return 0;
+}
+
 struct blk *
 blk_new_kept (uint32_t block_size, unsigned stripes, const char *path,
               const char *name, struct space *space)
@@ -169,6 +183,10 @@ start_store (struct blk *blk, uint64_t size) REQUIRES (blk->start_lock)
     return 0;
   if (store_start (blk->store, size, &overhead) == -1)
     return -1;
+  if (store_loaded_parts (blk->store, load_part, &blk->map) == -1) {
+    nbdkit_error ("cow: cannot hold the map of partial blocks: %m");
+    return -1;
+  }
   blk->store_overhead = overhead;
   space_charge (blk->space, overhead +
                 blkmap_space_held (&blk->map, 0,

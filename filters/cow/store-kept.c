@@ -65,7 +65,8 @@
 
 _Static_assert ((int) BLK_NOT_ALLOCATED == (int) KEPT_NOT_ALLOCATED &&
                 (int) BLK_ALLOCATED == (int) KEPT_ALLOCATED &&
-                (int) BLK_ZERO == (int) KEPT_ZERO,
+                (int) BLK_ZERO == (int) KEPT_ZERO &&
+                (int) BLK_PARTIAL == (int) KEPT_PARTIAL,
                 "the block layer's states are the kept format's");
 
 struct store_kept {
@@ -161,14 +162,20 @@ report (const struct store_kept *k)
  * punched.
  */
 
-/* The state pages of the file; as many marks pages follow them. */
+/* The state pages of the file, and the marks pages that follow them. */
 static uint64_t
 state_pages (const struct store_kept *k)
 {
   return k->kept.header.layout.states_length / KEPT_STATE_PAGE;
 }
 
-/* Version 4: the bits of dirty_marks, so that noting a raised mark
+static uint64_t
+marks_pages (const struct store_kept *k)
+{
+  return k->kept.header.layout.marks_length / KEPT_STATE_PAGE;
+}
+
+/* Version 4 on: the bits of dirty_marks, so that noting a raised mark
  * cannot fail.
  */
 static int
@@ -177,7 +184,7 @@ alloc_dirty_marks (struct store_kept *k)
   if (!k->history)
     return 0;
   free (k->dirty_marks);
-  k->dirty_marks = calloc (div_round_up (state_pages (k), 64),
+  k->dirty_marks = calloc (div_round_up (marks_pages (k), 64),
                            sizeof *k->dirty_marks);
   if (k->dirty_marks == NULL) {
     nbdkit_error ("cow-file=%s: %m", k->kept.path);
@@ -374,7 +381,8 @@ kept_start (struct store *st, uint64_t size, uint64_t *overhead)
 }
 
 /* The states loaded from an existing file, in runs of blocks in the
- * overlay or zero.  Only before any request: no lock.
+ * overlay or zero, and the blocks held in part.  Only before any
+ * request: no lock.
  */
 static int
 kept_loaded_states (struct store *st, store_found_states *found, void *opaque)
@@ -386,8 +394,27 @@ kept_loaded_states (struct store *st, store_found_states *found, void *opaque)
     unsigned state;
     uint64_t end = statemap_run (&k->states, b, blocks, &state);
 
-    if (state != KEPT_NOT_ALLOCATED && found (opaque, b, end - b, state) == -1)
+    if (state != KEPT_NOT_ALLOCATED && state != KEPT_PARTIAL &&
+        found (opaque, b, end - b, state) == -1)
       return -1;
+    b = end;
+  }
+  return 0;
+}
+
+static int
+kept_loaded_parts (struct store *st, store_found_part *found, void *opaque)
+{
+  struct store_kept *k = kept_of (st);
+  uint64_t blocks = k->kept.has_header ? kept_blocks (&k->kept) : 0, b = 0;
+
+  while (b < blocks) {
+    unsigned state;
+    uint64_t end = statemap_run (&k->states, b, blocks, &state);
+
+    for (; state == KEPT_PARTIAL && b < end; ++b)
+      if (found (opaque, b, kept_parts_get (&k->kept, b)) == -1)
+        return -1;
     b = end;
   }
   return 0;
@@ -610,12 +637,45 @@ kept_set_states (struct store *st, uint64_t first, uint64_t n,
   held_unlock (&k->page_lock);
 }
 
-/* No format up to version 4 keeps which sub-blocks a block holds. */
+/* Version 5 keeps which sub-blocks a block holds, of blocks of 16K
+ * on; a new file is made in version 5.  Its sub-blocks are the block
+ * layer's (blkmap_start): 4K, or a 32nd of a block larger than 128K.
+ */
 static bool
 kept_holds_parts (struct store *st)
 {
-  (void) st;
-  return false;
+  struct store_kept *k = kept_of (st);
+
+  if (!k->kept.has_header)
+    return k->block_size >= KEPT_PARTS_MIN_BLOCK;
+  return k->kept.header.layout.part_shift != 0;
+}
+
+static int
+kept_reserve_part (struct store *st, uint64_t b)
+{
+  struct store_kept *k = kept_of (st);
+  int r;
+
+  held_lock (&k->page_lock);
+  r = kept_parts_reserve (&k->kept, b);
+  held_unlock (&k->page_lock);
+  return r;
+}
+
+/* Requires kept_reserve_states and kept_reserve_part of b. */
+static void
+kept_set_part (struct store *st, uint64_t b, uint32_t subs)
+{
+  struct store_kept *k = kept_of (st);
+  uint64_t page, pages;
+
+  state_pages_of (k, b, 1, &page, &pages);
+  held_lock (&k->page_lock);
+  kept_parts_set (&k->kept, b, subs);
+  statemap_set (&k->states, b, 1, KEPT_PARTIAL);
+  statemap_set (&k->dirty_pages, page, pages, 1);
+  held_unlock (&k->page_lock);
 }
 
 /*----------------------------------------------------------------------
@@ -666,11 +726,11 @@ static void
 kept_note_marks (struct store *st, uint64_t first, uint64_t n)
 {
   struct store_kept *k = kept_of (st);
-  uint64_t page, pages, i;
+  uint64_t page = first / KEPT_MARKS_PER_PAGE;
+  uint64_t last = (first + n - 1) / KEPT_MARKS_PER_PAGE;
 
-  state_pages_of (k, first, n, &page, &pages);
-  for (i = 0; i < pages; ++i)
-    dirty_marks_page (k, page + i);
+  for (; page <= last; ++page)
+    dirty_marks_page (k, page);
 }
 
 /* Gives the file MARKS_STALE, durably, unless it has it.  Returns 0,
@@ -869,7 +929,7 @@ take_dirty_pages (void *opaque, uint64_t *next, uint64_t *at,
     at[n++] = l->states_offset + p++ * KEPT_STATE_PAGE;
   }
   held_unlock (&k->page_lock);
-  for (; k->history && p < 2 * states && n < max; ++p) {
+  for (; k->history && p < states + marks_pages (k) && n < max; ++p) {
     uint64_t m = p - states;
 
     /* 64 clean pages at a time. */
@@ -992,7 +1052,10 @@ static const struct store_ops kept_ops = {
   .loaded_states = kept_loaded_states,
   .reserve_states = kept_reserve_states,
   .set_states = kept_set_states,
+  .loaded_parts = kept_loaded_parts,
   .holds_parts = kept_holds_parts,
+  .reserve_part = kept_reserve_part,
+  .set_part = kept_set_part,
   .allows_checkpoints = kept_allows_checkpoints,
   .note_checkpoints = kept_note_checkpoints,
   .note_marks = kept_note_marks,

@@ -36,11 +36,13 @@
 
 struct store;
 
-/* A run of blocks in one state, as a kept store loaded it.  Returns
- * 0, or -1 to stop.
+/* A run of blocks in one state, as a kept store loaded it, never
+ * BLK_PARTIAL; and a BLK_PARTIAL block with the sub-blocks it holds.
+ * Return 0, or -1 to stop.
  */
 typedef int store_found_states (void *opaque, uint64_t first, uint64_t n,
                                 enum blk_state state);
+typedef int store_found_part (void *opaque, uint64_t b, uint32_t subs);
 
 struct store_ops {
   /* Makes the store ready for a base of size bytes (> 0): throw-away,
@@ -93,6 +95,12 @@ struct store_ops {
    */
   int (*loaded_states) (struct store *st, store_found_states *found,
                         void *opaque);
+  /* Kept, holding parts: the partial blocks loaded, in order, once the
+   * block layer's map has room for them (blkmap_start); returns as
+   * loaded_states.  NULL for a throw-away store.
+   */
+  int (*loaded_parts) (struct store *st, store_found_part *found,
+                       void *opaque);
 
   /* Kept: makes room for, then notes, a change of the states of
    * blocks [first, first+n), so that the next flush writes them; the
@@ -107,9 +115,19 @@ struct store_ops {
   /* Whether a block can be in the overlay in part (BLK_PARTIAL), the
    * sub-blocks it does not hold read from the base: NULL, it can (a
    * throw-away store holds whatever bytes are written); a kept file
-   * only where its format keeps which sub-blocks each block holds.
+   * only where its format keeps which sub-blocks each block holds, in
+   * sub-blocks of the block layer's size (blkmap_start).
    */
   bool (*holds_parts) (struct store *st);
+
+  /* Kept, holding parts: makes room for block b to become BLK_PARTIAL
+   * (0, or -1 with errno set), then notes that it is, holding
+   * sub-blocks subs (not all of its own), as set_states does a
+   * state.  Requires reserve_states of b too.  NULL: the store keeps
+   * no states.
+   */
+  int (*reserve_part) (struct store *st, uint64_t b);
+  void (*set_part) (struct store *st, uint64_t b, uint32_t subs);
 
   /* Kept: whether the overlay can have checkpoints: only if its file
    * keeps them (format version 4), with the marks of changed blocks,
@@ -247,6 +265,13 @@ store_loaded_states (struct store *st, store_found_states *found,
 }
 
 static inline int
+store_loaded_parts (struct store *st, store_found_part *found, void *opaque)
+{
+  return st->ops->loaded_parts ? st->ops->loaded_parts (st, found, opaque)
+                               : 0;
+}
+
+static inline int
 store_reserve_states (struct store *st, uint64_t first, uint64_t n)
 {
   return st->ops->reserve_states ? st->ops->reserve_states (st, first, n) : 0;
@@ -264,6 +289,19 @@ static inline bool
 store_holds_parts (struct store *st)
 {
   return st->ops->holds_parts == NULL || st->ops->holds_parts (st);
+}
+
+static inline int
+store_reserve_part (struct store *st, uint64_t b)
+{
+  return st->ops->reserve_part ? st->ops->reserve_part (st, b) : 0;
+}
+
+static inline void
+store_set_part (struct store *st, uint64_t b, uint32_t subs)
+{
+  if (st->ops->set_part)
+    st->ops->set_part (st, b, subs);
 }
 
 static inline bool

@@ -72,14 +72,14 @@ take_piece (struct copy *c, uint64_t *offset, uint64_t *length,
       c->next_block = end;
       continue;
     }
-    if (end - b > c->piece_blocks)
-      end = b + c->piece_blocks;
+    if (*state == KEPT_PARTIAL || end - b > c->piece_blocks)
+      end = b + (*state == KEPT_PARTIAL ? 1 : c->piece_blocks);
     *offset = blockgeom_start (&l->geom, b);
     *length = blockgeom_end (&l->geom, end - 1) - *offset;
     *dest = *offset;
     if (c->consecutive) {
       *dest = c->next_data;
-      if (*state == KEPT_ALLOCATED)
+      if (*state != KEPT_ZERO)
         c->next_data += blockgeom_start (&l->geom, end - b);
     }
     c->next_block = end;
@@ -112,6 +112,33 @@ copy_data (struct copy *c, unsigned conn, char *buf, uint64_t at,
   return target_write (c->t, conn, buf, length, dest);
 }
 
+/* Copies block b, held in part, to dest in the target: the runs of
+ * sub-blocks it holds, each to its place in the block.
+ */
+static int
+copy_partial_block (struct copy *c, unsigned conn, char *buf, uint64_t b,
+                    uint64_t dest)
+{
+  struct kept_overlay *ko = &c->ov->kept;
+  const struct blockgeom *g = &ko->header.layout.geom;
+  uint64_t start = blockgeom_start (g, b), stop = blockgeom_end (g, b);
+  uint64_t at, next, data;
+  bool held;
+
+  if (kept_data_run (ko, b, 1, &data) == 0) {
+    nbdcow_error ("%s: block %" PRIu64 " is in the overlay but has no "
+                  "slot", ko->path, b);
+    return -1;
+  }
+  for (at = start; at < stop; at = next) {
+    next = overlay_file_part_run (c->ov, b, at, &held);
+    if (held && copy_data (c, conn, buf, data + (at - start), next - at,
+                           dest + (at - start)) == -1)
+      return -1;
+  }
+  return 0;
+}
+
 /* Copies the piece at offset in the overlay (block-aligned) to dest in
  * the target, a run of the file at a time.
  */
@@ -125,6 +152,9 @@ copy_piece (struct copy *c, unsigned conn, char *buf, uint64_t offset,
   if (state == KEPT_ZERO)
     /* Consecutive, the target's own map says the blocks read zeros. */
     return c->consecutive ? 0 : target_zero (c->t, conn, length, dest);
+  if (state == KEPT_PARTIAL)
+    return copy_partial_block (c, conn, buf, blockgeom_block (g, offset),
+                               dest);
   while (length > 0) {
     uint64_t b = blockgeom_block (g, offset);
     uint64_t at, n = kept_data_run (ko, b,
@@ -152,8 +182,8 @@ worker_run (void *arg)
 {
   struct worker *w = arg;
   struct copy *c = w->c;
-  uint64_t bytes = blockgeom_start (&c->ov->kept.header.layout.geom,
-                                    c->piece_blocks);
+  const struct blockgeom *g = &c->ov->kept.header.layout.geom;
+  uint64_t bytes = blockgeom_start (g, c->piece_blocks);
   uint64_t offset, length, dest;
   unsigned state;
   char *buf = malloc (bytes);
@@ -163,6 +193,8 @@ worker_run (void *arg)
     nbdcow_error ("%s: malloc: %m", c->ov->kept.path);
   while (ok && take_piece (c, &offset, &length, &state, &dest)) {
     ok = copy_piece (c, w->conn, buf, offset, length, state, dest) == 0;
+    if (ok && state == KEPT_PARTIAL)
+      length = overlay_file_block_bytes (c->ov, blockgeom_block (g, offset));
     if (ok)
       progress_add (&c->progress, length);
   }

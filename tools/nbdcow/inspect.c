@@ -57,7 +57,6 @@ static void
 count_changed (const struct overlay_file *ov, const struct overlay_history *h,
                uint64_t *bytes)
 {
-  const struct blockgeom *g = &ov->kept.header.layout.geom;
   uint64_t blocks = kept_blocks (&ov->kept), b;
   unsigned i;
 
@@ -67,7 +66,7 @@ count_changed (const struct overlay_file *ov, const struct overlay_history *h,
       continue;
     for (i = 0; i < h->table.count; ++i)
       if (overlay_history_changed (h, b, h->table.checkpoints[i].epoch))
-        bytes[i] += blockgeom_end (g, b) - blockgeom_start (g, b);
+        bytes[i] += overlay_file_block_bytes (ov, b);
   }
 }
 
@@ -114,6 +113,22 @@ not_closed_why (const struct kept_header *h)
  * info
  */
 
+/* Whether the overlay holds the whole disk: no block reads from the
+ * base, in whole or in part.
+ */
+static bool
+is_complete (const struct overlay_counts *c)
+{
+  return c->blocks[KEPT_NOT_ALLOCATED] == 0 && c->blocks[KEPT_PARTIAL] == 0;
+}
+
+/* The blocks in the overlay, whole or in part. */
+static uint64_t
+in_overlay (const struct overlay_counts *c)
+{
+  return c->blocks[KEPT_ALLOCATED] + c->blocks[KEPT_PARTIAL];
+}
+
 static void
 print_info_json (const struct overlay_file *ov, const struct overlay_counts *c,
                  const struct overlay_history *hist, const uint64_t *changed,
@@ -131,14 +146,14 @@ print_info_json (const struct overlay_file *ov, const struct overlay_counts *c,
   printf ("  \"export_name\": ");
   json_write_string (stdout, h->name);
   printf (",\n  \"blocks\": { \"base\": %" PRIu64
-          ", \"overlay\": %" PRIu64 ", \"zero\": %" PRIu64 " },\n",
-          c->blocks[KEPT_NOT_ALLOCATED], c->blocks[KEPT_ALLOCATED],
-          c->blocks[KEPT_ZERO]);
+          ", \"overlay\": %" PRIu64 ", \"zero\": %" PRIu64
+          ", \"partial\": %" PRIu64 " },\n",
+          c->blocks[KEPT_NOT_ALLOCATED], in_overlay (c), c->blocks[KEPT_ZERO],
+          c->blocks[KEPT_PARTIAL]);
   printf ("  \"data_bytes\": %" PRIu64 ",\n", c->bytes[KEPT_ALLOCATED]);
   printf ("  \"zero_bytes\": %" PRIu64 ",\n", c->bytes[KEPT_ZERO]);
   printf ("  \"bytes_on_disk\": %" PRIu64 ",\n", on_disk);
-  printf ("  \"complete\": %s,\n",
-          c->blocks[KEPT_NOT_ALLOCATED] == 0 ? "true" : "false");
+  printf ("  \"complete\": %s,\n", is_complete (c) ? "true" : "false");
   printf ("  \"plugin_facts_kept\": %s,\n",
           h->facts.known ? "true" : "false");
   print_checkpoints_json (hist, changed);
@@ -165,16 +180,18 @@ print_info_text (const struct overlay_file *ov, const struct overlay_counts *c,
   printf ("base size: %" PRIu64 "\n", h->layout.geom.size);
   printf ("export name: ");
   json_write_string (stdout, h->name);
-  printf ("\nblocks: %" PRIu64 " in the overlay, %" PRIu64 " zero, %" PRIu64
-          " from the base\n", c->blocks[KEPT_ALLOCATED], c->blocks[KEPT_ZERO],
-          c->blocks[KEPT_NOT_ALLOCATED]);
+  printf ("\nblocks: %" PRIu64 " in the overlay, ", in_overlay (c));
+  if (c->blocks[KEPT_PARTIAL])
+    printf ("%" PRIu64 " of them in part, ", c->blocks[KEPT_PARTIAL]);
+  printf ("%" PRIu64 " zero, %" PRIu64 " from the base\n",
+          c->blocks[KEPT_ZERO], c->blocks[KEPT_NOT_ALLOCATED]);
   printf ("data: %" PRIu64 " bytes in the overlay, %" PRIu64 " bytes zero\n",
           c->bytes[KEPT_ALLOCATED], c->bytes[KEPT_ZERO]);
   printf ("bytes on disk: %" PRIu64 "\n", on_disk);
-  if (c->blocks[KEPT_NOT_ALLOCATED] == 0 && h->facts.known)
+  if (is_complete (c) && h->facts.known)
     printf ("complete: yes (the overlay holds the whole disk: it exports "
             "and serves without its base, the plugin's facts kept)\n");
-  else if (c->blocks[KEPT_NOT_ALLOCATED] == 0)
+  else if (is_complete (c))
     printf ("complete: yes (the overlay holds the whole disk: it exports "
             "without its base)\n");
   if (h->version == 1)
@@ -390,6 +407,10 @@ report_damage (const char *file, const struct kept_damage *d, uint64_t length)
   if (d->invalid)
     printf ("%s: damaged: %" PRIu64 " blocks have the invalid state 3 "
             "(cannot repair: what they held is unknown)\n", file, d->invalid);
+  if (d->bad_parts)
+    printf ("%s: damaged: %" PRIu64 " blocks name sub-blocks they cannot hold "
+            "(cannot repair: what they held is unknown)\n", file,
+            d->bad_parts);
   if (d->shared)
     printf ("%s: damaged: %" PRIu64 " blocks have a slot that another block "
             "has too (cannot repair: what they held is unknown)\n",
@@ -398,7 +419,7 @@ report_damage (const char *file, const struct kept_damage *d, uint64_t length)
     printf ("%s: damaged: truncated: %" PRIu64 " blocks lie in slots past "
             "the end of the file (%" PRIu64 " bytes; cannot repair: their "
             "data is lost)\n", file, d->past_end, length);
-  return d->invalid + d->shared + d->past_end == 0;
+  return d->invalid + d->bad_parts + d->shared + d->past_end == 0;
 }
 
 int

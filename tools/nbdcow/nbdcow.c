@@ -67,9 +67,73 @@ overlay_file_close (struct overlay_file *ov)
   statemap_free (&ov->states);
 }
 
+/* The run overlay_file_each_run has found and not yet passed on: runs
+ * of one state that meet are passed on as one.
+ */
+struct pending_run {
+  const struct overlay_file *ov;
+  overlay_run_fn *fn;
+  void *opaque;
+  uint64_t offset, length;
+  unsigned state;
+};
+
+static int
+add_run (struct pending_run *p, uint64_t offset, uint64_t length,
+         unsigned state)
+{
+  int r = 0;
+
+  if (p->length > 0 && p->state == state) {
+    p->length += length;
+    return 0;
+  }
+  if (p->length > 0)
+    r = p->fn (p->offset, p->length, p->state, p->opaque);
+  p->offset = offset;
+  p->length = length;
+  p->state = state;
+  return r;
+}
+
+uint64_t
+overlay_file_part_run (const struct overlay_file *ov, uint64_t b, uint64_t at,
+                       bool *held)
+{
+  const struct kept_layout *l = &ov->kept.header.layout;
+  uint32_t parts = kept_parts_get (&ov->kept, b);
+  uint64_t start = blockgeom_start (&l->geom, b);
+  uint64_t stop = blockgeom_end (&l->geom, b);
+  unsigned i = (at - start) >> l->part_shift;
+
+  *held = parts >> i & 1;
+  while (++i < KEPT_PARTS && (parts >> i & 1) == *held)
+    ;
+  at = start + ((uint64_t) i << l->part_shift);
+  return at < stop ? at : stop;
+}
+
+/* Block b, held in part: its runs of sub-blocks held (in the overlay)
+ * and not (from the base).
+ */
+static int
+add_partial_block (struct pending_run *p, uint64_t b)
+{
+  const struct blockgeom *g = &p->ov->kept.header.layout.geom;
+  uint64_t at = blockgeom_start (g, b), stop = blockgeom_end (g, b), next;
+  bool held;
+  int r = 0;
+
+  for (; r == 0 && at < stop; at = next) {
+    next = overlay_file_part_run (p->ov, b, at, &held);
+    r = add_run (p, at, next - at, held ? KEPT_ALLOCATED : KEPT_NOT_ALLOCATED);
+  }
+  return r;
+}
+
 int
-overlay_file_each_run (const struct overlay_file *ov, overlay_run_fn *fn,
-                       void *opaque)
+overlay_file_each_block_run (const struct overlay_file *ov, overlay_run_fn *fn,
+                             void *opaque)
 {
   const struct kept_layout *l = &ov->kept.header.layout;
   uint64_t blocks = kept_blocks (&ov->kept), b = 0;
@@ -78,9 +142,11 @@ overlay_file_each_run (const struct overlay_file *ov, overlay_run_fn *fn,
     unsigned state;
     uint64_t end = statemap_run (&ov->states, b, blocks, &state);
     uint64_t from = blockgeom_start (&l->geom, b);
-    int r = fn (from, blockgeom_end (&l->geom, end - 1) - from, state,
-                opaque);
+    int r;
 
+    if (state == KEPT_PARTIAL && l->part_shift)
+      end = b + 1;
+    r = fn (from, blockgeom_end (&l->geom, end - 1) - from, state, opaque);
     if (r != 0)
       return r;
     b = end;
@@ -88,14 +154,39 @@ overlay_file_each_run (const struct overlay_file *ov, overlay_run_fn *fn,
   return 0;
 }
 
-/* The overlay_run_fn of overlay_file_count. */
+/* The overlay_run_fn of overlay_file_each_run: a block run, a block
+ * held in part as its runs of sub-blocks.
+ */
+static int
+expand_run (uint64_t offset, uint64_t length, unsigned state, void *opaque)
+{
+  struct pending_run *p = opaque;
+
+  if (state != KEPT_PARTIAL || p->ov->kept.header.layout.part_shift == 0)
+    return add_run (p, offset, length, state);
+  return add_partial_block (p, blockgeom_block (&p->ov->kept.header.layout.geom,
+                                             offset));
+}
+
+int
+overlay_file_each_run (const struct overlay_file *ov, overlay_run_fn *fn,
+                       void *opaque)
+{
+  struct pending_run p = { .ov = ov, .fn = fn, .opaque = opaque };
+  int r = overlay_file_each_block_run (ov, expand_run, &p);
+
+  if (r == 0 && p.length > 0)
+    r = fn (p.offset, p.length, p.state, opaque);
+  return r;
+}
+
+/* The overlay_run_fn of overlay_file_count: the bytes. */
 static int
 count_run (uint64_t offset, uint64_t length, unsigned state, void *opaque)
 {
   struct overlay_counts *c = opaque;
 
-  c->blocks[state] += blockgeom_block (c->geom, offset + length - 1)
-                      - blockgeom_block (c->geom, offset) + 1;
+  (void) offset;
   c->bytes[state] += length;
   return 0;
 }
@@ -103,8 +194,37 @@ count_run (uint64_t offset, uint64_t length, unsigned state, void *opaque)
 void
 overlay_file_count (const struct overlay_file *ov, struct overlay_counts *c)
 {
-  *c = (struct overlay_counts) { .geom = &ov->kept.header.layout.geom };
+  const struct blockgeom *g = &ov->kept.header.layout.geom;
+  uint64_t blocks = kept_blocks (&ov->kept), b = 0;
+
+  *c = (struct overlay_counts) { .geom = g };
+  while (b < blocks) {
+    unsigned state;
+    uint64_t end = statemap_run (&ov->states, b, blocks, &state);
+
+    c->blocks[state] += end - b;
+    b = end;
+  }
   overlay_file_each_run (ov, count_run, c);
+}
+
+uint64_t
+overlay_file_block_bytes (const struct overlay_file *ov, uint64_t b)
+{
+  const struct blockgeom *g = &ov->kept.header.layout.geom;
+  uint64_t at = blockgeom_start (g, b), stop = blockgeom_end (g, b), next;
+  uint64_t bytes = 0;
+  bool held;
+
+  if (statemap_get (&ov->states, b) != KEPT_PARTIAL ||
+      ov->kept.header.layout.part_shift == 0)
+    return stop - at;
+  for (; at < stop; at = next) {
+    next = overlay_file_part_run (ov, b, at, &held);
+    if (held)
+      bytes += next - at;
+  }
+  return bytes;
 }
 
 bool

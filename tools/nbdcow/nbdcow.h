@@ -77,17 +77,27 @@ extern int overlay_file_since (struct overlay_file *ov, const char *name);
 /* Prints ko->why and returns its exit code (damaged or unusable). */
 extern int report_kept (const struct kept_overlay *ko);
 
-/* Calls fn (offset, length, state, opaque) for each run of blocks in
- * one state, in order, lengths clipped to the base size.  Stops at and
- * returns the first non-zero return.
+/* Calls fn (offset, length, state, opaque) for each run of the disk in
+ * one state, in order, lengths clipped to the base size: a block held
+ * in part is its sub-blocks, those it holds in the overlay
+ * (KEPT_ALLOCATED), the others from the base.  Stops at and returns
+ * the first non-zero return.
  */
 typedef int overlay_run_fn (uint64_t offset, uint64_t length,
                             unsigned state, void *opaque);
 extern int overlay_file_each_run (const struct overlay_file *ov,
                                   overlay_run_fn *fn, void *opaque);
 
-/* The blocks, and the bytes of the disk, in each state (by enum
- * kept_state; 3 counts the invalid state check finds).
+/* The same, by blocks: a block held in part is a run of its own, in
+ * state KEPT_PARTIAL (its sub-blocks held: kept_parts_get).
+ */
+extern int overlay_file_each_block_run (const struct overlay_file *ov,
+                                        overlay_run_fn *fn, void *opaque);
+
+/* The blocks in each state (by enum kept_state: 3 counts the blocks
+ * held in part, or in a file of version 1 or 2 the invalid state check
+ * finds), and the bytes of the disk in each state as
+ * overlay_file_each_run gives them.
  */
 struct overlay_counts {
   const struct blockgeom *geom;
@@ -96,6 +106,19 @@ struct overlay_counts {
 };
 extern void overlay_file_count (const struct overlay_file *ov,
                                 struct overlay_counts *c);
+
+/* Block b of ov, held in part: the end of the run of its sub-blocks
+ * from offset at (of the disk, in the block) on that it all holds, or
+ * all does not (*held says which), clipped to the end of the block.
+ */
+extern uint64_t overlay_file_part_run (const struct overlay_file *ov,
+                                       uint64_t b, uint64_t at, bool *held);
+
+/* The bytes of the disk block b of ov holds in the overlay: those of
+ * its sub-blocks held if it is held in part, else all of them.
+ */
+extern uint64_t overlay_file_block_bytes (const struct overlay_file *ov,
+                                          uint64_t b);
 
 /* Whether a and b are the same file (device and inode). */
 struct stat;

@@ -31,24 +31,51 @@
 #define OFLAG_COPIED (UINT64_C (1) << 63)  /* refcount exactly 1 */
 #define OFLAG_ZERO UINT64_C (1)             /* L2: the cluster reads zeros */
 
+/* Extended L2 entries (incompatible feature bit 4): each standard
+ * entry followed by the bitmap of its 32 subclusters, bit i allocated,
+ * bit 32 + i reading zeros.
+ */
+#define INCOMPAT_EXTL2 (UINT64_C (1) << 4)
+#define SUBCLUSTERS 32
+#define SUBCLUSTERS_ALLOCATED UINT64_C (0xffffffff)
+#define SUBCLUSTERS_ZERO (UINT64_C (0xffffffff) << 32)
+
 static uint64_t
 cluster_size (const struct qcow2_layout *q)
 {
   return UINT64_C (1) << q->cluster_bits;
 }
 
-/* Bytes of the disk one L2 table maps: a cluster of 8-byte entries. */
+/* The entries of an L2 table: a cluster of 8-byte entries, 16-byte
+ * extended ones.
+ */
+static unsigned
+l2_entry_shift (const struct qcow2_layout *q)
+{
+  return q->extended ? 4 : 3;
+}
+
+/* Bytes of the disk one L2 table maps. */
 static unsigned
 l2_shift (const struct qcow2_layout *q)
 {
-  return 2 * q->cluster_bits - 3;
+  return 2 * q->cluster_bits - l2_entry_shift (q);
 }
 
-/* Whether the blocks of a run of this state are in the file. */
+/* Whether the blocks of a run of this state are in the file, and
+ * whether it has their data clusters (a block held in part has all of
+ * its own, its subclusters allocated those it holds).
+ */
 static bool
 mapped (unsigned state)
 {
-  return state == KEPT_ALLOCATED || state == KEPT_ZERO;
+  return state != KEPT_NOT_ALLOCATED;
+}
+
+static bool
+has_data (unsigned state)
+{
+  return state == KEPT_ALLOCATED || state == KEPT_PARTIAL;
 }
 
 /*----------------------------------------------------------------------
@@ -75,9 +102,19 @@ count_run (uint64_t offset, uint64_t length, unsigned state, void *opaque)
   q->l2_tables += last - first + 1 - (n->any && n->last_l2 == first);
   n->any = true;
   n->last_l2 = last;
-  if (state == KEPT_ALLOCATED)
+  if (has_data (state))
     q->data_clusters += div_round_up (length, cluster_size (q));
   return 0;
+}
+
+/* The overlay_run_fn that finds a block held in part. */
+static int
+find_partial (uint64_t offset, uint64_t length, unsigned state, void *opaque)
+{
+  (void) offset;
+  (void) length;
+  (void) opaque;
+  return state == KEPT_PARTIAL;
 }
 
 /* The refcount blocks and table that count every cluster, themselves
@@ -116,6 +153,7 @@ qcow2_plan (const struct overlay_file *ov, struct qcow2_layout *q)
   q->cluster_bits = l->geom.shift;
   if (q->cluster_bits > MAX_CLUSTER_BITS)
     q->cluster_bits = MAX_CLUSTER_BITS;
+  q->extended = overlay_file_each_block_run (ov, find_partial, NULL) == 1;
   /* qemu counts a disk in 512-byte sectors, rounding a qcow2 file's size
    * down and a raw file's up: the size is the base's, rounded up.
    */
@@ -124,7 +162,7 @@ qcow2_plan (const struct overlay_file *ov, struct qcow2_layout *q)
   q->l1_clusters = div_round_up (q->l1_entries * 8, cluster_size (q));
   if (q->l1_clusters == 0)
     q->l1_clusters = 1;
-  overlay_file_each_run (ov, count_run, &n);
+  overlay_file_each_block_run (ov, count_run, &n);
   plan_refcounts (q, 1 + q->l1_clusters + q->l2_tables + q->data_clusters);
 
   c = cluster_size (q);
@@ -187,6 +225,7 @@ write_refcounts (const struct qcow2_layout *q, int fd, const char *out,
 /* The L2 tables, filled one at a time in the order of the disk. */
 struct mapper {
   const struct qcow2_layout *q;
+  const struct overlay_file *ov;
   int fd;
   const char *out;
   uint64_t *l1;                 /* the whole L1 table */
@@ -213,12 +252,61 @@ write_l2 (struct mapper *m)
   return 0;
 }
 
+/* The subclusters of cluster c, of a block held in part, that hold
+ * sub-blocks the block holds: a sub-block is as large as a subcluster,
+ * or spans several (of blocks larger than the largest cluster).
+ */
+static uint64_t
+held_subclusters (const struct mapper *m, uint64_t c)
+{
+  const struct kept_layout *l = &m->ov->kept.header.layout;
+  uint64_t at = c << m->q->cluster_bits;
+  uint64_t b = blockgeom_block (&l->geom, at);
+  uint64_t in_block = at - blockgeom_start (&l->geom, b);
+  uint32_t parts = kept_parts_get (&m->ov->kept, b);
+  unsigned sub_bits = m->q->cluster_bits - __builtin_ctz (SUBCLUSTERS), i;
+  uint64_t bits = 0;
+
+  for (i = 0; i < SUBCLUSTERS; ++i) {
+    uint64_t part = (in_block + ((uint64_t) i << sub_bits)) >> l->part_shift;
+
+    if (parts >> part & 1)
+      bits |= UINT64_C (1) << i;
+  }
+  return bits;
+}
+
+/* Sets the L2 entry of cluster c, of a run in state, to data cluster
+ * data if it has one.
+ */
+static void
+set_entry (struct mapper *m, uint64_t c, unsigned state, uint64_t data)
+{
+  const struct qcow2_layout *q = m->q;
+  uint64_t index = c % (cluster_size (q) >> l2_entry_shift (q));
+  uint64_t entry = has_data (state) ? data | OFLAG_COPIED : 0;
+  uint64_t bitmap = 0;
+
+  if (!q->extended) {
+    m->l2[index] = htobe64 (state == KEPT_ZERO ? OFLAG_ZERO : entry);
+    return;
+  }
+  if (state == KEPT_ZERO)
+    bitmap = SUBCLUSTERS_ZERO;
+  else if (state == KEPT_ALLOCATED)
+    bitmap = SUBCLUSTERS_ALLOCATED;
+  else
+    bitmap = held_subclusters (m, c);
+  m->l2[2 * index] = htobe64 (entry);
+  m->l2[2 * index + 1] = htobe64 (bitmap);
+}
+
 static int
 map_run (uint64_t offset, uint64_t length, unsigned state, void *opaque)
 {
   struct mapper *m = opaque;
   const struct qcow2_layout *q = m->q;
-  uint64_t per_l2 = cluster_size (q) / 8;
+  uint64_t per_l2 = cluster_size (q) >> l2_entry_shift (q);
   uint64_t c, end;
 
   if (!mapped (state) || length == 0)
@@ -234,12 +322,10 @@ map_run (uint64_t offset, uint64_t length, unsigned state, void *opaque)
       m->l2_index = table;
       m->have_l2 = true;
     }
-    if (state == KEPT_ZERO)
-      m->l2[c % per_l2] = htobe64 (OFLAG_ZERO);
-    else
-      m->l2[c % per_l2] = htobe64 ((q->data_offset +
-                                    (m->data_mapped++ << q->cluster_bits)) |
-                                   OFLAG_COPIED);
+    set_entry (m, c, state, q->data_offset +
+                               (m->data_mapped << q->cluster_bits));
+    if (has_data (state))
+      m->data_mapped++;
   }
   return 0;
 }
@@ -248,7 +334,7 @@ static int
 write_maps (const struct qcow2_layout *q, const struct overlay_file *ov, int fd,
             const char *out, void *cluster)
 {
-  struct mapper m = { .q = q, .fd = fd, .out = out, .l2 = cluster };
+  struct mapper m = { .q = q, .ov = ov, .fd = fd, .out = out, .l2 = cluster };
   int r;
 
   m.l1 = calloc (q->l1_clusters, cluster_size (q));
@@ -256,7 +342,7 @@ write_maps (const struct qcow2_layout *q, const struct overlay_file *ov, int fd,
     nbdcow_error ("%s: calloc: %m", out);
     return -1;
   }
-  r = overlay_file_each_run (ov, map_run, &m);
+  r = overlay_file_each_block_run (ov, map_run, &m);
   if (r == 0)
     r = write_l2 (&m);
   if (r == 0 && (m.l2_written != q->l2_tables ||
@@ -357,7 +443,11 @@ qcow2_write_header (const struct qcow2_layout *q, int fd, const char *out,
   put64 (buf + 40, q->l1_offset);
   put64 (buf + 48, q->refcount_table_offset);
   put32 (buf + 56, q->refcount_table_clusters);
-  /* No snapshots and no feature bits: bytes 60 to 95 stay zero. */
+  /* No snapshots, and no feature bits but extended L2 entries: bytes 60
+   * to 95 stay zero but for the incompatible features.
+   */
+  if (q->extended)
+    put64 (buf + 72, INCOMPAT_EXTL2);
   put32 (buf + 96, REFCOUNT_ORDER);
   put32 (buf + 100, HEADER_LENGTH);
   if (backing == NULL)          /* the end of the extensions: zeros */

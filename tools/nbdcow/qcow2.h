@@ -32,6 +32,8 @@
 
 struct qcow2_layout {
   unsigned cluster_bits;
+  bool extended;                /* extended L2 entries: the overlay holds
+                                   blocks in part, in subclusters */
   uint64_t virtual_size;        /* the base's size, in whole sectors */
   uint64_t l1_entries;
   uint64_t l2_tables;           /* L2 tables in the file */
