@@ -29,28 +29,33 @@ from bench import (DATA_BASE, MEMORY_BASE, SLOW_READ, paired_median, progress,
 # Parameters of --after-args whose relative paths go to the scratch dir.
 PATH_PARAMS = ("cow-control", "cow-file", "cow-stats")
 
-# name, base, slow base, cow-block-size, fio rw, bs, jobs
+# name, base, slow base, cow-block-size, fio rw, bs, jobs, synced (one
+# request at a time, each write followed by a flush: Bench.fio)
 CASES = [
     ("4K random write, 4 jobs", MEMORY_BASE, False, "64K", "randwrite", "4k",
-     4),
+     4, False),
     ("4K random write, 8 jobs", MEMORY_BASE, False, "64K", "randwrite", "4k",
-     8),
+     8, False),
     ("4K random write, 8 jobs, 1M blocks", MEMORY_BASE, False, "1M",
-     "randwrite", "4k", 8),
+     "randwrite", "4k", 8, False),
     ("4K random read, 4 jobs, 1M blocks", MEMORY_BASE, False, "1M",
-     "randread", "4k", 4),
+     "randread", "4k", 4, False),
     ("64K sequential write, 4 jobs", MEMORY_BASE, False, "64K", "write",
-     "64k", 4),
+     "64k", 4, False),
     ("64K sequential write, 8 jobs, 1M blocks", MEMORY_BASE, False, "1M",
-     "write", "64k", 8),
+     "write", "64k", 8, False),
     ("1M sequential write, 1 job", MEMORY_BASE, False, "64K", "write",
-     "1m", 1),
+     "1m", 1, False),
     ("1M sequential write, 8 jobs, 1M blocks", MEMORY_BASE, False, "1M",
-     "write", "1m", 8),
+     "write", "1m", 8, False),
     ("4K random write, 4 jobs, slow base", MEMORY_BASE, True, "64K",
-     "randwrite", "4k", 4),
+     "randwrite", "4k", 4, False),
     ("4K random write, 4 jobs, slow base of data", DATA_BASE, True, "64K",
-     "randwrite", "4k", 4),
+     "randwrite", "4k", 4, False),
+    ("4K sequential write + flush, 1 job", MEMORY_BASE, False, "64K",
+     "write", "4k", 1, True),
+    ("4K random write + flush, 1 job", MEMORY_BASE, False, "64K",
+     "randwrite", "4k", 1, True),
 ]
 
 
@@ -112,14 +117,14 @@ def main():
     print("| workload | before (IOPS) | after (IOPS) | after / before "
           "| median of the rounds' after / before |")
     print("|---|---:|---:|---:|---:|")
-    for name, base, slow, block, rw, bs, jobs in CASES:
+    for name, base, slow, block, rw, bs, jobs, synced in CASES:
         if args.case and name not in args.case:
             continue
         iops = {"before": [], "after": []}
         for rnd in range(args.rounds):
             for which in order(rnd):
                 uri, _ = serve_case(b, args, which, base, slow, block)
-                r = b.fio(uri, rw, bs, jobs)
+                r = b.fio(uri, rw, bs, jobs, synced=synced)
                 b.stop_all()
                 iops[which].append(r["iops"])
         after, before, paired = medians(iops["after"], iops["before"])

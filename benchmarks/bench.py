@@ -120,6 +120,19 @@ FIRST_WRITES_BASE = ["pattern", "64G"]
 FIRST_WRITES_JOBS = 4
 JOBS = [1, 2, 4, 8]
 IODEPTH = 16
+# The peers of the synced writes (class SyncedWrites): each write
+# followed by a flush, one at a time, into a fresh disk, every file on
+# the same filesystem.
+# The ceiling runs twice, the second as a control of the noise.
+SW_FILE, SW_QEMU, SW_KEPT, SW_FILE_AGAIN = (
+    "nbdkit file plugin, no filter (the ceiling)",
+    "qemu-nbd, qcow2 overlay", "ours, cow-file", "the ceiling, again")
+SYNCED_WRITES_PEERS = [SW_FILE, SW_QEMU, SW_KEPT, SW_FILE_AGAIN]
+SYNCED_WRITES = [  # name, fio rw, bs
+    ("4K sequential write + flush", "write", "4k"),
+    ("64K sequential write + flush", "write", "64k"),
+    ("4K random write + flush", "randwrite", "4k"),
+]
 
 
 def remove_settled(path):
@@ -272,16 +285,21 @@ class Bench:
 
     # ---- fio -----------------------------------------------------------
 
-    def fio(self, uri, rw, bs, jobs, requests=None, runtime=None):
+    def fio(self, uri, rw, bs, jobs, requests=None, runtime=None,
+            synced=False):
         """fio for runtime seconds (the suite's by default), or for a
         number of requests in all (fewer where a sequential job reaches
-        its stretch's end)."""
+        its stretch's end).  synced: each job one request at a time,
+        every write followed by a flush (fio's fsync=1), as dd with
+        fsync or a database's log does."""
         length = (["--number_ios=%d" % (requests // jobs)] if requests else
                   ["--time_based",
                    "--runtime=%d" % (runtime or self.args.runtime)])
+        depth = ["--iodepth=1", "--fsync=1"] if synced else [
+            "--iodepth=%d" % IODEPTH]
         argv = ["fio", "--name=bench", "--ioengine=nbd", "--uri=" + uri,
-                "--rw=" + rw, "--bs=" + bs, "--numjobs=%d" % jobs,
-                "--iodepth=%d" % IODEPTH] + length + [
+                "--rw=" + rw, "--bs=" + bs,
+                "--numjobs=%d" % jobs] + depth + length + [
                 "--group_reporting", "--randrepeat=1", "--output-format=json"]
         if rw == "write":           # each job its own stretch of the disk
             argv += ["--size=%d" % (DISK_BYTES // jobs),
@@ -886,7 +904,37 @@ class Fill:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-class FirstWrites:
+def rotated_iops(b, peers, rounds, label, measure):
+    """Each peer's IOPS in every round, the peers in an order rotated
+    by one each round: measure(peer) serves it and returns fio's
+    figures.  After each, the servers stop and their files are written
+    back, not timed."""
+    iops = {peer: [] for peer in peers}
+    for rnd in range(rounds):
+        k = rnd % len(peers)
+        for peer in peers[k:] + peers[:k]:
+            r = measure(peer)
+            b.stop_all()
+            os.sync()
+            iops[peer].append(r["iops"])
+            progress("%s | %s: %.0f IOPS" % (label, peer, r["iops"]))
+    return iops
+
+
+class RotatedCell:
+    """A cell of the suite whose peers run in rotated rounds: rounds of
+    runtime seconds each over its writes, one of each in a quick
+    run."""
+
+    def __init__(self, bench, rounds, runtime, writes):
+        quick = bench.args.quick
+        self.b = bench
+        self.rounds = 1 if quick else rounds
+        self.runtime = 1 if quick else runtime
+        self.writes = writes[:1] if quick else writes
+
+
+class FirstWrites(RotatedCell):
     """Small random writes into blocks not yet in the overlay, over a
     base of data behind nbdkit's delay filter (SLOW_READ per read),
     so large that nearly every write is its block's first: a
@@ -895,11 +943,7 @@ class FirstWrites:
     a 4K write) and qcow2 with and without subclusters."""
 
     def __init__(self, bench):
-        self.b = bench
-        quick = bench.args.quick
-        self.rounds = 1 if quick else 3
-        self.runtime = 1 if quick else 6
-        self.writes = FIRST_WRITES[:1] if quick else FIRST_WRITES
+        super().__init__(bench, 3, 6, FIRST_WRITES)
 
     def serve(self, peer):
         b = self.b
@@ -916,21 +960,47 @@ class FirstWrites:
     def run(self, results):
         peers = FIRST_WRITES_PEERS
         for wname, bs in self.writes:
-            iops = {peer: [] for peer in peers}
-            for rnd in range(self.rounds):
-                k = rnd % len(peers)
-                for peer in peers[k:] + peers[:k]:
-                    r = self.b.fio(self.serve(peer), "randwrite", bs,
-                                   FIRST_WRITES_JOBS, runtime=self.runtime)
-                    self.b.stop_all()
-                    iops[peer].append(r["iops"])
-                    progress("first writes | %s | %s: %.0f IOPS" %
-                             (wname, peer, r["iops"]))
+            iops = rotated_iops(
+                self.b, peers, self.rounds, "first writes | " + wname,
+                lambda peer: self.b.fio(self.serve(peer), "randwrite", bs,
+                                        FIRST_WRITES_JOBS,
+                                        runtime=self.runtime))
             for peer in peers:
                 results.append({"workload": wname, "peer": peer,
                                 "iops": statistics.median(iops[peer]),
                                 "all_iops": iops[peer],
                                 "jobs": FIRST_WRITES_JOBS,
+                                "runtime": self.runtime})
+
+
+class SyncedWrites(RotatedCell):
+    """Writes each made durable before the next (a flush after every
+    write, one job, one request at a time) into a fresh 1G disk: a kept
+    overlay against qcow2 over the same base and against nbdkit's file
+    plugin writing a file, which pays only the filesystem's syncs."""
+
+    def __init__(self, bench):
+        super().__init__(bench, 5, 5, SYNCED_WRITES)
+
+    def serve(self, peer):
+        b = self.b
+        if peer == SW_QEMU:
+            b.qemu_overlay(MEMORY_BASE, ([], []))
+            return "nbd+unix:///?socket=" + b.sock("srv")
+        uri, _ = b.serve(KEPT if peer == SW_KEPT else FILE_NONE, MEMORY_BASE)
+        return uri
+
+    def run(self, results):
+        peers = SYNCED_WRITES_PEERS
+        for wname, rw, bs in self.writes:
+            iops = rotated_iops(
+                self.b, peers, self.rounds, "synced writes | " + wname,
+                lambda peer: self.b.fio(self.serve(peer), rw, bs, 1,
+                                        runtime=self.runtime, synced=True))
+            for peer in peers:
+                results.append({"workload": wname, "peer": peer,
+                                "iops": statistics.median(iops[peer]),
+                                "all_iops": iops[peer],
                                 "runtime": self.runtime})
 
 
@@ -1108,7 +1178,8 @@ def main():
     results = {"machine": machine(), "runtime": args.runtime,
                "quick": args.quick, "fio": [], "pipeline": [], "zeroes": [],
                "targets": [], "tools": [], "changes": [],
-               "shared_handles": [], "fill": [], "first_writes": []}
+               "shared_handles": [], "fill": [], "first_writes": [],
+               "synced_writes": []}
     started = time.time()
     try:
         if not (args.targets_only or args.tools_only):
@@ -1123,6 +1194,7 @@ def main():
             Fill(b).run(results["fill"])
         if not args.tools_only:
             FirstWrites(b).run(results["first_writes"])
+            SyncedWrites(b).run(results["synced_writes"])
             b.target_runs(results["targets"])
     finally:
         b.stop_all()

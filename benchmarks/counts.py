@@ -122,12 +122,13 @@ def counted_run(b, args, which, case, wrapper, out, parse,
     writes its counts to out, runs fio (with callgrind's
     instrumentation on around it if instrumented) and returns out
     parsed by parse, and the number of requests."""
-    _, base, slow, block, rw, bs, jobs = case
+    _, base, slow, block, rw, bs, jobs, synced = case
     uri, p = serve_case(b, args, which, base, slow, block, wrapper)
     make_checkpoints(b, args, which, uri)
     if instrumented:
         instrument(b, p, True)
-    requests = b.fio(uri, rw, bs, jobs, args.requests)["requests"]
+    requests = b.fio(uri, rw, bs, jobs, args.requests,
+                     synced=synced)["requests"]
     if instrumented:
         instrument(b, p, False)
     stop(b, p)

@@ -14,14 +14,16 @@ import statistics
 import subprocess
 import sys
 
-from bench import (COR_ALONE, DISTRO, FAST1M, FAST64, FILE_NONE, FILL_ON,
-                   FILL_PACED, FIRST_WRITES, FIRST_WRITES_BASE, FW_OURS,
-                   FW_OURS_4K, FW_QEMU_SUB, KEPT, NONE, ONE_PASS,
+from bench import (COR_ALONE, DISK, DISTRO, FAST1M, FAST64, FILE_NONE,
+                   FILL_ON, FILL_PACED, FIRST_WRITES, FIRST_WRITES_BASE,
+                   FW_OURS, FW_OURS_4K, FW_QEMU_SUB, KEPT, NONE, ONE_PASS,
                    SLOW_READ, paired_median,
                    NONE_AGAIN, OURS, OURS_COMMIT,
                    OURS_EXPORT, OURS_KEEP, PEERS, QEMU, QEMU_COMMIT,
                    QEMU_KEEP, RECIPE_DIFF, RECIPE_EXPORT, VIEW_DIFF,
-                   SCENARIOS, SERIAL, SLOW64, SLOW_DATA64, WORKLOADS)
+                   SCENARIOS, SERIAL, SLOW64, SLOW_DATA64, SW_FILE,
+                   SW_FILE_AGAIN, SW_KEPT, SW_QEMU, SYNCED_WRITES,
+                   WORKLOADS)
 
 
 def fio_value(fio, scen, wl, jobs, peer, key="iops"):
@@ -201,6 +203,8 @@ def check_targets(res):
         check_fill_targets(res, t)
     if res.get("first_writes"):
         check_first_writes_targets(res, t)
+    if res.get("synced_writes"):
+        check_synced_writes_targets(res, t)
     return t
 
 
@@ -227,6 +231,29 @@ def check_first_writes_targets(res, t):
                 t.check(what, value, ">=", goal, spread=spread)
             else:
                 t.control(what, value, spread=spread, label="reported")
+
+
+def check_synced_writes_targets(res, t):
+    """Writes each followed by a flush into a fresh disk: a kept
+    overlay against qcow2 and against the file plugin's ceiling, for
+    sequential writes (issue 77); random 4K writes shown."""
+    for wname, rw, _ in SYNCED_WRITES:
+        runs = {r["peer"]: r["all_iops"] for r in res["synced_writes"]
+                if r["workload"] == wname}
+        if not runs:
+            continue
+        for other, goal in [(SW_QEMU, 1.2), (SW_FILE, 0.9)]:
+            what = "synced writes, %s: ours, cow-file / %s" % (wname, other)
+            value = paired_median(runs[SW_KEPT], runs[other])
+            spread = [a / b for a, b in zip(runs[SW_KEPT], runs[other])]
+            if rw == "write":
+                t.check(what, value, ">=", goal, spread=spread)
+            else:
+                t.control(what, value, spread=spread, label="reported")
+        t.control("synced writes, %s: the ceiling / the ceiling again" %
+                  wname, paired_median(runs[SW_FILE], runs[SW_FILE_AGAIN]),
+                  spread=[a / b for a, b in zip(runs[SW_FILE],
+                                                runs[SW_FILE_AGAIN])])
 
 
 def check_changes_targets(res, t):
@@ -440,6 +467,8 @@ def report(d):
         out += fill_section(res)
     if res.get("first_writes"):
         out += first_writes_section(res)
+    if res.get("synced_writes"):
+        out += synced_writes_section(res)
     with open(os.path.join(d, "report.md"), "w") as f:
         f.write("\n".join(out) + "\n")
     return t.missed
@@ -623,25 +652,46 @@ def fill_section(res):
     return out
 
 
-def first_writes_section(res):
-    r0 = res["first_writes"][0]
-    out = ["", "## First writes, over a slow base of data", "",
-           "fio's nbd engine, random writes, %d jobs x iodepth 16, %d s "
-           "each, over nbdkit %s behind the delay filter (%s a read): "
-           "nearly every write is the first into its block.  The qcow2 "
-           "peers are qemu-nbd over the same delayed base, 64K clusters "
-           "(2K subclusters with `extended_l2=on`).  %s" %
-           (r0["jobs"], r0["runtime"], " ".join(FIRST_WRITES_BASE),
-            SLOW_READ, rounds_said(len(r0["all_iops"]),
-                                   "the peers in a rotated order")), "",
+def iops_table(title, text, rows):
+    """A section of one IOPS figure per workload and peer: its title,
+    what was measured, and every round's figure beside the median."""
+    out = ["", "## " + title, "", text, "",
            "| workload | peer | IOPS (median) | every round |",
            "|---|---|---:|---|"]
-    for r in res["first_writes"]:
+    for r in rows:
         out.append("| %s | %s | %.0f | %s |" %
                    (r["workload"], r["peer"], r["iops"],
                     ", ".join("%.0f" % x for x in r["all_iops"])))
     return out
 
+
+def first_writes_section(res):
+    r0 = res["first_writes"][0]
+    return iops_table(
+        "First writes, over a slow base of data",
+        "fio's nbd engine, random writes, %d jobs x iodepth 16, %d s "
+        "each, over nbdkit %s behind the delay filter (%s a read): "
+        "nearly every write is the first into its block.  The qcow2 "
+        "peers are qemu-nbd over the same delayed base, 64K clusters "
+        "(2K subclusters with `extended_l2=on`).  %s" %
+        (r0["jobs"], r0["runtime"], " ".join(FIRST_WRITES_BASE),
+         SLOW_READ, rounds_said(len(r0["all_iops"]),
+                                "the peers in a rotated order")),
+        res["first_writes"])
+
+
+def synced_writes_section(res):
+    r0 = res["synced_writes"][0]
+    return iops_table(
+        "Synced writes, a flush after each",
+        "fio's nbd engine, 1 job, iodepth 1, `fsync=1` (a flush after "
+        "every write), %d s each, into a fresh %s disk (nbdkit memory "
+        "as the base of the overlays); the kept overlay, the qcow2 "
+        "overlay (qemu-nbd, 64K clusters) and the file plugin's file "
+        "all on the same filesystem.  %s" %
+        (r0["runtime"], DISK, rounds_said(len(r0["all_iops"]),
+                                          "the peers in a rotated order")),
+        res["synced_writes"])
 
 if __name__ == "__main__":
     missed = report(sys.argv[1])

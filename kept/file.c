@@ -307,13 +307,17 @@ kept_zero_area (struct kept_overlay *ko, uint64_t offset, uint64_t length,
   return kept_read_area (ko, offset, length, what, zero_chunk, &offset);
 }
 
-/* Writes n pages of metadata from buf and makes them durable. */
+/* Writes n pages of metadata from buf and makes them durable: no
+ * sync if there are none.
+ */
 static int
 write_pages (struct kept_overlay *ko, const uint64_t *at, const uint8_t *buf,
              unsigned n)
 {
   unsigned i;
 
+  if (n == 0)
+    return 0;
   for (i = 0; i < n; ++i)
     if (pwrite_full (ko->fd, buf + i * KEPT_STATE_PAGE, KEPT_STATE_PAGE,
                      at[i]) == -1)
@@ -324,8 +328,8 @@ write_pages (struct kept_overlay *ko, const uint64_t *at, const uint8_t *buf,
 /* Each round: take the states (and marks) of some dirty pages, sync
  * the data they point to, then write and sync the pages.  States
  * taken before the data sync only ever name data written before it.
- * Even with nothing dirty the data is synced: writes into allocated
- * blocks change no state.
+ * With nothing dirty the data sync is the flush's only one: writes
+ * into blocks in the overlay change no state.
  */
 int
 kept_flush (struct kept_overlay *ko, kept_take_pages *take,
