@@ -34,6 +34,21 @@ blockgeom_block_size (const struct blockgeom *g)
 }
 
 /* The blocks of the disk, the short last one counted. */
+/* The sub-blocks a block is cut into where it can be held in part
+ * (the cow filter's map, the kept format): 4K, or a 32nd of a block
+ * larger than 128K, so at most 32 to a block, as qcow2's subclusters.
+ * Their shift; not below the block's own means none.
+ */
+#define BLOCKGEOM_SUB_MIN_SHIFT 12
+#define BLOCKGEOM_SUBS_MAX_SHIFT 5
+
+static inline unsigned
+blockgeom_sub_shift (const struct blockgeom *g)
+{
+  return g->shift > BLOCKGEOM_SUB_MIN_SHIFT + BLOCKGEOM_SUBS_MAX_SHIFT
+         ? g->shift - BLOCKGEOM_SUBS_MAX_SHIFT : BLOCKGEOM_SUB_MIN_SHIFT;
+}
+
 static inline uint64_t
 blockgeom_blocks (const struct blockgeom *g)
 {

@@ -78,12 +78,8 @@ kept_layout (uint32_t version, uint32_t block_size, uint64_t base_size,
   layout->packed = packed;
   layout->history = history;
   layout->entry_size = packed ? entry_size : 0;
-  layout->part_shift = 0;
-  if (parts && block_size >= KEPT_PARTS_MIN_BLOCK)
-    layout->part_shift = geom.shift - __builtin_ctz (KEPT_PARTS)
-                         > KEPT_PART_MIN_SHIFT
-                         ? geom.shift - __builtin_ctz (KEPT_PARTS)
-                         : KEPT_PART_MIN_SHIFT;
+  layout->part_shift = parts && block_size >= KEPT_PARTS_MIN_BLOCK
+                       ? blockgeom_sub_shift (&geom) : 0;
   layout->blocks_per_page = per_page;
   layout->table_offset = history ? KEPT_HEADER_SIZE : 0;
   layout->states_offset = KEPT_HEADER_SIZE + (history ? 2 * KEPT_TABLE_SIZE

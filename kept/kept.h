@@ -58,11 +58,9 @@
 #define KEPT_PARTS_VERSION 5    /* the first with blocks held in part */
 
 /* Version 5 keeps blocks in part, of block sizes from 16K on, in
- * sub-blocks of 4K, or of a 32nd of the block where that is larger:
- * at most KEPT_PARTS of them.
+ * sub-blocks of blockgeom_sub_shift: at most KEPT_PARTS of them.
  */
 #define KEPT_PARTS 32
-#define KEPT_PART_MIN_SHIFT 12
 #define KEPT_PARTS_MIN_BLOCK (16 * 1024)
 
 /* Flags of the header (version 2). */

@@ -34,10 +34,8 @@ blkmap_free (struct blkmap *map)
 int
 blkmap_start (struct blkmap *map, bool sub_blocks)
 {
-  unsigned shift = map->geom.shift, sub_shift = BLK_SUB_MIN_SHIFT;
-
-  while (shift - sub_shift > 5)         /* at most BLK_SUBS_MAX */
-    ++sub_shift;
+  unsigned shift = map->geom.shift;
+  unsigned sub_shift = blockgeom_sub_shift (&map->geom);
   if (!sub_blocks || sub_shift >= shift)
     return 0;
   if (slotmap_init (&map->subs, blockgeom_blocks (&map->geom)) == -1)

@@ -25,12 +25,6 @@
 #include "space.h"
 #include "statemap.h"
 
-/* Sub-blocks are at least this large, and a block has at most
- * BLK_SUBS_MAX of them: 4K sectors in the default 64K blocks.
- */
-#define BLK_SUB_MIN_SHIFT 12
-#define BLK_SUBS_MAX 32
-
 struct blkmap {
   /* The block size fixed by blkmap_init; the disk's size fixed by the
    * layer's start (blklife.c) before any request can reach the map,
@@ -45,8 +39,9 @@ struct blkmap {
   struct countedlock state_lock;
   struct statemap states;       /* enum blk_state of each block */
 
-  /* Sub-blocks of 2^sub_shift bytes, set by blkmap_start (0: no block
-   * is ever BLK_PARTIAL).  subs: of each BLK_PARTIAL block, which of
+  /* Sub-blocks of 2^sub_shift bytes (blockgeom_sub_shift), set by
+   * blkmap_start (0: no block is ever BLK_PARTIAL).  subs: of each
+   * BLK_PARTIAL block, which of
    * its sub-blocks the overlay holds, bit i for sub-block i (never 0
    * nor all of them); 0 for every other block.  Under state_lock.
    */
