@@ -12,7 +12,8 @@
  * cross stripes and slots)
  * followed by a sequence of operations: reads (plain and cow-on-read),
  * writes, zeroes with and without trim, trims and copy-ups at any
- * offset and length, each optionally with a fault: the n-th base read
+ * offset and length, a point-in-time view made, read (checked against
+ * the model as it was when the view was made) and deleted, each optionally with a fault: the n-th base read
  * fails, the n-th overlay read or write fails, or hole punching is
  * unsupported; and flushes, crashes and clean reopens of a kept
  * overlay.  The base is an in-memory pattern with holes (see
@@ -379,9 +380,65 @@ take (struct input *in, unsigned bytes)
 
 enum fuzz_op {
   F_READ, F_READ_COW, F_WRITE, F_ZERO_TRIM, F_ZERO_NO_TRIM, F_TRIM, F_COPY_UP,
-  F_FLUSH, F_CRASH, F_REOPEN,
+  F_FLUSH, F_CRASH, F_REOPEN, F_VIEW_CREATE, F_VIEW_READ, F_VIEW_DELETE,
   NR_FUZZ_OPS
 };
+
+/* The model of the point-in-time view: the model as it was when the
+ * view was made.
+ */
+static bool view_live;
+static uint8_t view_value[MAX_DISK], view_other[MAX_DISK];
+static uint8_t view_certainty[MAX_DISK];
+
+static void
+view_made (void)
+{
+  view_live = true;
+  memcpy (view_value, value, disk_size);
+  memcpy (view_other, other, disk_size);
+  memcpy (view_certainty, certainty, disk_size);
+}
+
+/* Every byte read from the view, and every run it reports as zero,
+ * as the view's model allows.
+ */
+static void
+check_view (struct blk *blk, const uint8_t *buf, uint64_t offset,
+            uint32_t count)
+{
+  uint64_t x, end = offset + count;
+
+  for (x = offset; x < end; ++x) {
+    bool ok;
+
+    switch (view_certainty[x]) {
+    case EXACT: ok = view_value[x] == buf[x - offset]; break;
+    case TWO: ok = view_value[x] == buf[x - offset] ||
+                   view_other[x] == buf[x - offset]; break;
+    default: ok = true;
+    }
+    if (!ok) {
+      fprintf (stderr, "fuzz-blk: view byte %" PRIu64 " read 0x%02x, model"
+               " 0x%02x\n", x, buf[x - offset], view_value[x]);
+      abort ();
+    }
+  }
+  for (x = offset; x < end; ) {
+    enum blk_state state;
+    uint64_t run_end = blk_view_state_run (blk, "v", x, end, &state);
+
+    if (run_end <= x)
+      abort ();
+    for (; state == BLK_ZERO && x < run_end; ++x)
+      if (view_certainty[x] == EXACT && view_value[x] != 0) {
+        fprintf (stderr, "fuzz-blk: view byte %" PRIu64 " in a zero extent\n",
+                 x);
+        abort ();
+      }
+    x = run_end;
+  }
+}
 
 /* Whole blocks of [offset, end): what a discard (a trim, a zero with
  * trim) turns to zeros and punches.
@@ -584,13 +641,37 @@ run_op (struct overlay *o, unsigned i, struct input *in, uint8_t *buf)
     if (o->files == NULL)
       (op == F_CRASH ? overlay_crash : overlay_reopen) (o);
     break;
+  case F_VIEW_CREATE:
+    if (view_live || o->files == NULL)  /* kept: not yet */
+      break;
+    r = blk_view_create (blk, "v");
+    if (r == -1 && errno == EEXIST && blk_checkpoint_delete (blk, "v") == 0)
+      r = blk_view_create (blk, "v");
+    if (r == -1)
+      abort ();                 /* no fault reaches it */
+    view_made ();
+    break;
+  case F_VIEW_READ:
+    if (!view_live)
+      break;
+    r = blk_view_read (blk, &base, "v", buf, count, offset, &err);
+    if (r == 0)
+      check_view (blk, buf, offset, count);
+    break;
+  case F_VIEW_DELETE:
+    if (view_live && blk_view_delete (blk, "v") == -1)
+      abort ();
+    view_live = false;
+    break;
   case NR_FUZZ_OPS:
     abort ();
   }
-  if (r == -1 && err == 0)
-    abort ();                   /* failures must carry an errno */
-  if (r == -1 && !injected)
-    abort ();                   /* and be caused */
+  if (r == -1 && (err == 0 || !injected)) {
+    /* A failure must carry an errno and be caused. */
+    fprintf (stderr, "fuzz-blk: operation %u (%d) failed, errno %d, %s\n",
+             i, op, err, injected ? "a fault injected" : "no fault");
+    abort ();
+  }
   fail_base_read_at = fail_overlay_read_at = fail_overlay_write_at = 0;
   punch_unsupported = false;
 }
@@ -645,6 +726,13 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
                 &(int) { 0 }) == -1)
     abort ();
   check_read (buf, 0, disk_size);
+  if (view_live) {
+    if (blk_view_read (o.blk, &base, "v", buf, disk_size, 0,
+                       &(int) { 0 }) == -1)
+      abort ();
+    check_view (o.blk, buf, 0, disk_size);
+    view_live = false;
+  }
   blk_free (o.blk);
   if (other)
     blk_free (other);

@@ -3,7 +3,7 @@
 # Copyright (C) 2026 the nbdkit-cow authors.
 #
 # The locks are one list: every lock the sources declare (a mutex_t, a
-# counted lock, the stripes' write locks, a range lock) has a row in
+# counted lock, the stripes' write locks, a range lock, a gate) has a row in
 # docs/design.md's table of locks that names it and its owner's file,
 # and every lock the table names is declared.  A lock added, renamed or removed in the code
 # and not in the table fails here.
@@ -18,7 +18,7 @@ table=$(sed -n '/^| lock | owner | guards |$/,/^$/p' "$design" | tail -n +3)
 # "file name" for each lock declared: mutexes, and the capabilities
 # over ranges (common/tsa.h), not pointers to another's lock.
 declared=$(cd "$src" &&
-  grep -HoE '^\s*(static )?(mutex_t|struct countedlock|struct rangelock|struct stripes) [a-z_]+( = [A-Z_]+)?;' \
+  grep -HoE '^\s*(static )?(mutex_t|struct countedlock|struct rangelock|struct stripes|struct gate) [a-z_]+( = [A-Z_]+)?;' \
     filters/cow/*.[ch] common/*.[ch] kept/*.[ch] tools/nbdcow/*.[ch] |
   grep -v '/test-' |
   sed -E 's|^([^:]*/)?([^/:]+):.* ([a-z_]+)( = [A-Z_]+)?;$|\2 \3|' | sort -u)

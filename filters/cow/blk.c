@@ -97,7 +97,7 @@ locked_store_write (struct blk *blk, const void *buf, uint64_t count,
   int r;
 
   lock_stripes (blk, count, offset);
-  r = store_write (blk->store, buf, count, offset, err);
+  r = store_write (blk->store, buf, count, offset, 0, err);
   unlock_stripes (blk, count, offset);
   return r;
 }
@@ -286,6 +286,44 @@ sub_run (struct blk *blk, uint64_t b, uint64_t offset, enum blk_state *state)
 }
 
 uint64_t
+blk_held_run (struct blk *blk, bool in_view, uint64_t offset, uint64_t end,
+              enum blk_state *state, unsigned *place)
+{
+  const struct blkmap *map = &blk->map;
+  uint64_t b = blockgeom_block (&map->geom, offset);
+  uint64_t start = blockgeom_start (&map->geom, b);
+  uint64_t stop = blockgeom_end (&map->geom, b);
+  unsigned i = (offset - start) >> map->unit_shift, j = 32;
+  struct blkmap_held held;
+  uint32_t run;
+  uint64_t run_end;
+
+  CHECK (offset < end && end <= map->geom.size);
+  blkmap_get_held (&blk->map, b, in_view, &held);
+  if (place == NULL)
+    place = &(unsigned) { 0 };
+  *place = 0;
+  if (held.units == 0) {
+    *state = held.state == BLK_ZERO ? BLK_ZERO : BLK_NOT_ALLOCATED;
+    return stop < end ? stop : end;
+  }
+  if (held.units >> i & 1) {
+    *state = BLK_ALLOCATED;
+    *place = held.where >> i & 1;
+    run = held.units & (*place ? held.where : ~held.where);
+  }
+  else {
+    *state = BLK_NOT_ALLOCATED;
+    run = ~held.units;
+  }
+  bit_run (run, i, &j);
+  run_end = start + ((uint64_t) j << map->unit_shift);
+  if (run_end > stop)
+    run_end = stop;
+  return run_end < end ? run_end : end;
+}
+
+uint64_t
 blk_state_run (struct blk *blk, uint64_t offset, uint64_t end,
                enum blk_state *state)
 {
@@ -299,6 +337,84 @@ blk_state_run (struct blk *blk, uint64_t offset, uint64_t end,
   if (*state == BLK_PARTIAL)
     run_end = sub_run (blk, b, offset, state);
   return run_end < end ? run_end : end;
+}
+
+/*----------------------------------------------------------------------
+ * Units in places, from the first view on (docs/design.md,
+ * "Point-in-time views").
+ */
+
+/* Block b holds units, those of where in place 1: in the map, then in
+ * the store.  Requires blkmap_reserve_held and reserve_states of b.
+ */
+static void
+set_held (struct blk *blk, uint64_t b, uint32_t units, uint32_t where)
+  REQUIRES (blk->rmw_locks)
+{
+  CHECK (rmw_held (blk, b, 1));
+  blkmap_set_held (&blk->map, b, units, where);
+  if (units == blkmap_all_units (&blk->map, b))
+    store_set_states (blk->store, b, 1, BLK_ALLOCATED);
+  else
+    store_set_part (blk->store, b, units);
+}
+
+/* The places units of a block go to when written (bit set: place 1),
+ * the block holding now and the view keeping kept: a unit the view
+ * keeps to its other place, one the block holds where it is, a new
+ * one to place 0.
+ */
+static uint32_t
+targets (uint32_t units, const struct blkmap_held *now,
+         const struct blkmap_held *kept)
+{
+  return (units & kept->units & ~kept->where) |
+         (units & ~kept->units & now->units & now->where);
+}
+
+/* The units of those a write of the block changes in place: it holds
+ * them in the place they are written to.
+ */
+static uint32_t
+in_place (uint32_t units, uint32_t target, const struct blkmap_held *now)
+{
+  return units & now->units & ~(now->where ^ target);
+}
+
+/* Writes the units of [from, to) of block b, whose bytes are at bytes
+ * (zeros if NULL; byte 0 at from), each to its place in target: those
+ * in place only (in_place_pass) or the others.
+ */
+static int
+write_unit_runs (struct blk *blk, uint64_t b, const char *bytes,
+                 uint64_t from, uint64_t to, uint32_t units, uint32_t target,
+                 int *err) REQUIRES (blk->rmw_locks)
+{
+  uint64_t start = blockgeom_start (&blk->map.geom, b);
+  unsigned shift = blk->map.unit_shift, i, j;
+  int place;
+
+  for (place = 0; place <= 1; ++place) {
+    uint32_t bits = units & (place ? target : ~target);
+
+    for (i = 0; (i = bit_run (bits, i, &j)) < 32; i = j) {
+      uint64_t at = start + ((uint64_t) i << shift);
+      uint64_t next = start + ((uint64_t) j << shift);
+      int r;
+
+      if (at < from)
+        at = from;
+      if (next > to)
+        next = to;
+      lock_stripes (blk, next - at, at);
+      r = store_write (blk->store, bytes ? bytes + (at - from) : NULL,
+                       next - at, at, place, err);
+      unlock_stripes (blk, next - at, at);
+      if (r == -1)
+        return -1;
+    }
+  }
+  return 0;
 }
 
 /*----------------------------------------------------------------------
@@ -449,13 +565,16 @@ complete_partial (struct blk *blk, const struct blk_base *base, uint64_t b,
   const struct blockgeom *g = &blk->map.geom;
   unsigned shift = blk->map.sub_shift, i, j;
   uint64_t start = blockgeom_start (g, b), stop = blockgeom_end (g, b);
-  uint32_t held, missing;
+  struct blkmap_held now, kept;
+  uint32_t held, missing, target;
   char *buf;
   int r;
 
   CHECK (rmw_held (blk, b, 1));
-  blkmap_get_subs (&blk->map, b, &held);
+  blkmap_record (&blk->map, b, false, 0, &now, &kept);
+  held = now.units;
   missing = blkmap_all_subs (&blk->map, b) & ~held;
+  target = targets (missing, &now, &kept);
   buf = scratch_get (stop - start);
   if (buf == NULL) {
     *err = errno;
@@ -473,13 +592,15 @@ complete_partial (struct blk *blk, const struct blk_base *base, uint64_t b,
         ? base_read_data (blk, base, buf, end - at, at, err)
         : base_read (blk, base, buf, end - at, at, err);
     if (r == 0)
-      r = locked_store_write (blk, is_zero (buf, end - at) ? NULL : buf,
-                              end - at, at, err);
+      r = write_unit_runs (blk, b, is_zero (buf, end - at) ? NULL : buf,
+                           at, end, missing, target, err);
   }
-  if (r == 0) {
+  if (r == 0 && blkmap_has_places (&blk->map))
+    set_held (blk, b, held | missing, now.where | target);
+  else if (r == 0)
     set_states (blk, b, 1, BLK_ALLOCATED);
+  if (r == 0)
     stat_add (blk, kind, 1);
-  }
   scratch_put (buf);
   return r;
 }
@@ -596,31 +717,26 @@ read_copy_up (struct blk *blk, const struct blk_base *base,
 }
 
 int
-blk_read (struct blk *blk, const struct blk_base *base,
-          void *buf, uint32_t count, uint64_t offset,
-          enum blk_read_mode mode, int *err)
+blk_read_held (struct blk *blk, const struct blk_base *base, bool in_view,
+               void *buf, uint32_t count, uint64_t offset, int *err)
 {
-  char *p = buf;
+  bool places = in_view || blkmap_has_places (&blk->map);
   uint64_t end = offset + count;
-
-  /* After a copy-up every block of the range is allocated or zero, and
-   * stays so: the loop below then reads only the overlay.  A copy-up
-   * given up for want of room leaves blocks to read from the base.
-   */
-  if (mode != BLK_READ_ONLY &&
-      read_copy_up (blk, base, count, offset, mode, err) == -1)
-    return -1;
+  char *p = buf;
 
   while (offset < end) {
     enum blk_state state;
+    unsigned place = 0;
     uint64_t run_end;
     uint32_t n;
     int r = 0;
 
-    run_end = blk_state_run (blk, offset, end, &state);
+    run_end = places
+              ? blk_held_run (blk, in_view, offset, end, &state, &place)
+              : blk_state_run (blk, offset, end, &state);
     n = run_end - offset;
     if (state == BLK_ALLOCATED)
-      r = store_read (blk->store, p, n, offset, err);
+      r = store_read (blk->store, p, n, offset, place, err);
     else if (state == BLK_ZERO)
       memset (p, 0, n);
     else if (state == BLK_NOT_ALLOCATED)
@@ -632,6 +748,21 @@ blk_read (struct blk *blk, const struct blk_base *base,
     offset = run_end;
   }
   return 0;
+}
+
+int
+blk_read (struct blk *blk, const struct blk_base *base,
+          void *buf, uint32_t count, uint64_t offset,
+          enum blk_read_mode mode, int *err)
+{
+  /* After a copy-up every block of the range is allocated or zero, and
+   * stays so: blk_read_held then reads only the overlay.  A copy-up
+   * given up for want of room leaves blocks to read from the base.
+   */
+  if (mode != BLK_READ_ONLY &&
+      read_copy_up (blk, base, count, offset, mode, err) == -1)
+    return -1;
+  return blk_read_held (blk, base, false, buf, count, offset, err);
 }
 
 /*----------------------------------------------------------------------
@@ -736,9 +867,10 @@ write_block (struct blk *blk, uint64_t b, const char *data, bool zero_rest,
     return locked_store_write (blk, data, len, start, err);
   block_part (blk, b, offset, end, &from, &to);
   lock_stripes (blk, len, start);
-  r = store_write (blk->store, NULL, len, start, err);
+  r = store_write (blk->store, NULL, len, start, 0, err);
   if (r == 0 && !is_zero (data + (from - start), to - from))
-    r = store_write (blk->store, data + (from - start), to - from, from, err);
+    r = store_write (blk->store, data + (from - start), to - from, from, 0,
+                     err);
   unlock_stripes (blk, len, start);
   return r;
 }
@@ -943,6 +1075,196 @@ write_end (struct blk *blk, uint64_t b, const struct end_write *e,
   return write_subs (blk, b, e, err);
 }
 
+/*----------------------------------------------------------------------
+ * Writes by units in places.
+ */
+
+/* The bytes of [at, at+len), inside one unit of block b, as b holds
+ * them now (the overlay's place, zeros, or the base), into buf.
+ */
+static int
+current_bytes (struct blk *blk, const struct blk_base *base,
+               const struct blkmap_held *now, uint64_t b, char *buf,
+               uint64_t len, uint64_t at, int *err) REQUIRES (blk->rmw_locks)
+{
+  uint64_t start = blockgeom_start (&blk->map.geom, b);
+  unsigned i = (at - start) >> blk->map.unit_shift;
+
+  if (now->units >> i & 1)
+    return store_read (blk->store, buf, len, at, now->where >> i & 1, err);
+  if (reads_zeros_outside (blk, base, now->state, b)) {
+    memset (buf, 0, len);
+    return 0;
+  }
+  stat_add (blk, COPY_UPS_RMW, 1);
+  return base_read (blk, base, buf, len, at, err);
+}
+
+/* The unit of block b holding byte at. */
+static uint32_t
+unit_at (const struct blk *blk, uint64_t b, uint64_t at)
+{
+  uint64_t start = blockgeom_start (&blk->map.geom, b);
+
+  return UINT32_C (1) << ((at - start) >> blk->map.unit_shift);
+}
+
+/* Writes the part of [offset, end) in block b (buf's byte 0 at offset,
+ * zeros if NULL) unit by unit to their places (targets), as b holds
+ * now and the view keeps kept, data being a block's room.  A unit the
+ * write covers in part and whose bytes are not in its place yet is
+ * completed in data from where they are.  Writes that land where no
+ * read looks (new units, units moving) come before those in place, so
+ * that one that finds no room fails before it changes a byte a read
+ * sees.  Sets b's units and places after.
+ */
+static int
+write_placed_block (struct blk *blk, const struct blk_base *base,
+                    const char *buf, uint64_t offset, uint64_t end,
+                    uint64_t b, const struct blkmap_held *now,
+                    const struct blkmap_held *kept, char *data, int *err)
+  REQUIRES (blk->rmw_locks)
+{
+  uint64_t mask = (UINT64_C (1) << blk->map.unit_shift) - 1;
+  uint64_t start = blockgeom_start (&blk->map.geom, b);
+  uint64_t stop = blockgeom_end (&blk->map.geom, b);
+  uint64_t from, to, ufrom, uto;
+  uint32_t units, target, ready;
+  const char *bytes;
+
+  block_part (blk, b, offset, end, &from, &to);
+  /* A zeroed block is written whole: the units it would not hold would
+   * read the base.
+   */
+  units = now->state == BLK_ZERO ? blkmap_all_units (&blk->map, b)
+                                 : blkmap_units_of (&blk->map, b, from, to);
+  target = targets (units, now, kept);
+  ready = in_place (units, target, now);
+  ufrom = from;
+  uto = to;
+  if (now->state == BLK_ZERO) {
+    ufrom = start;
+    uto = stop;
+  }
+  if (((ufrom - start) & mask) != 0 && !(ready & unit_at (blk, b, ufrom)))
+    ufrom = start + ((ufrom - start) & ~mask);
+  if (uto < stop && ((uto - start) & mask) != 0 &&
+      !(ready & unit_at (blk, b, uto - 1))) {
+    uto = start + ((uto - 1 - start) | mask) + 1;
+    if (uto > stop)
+      uto = stop;
+  }
+  bytes = buf ? buf + (from - offset) : NULL;
+  if (ufrom < from || uto > to) {
+    if (ufrom < from &&
+        current_bytes (blk, base, now, b, data, from - ufrom, ufrom, err) == -1)
+      return -1;
+    if (uto > to &&
+        current_bytes (blk, base, now, b, data + (to - ufrom), uto - to, to,
+                       err) == -1)
+      return -1;
+    if (buf)
+      memcpy (data + (from - ufrom), buf + (from - offset), to - from);
+    else
+      memset (data + (from - ufrom), 0, to - from);
+    bytes = data;
+  }
+  if (write_unit_runs (blk, b, bytes, ufrom, uto, units & ~ready, target,
+                       err) == -1 ||
+      write_unit_runs (blk, b, bytes, ufrom, uto, units & ready, target,
+                       err) == -1)
+    return -1;
+  set_held (blk, b, now->units | units, (now->where & ~units) | target);
+  return 0;
+}
+
+/* The bytes of the units of block b that a change of units moves out
+ * of the places where the view keeps them and b held them, so that
+ * only the view keeps them from then on.
+ */
+static uint64_t
+newly_kept (const struct blk *blk, uint32_t units,
+            const struct blkmap_held *now, const struct blkmap_held *kept)
+{
+  uint32_t shared = kept->units & now->units & ~(now->where ^ kept->where);
+
+  return (uint64_t) __builtin_popcount (units & shared) << blk->map.unit_shift;
+}
+
+/* What the view keeps of block b, about to change, and what b holds,
+ * the view's record made: if the view cannot have the space for what
+ * the change of units makes it keep alone, it breaks and keeps
+ * nothing.
+ */
+static void
+record_change (struct blk *blk, uint64_t b, uint32_t units,
+               struct blkmap_held *now, struct blkmap_held *kept)
+  REQUIRES (blk->rmw_locks)
+{
+  uint64_t bytes;
+
+  blkmap_record (&blk->map, b, true,
+                 slotmap_get (changes_marks (&blk->changes), b), now, kept);
+  bytes = newly_kept (blk, units, now, kept);
+  if (bytes && !blk_view_keep (blk, bytes))
+    blkmap_record (&blk->map, b, false, 0, now, kept);
+}
+
+/* write_locked from the first view on: each block of [first, last]
+ * written by units in places (write_placed_block).
+ */
+static int
+write_placed (struct blk *blk, const struct blk_base *base, const char *buf,
+              uint64_t offset, uint64_t end, uint64_t first, uint64_t last,
+              int *err) REQUIRES (blk->rmw_locks)
+{
+  uint64_t block_size = blockgeom_block_size (&blk->map.geom), b;
+  char *data = scratch_get (block_size);
+  int r = 0;
+
+  if (data == NULL) {
+    *err = errno;
+    nbdkit_error ("cow: malloc: %m");
+    return -1;
+  }
+  for (b = first; b <= last && r == 0; ++b) {
+    struct blkmap_held now, kept;
+    uint64_t from, to;
+
+    if (blkmap_reserve_held (&blk->map, b) == -1) {
+      *err = errno;
+      nbdkit_error ("cow: cannot grow the block state map: %m");
+      r = -1;
+      break;
+    }
+    if (reserve_states (blk, b, 1, err) == -1) {
+      r = -1;
+      break;
+    }
+    block_part (blk, b, offset, end, &from, &to);
+    record_change (blk, b, blkmap_units_of (&blk->map, b, from, to), &now,
+                   &kept);
+    r = write_placed_block (blk, base, buf, offset, end, b, &now, &kept,
+                            data, err);
+  }
+  scratch_put (data);
+  return r;
+}
+
+/* space_take for a client's change: if there is no room while the view
+ * keeps bytes, the view breaks and gives them back, and the change
+ * takes them (a client's write never fails for a view).
+ */
+static int
+take_space (struct blk *blk, uint64_t *hold, uint64_t bytes, int *err)
+{
+  if (space_take (blk->space, hold, bytes, err) == 0)
+    return 0;
+  if (!blk_view_yield (blk))
+    return -1;
+  return space_take (blk->space, hold, bytes, err);
+}
+
 /* Writes [offset, end) of buf (zeros if NULL) into blocks [first, last]
  * and marks them allocated, but an end block written by sub-blocks
  * (plan_end), which becomes partial, or allocated once it holds them
@@ -966,8 +1288,15 @@ write_locked (struct blk *blk, const struct blk_base *base, const char *buf,
   int r = -1;
 
   CHECK (rmw_held (blk, first, n));
-  if (space_take (blk->space, hold, space, err) == -1)
+  if (take_space (blk, hold, space, err) == -1)
     return -1;
+  if (blkmap_has_places (&blk->map)) {
+    /* The blocks written before one failed keep their space. */
+    r = write_placed (blk, base, buf, offset, end, first, last, err);
+    if (r == -1)
+      space_give (blk->space, blkmap_space_to_allocate (&blk->map, first, n));
+    return r;
+  }
   /* Room for a partial block at each end, from the thread's cache. */
   data = scratch_get (2 * block_size);
   if (data == NULL) {
@@ -1036,12 +1365,14 @@ write_allocated (struct blk *blk, const void *buf, uint64_t count,
                  uint64_t offset, uint64_t first, uint64_t last, bool *done,
                  int *err)
 {
+  unsigned place;
   int r = 0;
 
   lock_stripes (blk, count, offset);
-  *done = blkmap_holds (&blk->map, first, last, offset, offset + count);
+  *done = blkmap_holds (&blk->map, first, last, offset, offset + count,
+                        &place);
   if (*done)
-    r = store_write (blk->store, buf, count, offset, err);
+    r = store_write (blk->store, buf, count, offset, place, err);
   unlock_stripes (blk, count, offset);
   return r;
 }
@@ -1083,10 +1414,12 @@ write_rmw (struct blk *blk, const struct blk_base *base, const char *buf,
            bool may_defer, bool *deferred, int *err)
 {
   struct rangelock_range held;
+  unsigned place;
   int r = 0;
 
   lock_rmw (blk, &held, first, last - first + 1);
-  *deferred = may_defer && blkmap_holds (&blk->map, first, last, offset, end);
+  *deferred = may_defer &&
+              blkmap_holds (&blk->map, first, last, offset, end, &place);
   if (!*deferred && may_defer &&
       allocates_as_zeros (blk, base, buf, offset, end, first, last,
                           blkmap_get (&blk->map, first))) {
@@ -1153,16 +1486,86 @@ blk_write (struct blk *blk, const struct blk_base *base,
     return 0;
   first = blockgeom_block (&blk->map.geom, offset);
   last = blockgeom_block (&blk->map.geom, end - 1);
-  if (store_change_begin (blk->store, err) == -1)
+  gate_enter (&blk->gate);
+  if (store_change_begin (blk->store, err) == -1) {
+    gate_leave (&blk->gate);
     return -1;
+  }
   r = write_range (blk, base, buf, offset, end, first, last, err);
   end_change (blk, first, last - first + 1);
+  gate_leave (&blk->gate);
   return r;
 }
 
 /*----------------------------------------------------------------------
  * Zero and trim.
  */
+
+/* Punches units of block b out of place. */
+void
+blk_punch_units (struct blk *blk, uint64_t b, unsigned place, uint32_t units)
+{
+  uint64_t start = blockgeom_start (&blk->map.geom, b);
+  uint64_t stop = blockgeom_end (&blk->map.geom, b);
+  unsigned shift = blk->map.unit_shift, i, j;
+
+  CHECK (rmw_held (blk, b, 1));
+  for (i = 0; (i = bit_run (units, i, &j)) < 32; i = j) {
+    uint64_t at = start + ((uint64_t) i << shift);
+    uint64_t next = start + ((uint64_t) j << shift);
+
+    if (next > stop)
+      next = stop;
+    lock_stripes (blk, next - at, at);
+    if (store_punch (blk->store, next - at, at, place) == -1)
+      nbdkit_debug ("cow: cannot punch a hole in the overlay: %m");
+    unlock_stripes (blk, next - at, at);
+  }
+}
+
+/* discard_locked from the first view on: both places punched; while
+ * the view lives, block by block, its record made first, and the units
+ * it keeps left where they are.
+ */
+static int
+discard_placed (struct blk *blk, uint64_t first, uint64_t n, int *err)
+  REQUIRES (blk->rmw_locks)
+{
+  uint64_t start = blockgeom_start (&blk->map.geom, first);
+  uint64_t len = blockgeom_end (&blk->map.geom, first + n - 1) - start, b;
+
+  if (__atomic_load_n (&blk->view_state, __ATOMIC_ACQUIRE) != BLK_VIEW_LIVE) {
+    uint64_t freed = blkmap_space_held (&blk->map, first, n);
+    unsigned place;
+
+    set_states (blk, first, n, BLK_ZERO);
+    space_give (blk->space, freed);
+    lock_stripes (blk, len, start);
+    for (place = 0; place <= 1; ++place)
+      if (store_punch (blk->store, len, start, place) == -1)
+        nbdkit_debug ("cow: cannot punch a hole in the overlay: %m");
+    unlock_stripes (blk, len, start);
+    return 0;
+  }
+  for (b = first; b < first + n; ++b)
+    if (blkmap_reserve_held (&blk->map, b) == -1) {
+      *err = errno;
+      nbdkit_error ("cow: cannot grow the block state map: %m");
+      return -1;
+    }
+  for (b = first; b < first + n; ++b) {
+    uint32_t all = blkmap_all_units (&blk->map, b);
+    uint64_t freed = blkmap_space_held (&blk->map, b, 1);
+    struct blkmap_held now, kept;
+
+    record_change (blk, b, all, &now, &kept);
+    set_states (blk, b, 1, BLK_ZERO);
+    space_give (blk->space, freed);
+    blk_punch_units (blk, b, 0, all & ~(kept.units & ~kept.where));
+    blk_punch_units (blk, b, 1, all & ~(kept.units & kept.where));
+  }
+  return 0;
+}
 
 /* Marks blocks [first, first+n) BLK_ZERO, gives their space back and
  * punches them out of the overlay, under the write locks of the range.
@@ -1180,11 +1583,13 @@ discard_locked (struct blk *blk, uint64_t first, uint64_t n, int *err)
 
   if (reserve_states (blk, first, n, err) == -1)
     return -1;
+  if (blkmap_has_places (&blk->map))
+    return discard_placed (blk, first, n, err);
   freed = blkmap_space_held (&blk->map, first, n);
   set_states (blk, first, n, BLK_ZERO);
   space_give (blk->space, freed);
   lock_stripes (blk, len, start);
-  r = store_punch (blk->store, len, start);
+  r = store_punch (blk->store, len, start, 0);
   unlock_stripes (blk, len, start);
   if (r == -1)
     nbdkit_debug ("cow: cannot punch a hole in the overlay: %m");
@@ -1220,7 +1625,7 @@ zero_ends_locked (struct blk *blk, const struct blk_base *base,
     if (to_write[i])
       hold += blkmap_space_to_allocate (&blk->map, ends[i], 1);
   }
-  if (space_take (blk->space, NULL, hold, err) == -1)
+  if (take_space (blk, NULL, hold, err) == -1)
     return -1;
   for (i = 0; i < n && r == 0; i++) {
     if (!to_write[i])
@@ -1254,8 +1659,11 @@ discard_range (struct blk *blk, const struct blk_base *base,
 
   lock_from = zero_ends ? blockgeom_block (&blk->map.geom, offset) : first;
   lock_to = zero_ends ? blockgeom_block (&blk->map.geom, end - 1) + 1 : stop;
-  if (store_change_begin (blk->store, err) == -1)
+  gate_enter (&blk->gate);
+  if (store_change_begin (blk->store, err) == -1) {
+    gate_leave (&blk->gate);
     return -1;
+  }
   lock_rmw (blk, &held, lock_from, lock_to - lock_from);
   if (zero_ends)
     r = zero_ends_locked (blk, base, offset, end, err);
@@ -1263,6 +1671,7 @@ discard_range (struct blk *blk, const struct blk_base *base,
     r = discard_locked (blk, first, stop - first, err);
   rangelock_unlock (&blk->rmw_locks, &held);
   end_change (blk, lock_from, lock_to - lock_from);
+  gate_leave (&blk->gate);
   return r;
 }
 

@@ -177,6 +177,58 @@ extern uint64_t blk_change_run (struct blk *blk, uint64_t offset,
                                 uint64_t end, uint32_t since,
                                 enum blk_state *state);
 
+/* The point-in-time view (docs/design.md, "Point-in-time views"): at
+ * most one, named after the checkpoint made with it, reading as the
+ * overlay did at that instant while the overlay changes.  The caller
+ * serializes blk_view_create and blk_view_delete.
+ *
+ * blk_view_create makes checkpoint name and the view at the same
+ * instant: a change that ended before lies before it, one that began
+ * after lies after it, one in flight wholly on one side.  Returns 0,
+ * or -1 with errno: EOPNOTSUPP if the store cannot keep a view, EBUSY
+ * if the overlay has one, or as blk_checkpoint_create.
+ * blk_view_delete deletes it (and gives back what it kept; its
+ * checkpoint stays): 0, or -1 with errno ENOENT if the overlay has no
+ * view name.
+ */
+enum blk_view_state {
+  BLK_VIEW_NONE,                /* no view */
+  BLK_VIEW_LIVE,                /* it reads as the overlay did */
+  BLK_VIEW_BROKEN,              /* it ran out of room: its reads fail */
+};
+extern int blk_view_create (struct blk *blk, const char *name);
+extern int blk_view_delete (struct blk *blk, const char *name);
+
+/* The view's state, copying its name into name (room for
+ * CHECKPOINT_NAME_MAX + 1) and the bytes it alone keeps into *kept.
+ */
+extern enum blk_view_state blk_view_get (struct blk *blk, char *name,
+                                         uint64_t *kept);
+
+/* blk_read in BLK_READ_ONLY, and blk_state_run, of view name: -1 with
+ * *err EIO if the view is broken (a read that overlapped its breaking
+ * too) or there is no view name; blk_view_state_run returns 0 then.
+ */
+extern int blk_view_read (struct blk *blk, const struct blk_base *base,
+                          const char *name, void *buf, uint32_t count,
+                          uint64_t offset, int *err);
+extern uint64_t blk_view_state_run (struct blk *blk, const char *name,
+                                    uint64_t offset, uint64_t end,
+                                    enum blk_state *state);
+
+/* The epoch of view name's checkpoint (changes.h), which its changes
+ * views compare with: 0 if there is no view name.
+ */
+extern uint32_t blk_view_epoch (struct blk *blk, const char *name);
+
+/* blk_change_run for the changes view of view name since epoch since,
+ * below the view's: a block that held at the view's instant what it
+ * held at since is BLK_NOT_ALLOCATED.  0 if there is no view name.
+ */
+extern uint64_t blk_view_change_run (struct blk *blk, const char *name,
+                                     uint64_t offset, uint64_t end,
+                                     uint32_t since, enum blk_state *state);
+
 /* Statistics (cow-stats=FILE).  The name of a lock in docs/design.md
  * and in the statistics:
  */

@@ -43,6 +43,15 @@ blk_alloc (uint32_t block_size, unsigned stripes, struct space *space)
     free (blk);
     return NULL;
   }
+  if (gate_init (&blk->gate, LOCK_RANK_GATE) == -1) {
+    nbdkit_error ("cow: the overlay's gate: %m");
+    stripes_free (&blk->stripes);
+    blkmap_free (&blk->map);
+    lockwaits_free (&blk->waits);
+    shardctr_free (&blk->counters);
+    free (blk);
+    return NULL;
+  }
   basemap_init (&blk->base_map, &blk->map.geom, &blk->waits);
   rangelock_init (&blk->rmw_locks, LOCK_RANK_RMW);
   held_init (&blk->start_lock, LOCK_RANK_START);
@@ -133,7 +142,7 @@ give_back_space (struct blk *blk)
 {
   if (!blk->sized)
     return;
-  space_give (blk->space, blk->store_overhead +
+  space_give (blk->space, blk->store_overhead + blk->view_kept +
               blkmap_space_held (&blk->map, 0,
                                  blockgeom_blocks (&blk->map.geom)));
 }
@@ -148,7 +157,9 @@ blk_free (struct blk *blk)
   give_back_space (blk);
   if (blk->store)
     r = store_close (blk->store);   /* a kept one flushed first */
+  blkmap_view_end (&blk->map);
   blkmap_free (&blk->map);
+  gate_destroy (&blk->gate);
   basemap_free (&blk->base_map);
   changes_free (&blk->changes);
   countedlock_destroy (&blk->flush_lock);

@@ -21,6 +21,14 @@ blkmap_init (struct blkmap *map, uint32_t block_size, struct lockwaits *waits)
   map->states = (struct statemap) STATEMAP_INIT;
   map->sub_shift = 0;
   map->subs = (struct slotmap) SLOTMAP_INIT;
+  map->unit_shift = map->geom.shift;
+  map->places = false;
+  map->where = (struct slotmap) SLOTMAP_INIT;
+  map->view_on = false;
+  map->view_state = (struct slotmap) SLOTMAP_INIT;
+  map->view_held = (struct slotmap) SLOTMAP_INIT;
+  map->view_where = (struct slotmap) SLOTMAP_INIT;
+  map->view_mark = (struct slotmap) SLOTMAP_INIT;
 }
 
 void
@@ -28,6 +36,8 @@ blkmap_free (struct blkmap *map)
 {
   statemap_free (&map->states);
   slotmap_free (&map->subs);
+  slotmap_free (&map->where);
+  blkmap_view_free (map);
   countedlock_destroy (&map->state_lock);
 }
 
@@ -41,13 +51,204 @@ blkmap_start (struct blkmap *map, bool sub_blocks)
   if (slotmap_init (&map->subs, blockgeom_blocks (&map->geom)) == -1)
     return -1;
   map->sub_shift = sub_shift;
+  map->unit_shift = sub_shift;
   return 0;
 }
 
-/* Clears the sub-blocks of the partial blocks of [first, stop). */
-static void
-clear_subs_locked (struct blkmap *map, uint64_t first, uint64_t stop)
+/* The units block b holds now, in state. */
+static uint32_t
+held_units_locked (struct blkmap *map, uint64_t b, enum blk_state state)
   REQUIRES (map->state_lock)
+{
+  if (state == BLK_ALLOCATED)
+    return blkmap_all_units (map, b);
+  return state == BLK_PARTIAL ? slotmap_get (&map->subs, b) : 0;
+}
+
+static void
+get_live_locked (struct blkmap *map, uint64_t b, struct blkmap_held *held)
+  REQUIRES (map->state_lock)
+{
+  held->state = statemap_get (&map->states, b);
+  held->units = held_units_locked (map, b, held->state);
+  held->where = map->places && held->units ? slotmap_get (&map->where, b) : 0;
+}
+
+/* The record of b, if the view has one: returns whether it has. */
+static bool
+get_record_locked (struct blkmap *map, uint64_t b, struct blkmap_held *held)
+  REQUIRES (map->state_lock)
+{
+  uint32_t state;
+
+  if (map->view_state.entries == 0 ||
+      (state = slotmap_get (&map->view_state, b)) == 0)
+    return false;
+  held->state = state - 1;
+  held->units = slotmap_get (&map->view_held, b);
+  held->where = slotmap_get (&map->view_where, b);
+  return true;
+}
+
+void
+blkmap_get_held (struct blkmap *map, uint64_t b, bool in_view,
+                 struct blkmap_held *held)
+{
+  blkmap_lock (map);
+  if (!in_view || !get_record_locked (map, b, held))
+    get_live_locked (map, b, held);
+  blkmap_unlock (map);
+}
+
+int
+blkmap_reserve_held (struct blkmap *map, uint64_t b)
+{
+  int r;
+
+  blkmap_lock (map);
+  r = statemap_reserve (&map->states, b, 1);
+  if (r == 0 && map->sub_shift)
+    r = slotmap_reserve (&map->subs, b, 1);
+  if (r == 0 && map->places)
+    r = slotmap_reserve (&map->where, b, 1);
+  if (r == 0 && map->view_on)
+    r = slotmap_reserve (&map->view_state, b, 1) ||
+        slotmap_reserve (&map->view_held, b, 1) ||
+        slotmap_reserve (&map->view_where, b, 1) ||
+        slotmap_reserve (&map->view_mark, b, 1) ? -1 : 0;
+  blkmap_unlock (map);
+  return r;
+}
+
+void
+blkmap_set_held (struct blkmap *map, uint64_t b, uint32_t units,
+                 uint32_t where)
+{
+  enum blk_state state = units == blkmap_all_units (map, b)
+                         ? BLK_ALLOCATED : BLK_PARTIAL;
+
+  CHECK (units != 0 && (state == BLK_ALLOCATED || map->sub_shift));
+  CHECK ((where & ~units) == 0 && (map->places || where == 0));
+  blkmap_lock (map);
+  if (map->sub_shift)
+    slotmap_set (&map->subs, b, state == BLK_PARTIAL ? units : 0);
+  if (map->places)
+    slotmap_set (&map->where, b, where);
+  statemap_set (&map->states, b, 1, state);
+  blkmap_unlock (map);
+}
+
+void
+blkmap_record (struct blkmap *map, uint64_t b, bool make, uint32_t mark,
+               struct blkmap_held *now, struct blkmap_held *kept)
+{
+  blkmap_lock (map);
+  get_live_locked (map, b, now);
+  *kept = *now;
+  if (!map->view_on)
+    kept->units = kept->where = 0;
+  else if (!get_record_locked (map, b, kept) && make) {
+    slotmap_set (&map->view_state, b, now->state + 1);
+    slotmap_set (&map->view_held, b, now->units);
+    slotmap_set (&map->view_where, b, now->where);
+    slotmap_set (&map->view_mark, b, mark);
+  }
+  blkmap_unlock (map);
+}
+
+uint32_t
+blkmap_view_mark (struct blkmap *map, uint64_t b, uint32_t mark)
+{
+  blkmap_lock (map);
+  if (map->view_state.entries != 0 && slotmap_get (&map->view_state, b) != 0)
+    mark = slotmap_get (&map->view_mark, b);
+  blkmap_unlock (map);
+  return mark;
+}
+
+int
+blkmap_view_begin (struct blkmap *map)
+{
+  uint64_t blocks = blockgeom_blocks (&map->geom);
+  int r = 0;
+
+  blkmap_lock (map);
+  if (!map->places)
+    r = slotmap_init (&map->where, blocks);
+  if (r == 0 && (slotmap_init (&map->view_state, blocks) == -1 ||
+                 slotmap_init (&map->view_held, blocks) == -1 ||
+                 slotmap_init (&map->view_where, blocks) == -1 ||
+                 slotmap_init (&map->view_mark, blocks) == -1))
+    r = -1;
+  if (r == 0) {
+    __atomic_store_n (&map->places, true, __ATOMIC_RELEASE);
+    map->view_on = true;
+  }
+  blkmap_unlock (map);
+  if (r == -1)
+    blkmap_view_free (map);
+  return r;
+}
+
+void
+blkmap_view_end (struct blkmap *map)
+{
+  blkmap_lock (map);
+  map->view_on = false;
+  blkmap_unlock (map);
+}
+
+void
+blkmap_view_free (struct blkmap *map)
+{
+  struct slotmap records[4];
+  unsigned i;
+
+  blkmap_lock (map);
+  CHECK (!map->view_on);
+  records[0] = map->view_state;
+  records[1] = map->view_held;
+  records[2] = map->view_where;
+  records[3] = map->view_mark;
+  map->view_state = map->view_held = map->view_where = map->view_mark =
+    (struct slotmap) SLOTMAP_INIT;
+  blkmap_unlock (map);
+  for (i = 0; i < 4; ++i)
+    slotmap_free (&records[i]);
+}
+
+struct each_record {
+  int (*fn) (uint64_t b, void *opaque);
+  void *opaque;
+};
+
+static int
+call_for_record (uint64_t b, uint32_t state, void *opaque)
+{
+  struct each_record *each = opaque;
+
+  (void) state;
+  return each->fn (b, each->opaque);
+}
+
+int
+blkmap_each_record (struct blkmap *map, int (*fn) (uint64_t b, void *opaque),
+                    void *opaque)
+{
+  struct each_record each = { .fn = fn, .opaque = opaque };
+
+  CHECK (!map->view_on);
+  if (map->view_state.entries == 0)
+    return 0;
+  return slotmap_each (&map->view_state, call_for_record, &each) ? -1 : 0;
+}
+
+/* Clears the entries in entries of the blocks of [first, stop) that
+ * are partial, or held at all (allocated too) with held.
+ */
+static void
+clear_locked (struct blkmap *map, struct slotmap *entries, bool held,
+              uint64_t first, uint64_t stop) REQUIRES (map->state_lock)
 {
   uint64_t b = first;
 
@@ -55,8 +256,9 @@ clear_subs_locked (struct blkmap *map, uint64_t first, uint64_t stop)
     unsigned state;
     uint64_t end = statemap_run (&map->states, b, stop, &state);
 
-    for (; state == BLK_PARTIAL && b < end; ++b)
-      slotmap_set (&map->subs, b, 0);
+    for (; (state == BLK_PARTIAL || (held && state == BLK_ALLOCATED)) &&
+           b < end; ++b)
+      slotmap_set (entries, b, 0);
     b = end;
   }
 }
@@ -68,7 +270,9 @@ blkmap_set (struct blkmap *map, uint64_t first, uint64_t n,
   CHECK (state != BLK_PARTIAL);
   blkmap_lock (map);
   if (map->sub_shift)
-    clear_subs_locked (map, first, first + n);
+    clear_locked (map, &map->subs, false, first, first + n);
+  if (map->places && state != BLK_ALLOCATED)
+    clear_locked (map, &map->where, true, first, first + n);
   statemap_set (&map->states, first, n, state);
   blkmap_unlock (map);
 }
@@ -87,25 +291,52 @@ blkmap_set_subs (struct blkmap *map, uint64_t b, uint32_t subs)
   return state;
 }
 
+/* Whether a write may change units of b, which holds them as held
+ * says, in place: no view keeps them there.
+ */
+static bool
+in_place_locked (struct blkmap *map, uint64_t b, uint32_t units,
+                 const struct blkmap_held *held) REQUIRES (map->state_lock)
+{
+  struct blkmap_held then;
+
+  if (!map->view_on)
+    return true;
+  if (!get_record_locked (map, b, &then))
+    return false;               /* not changed since: all kept */
+  return (units & then.units & ~(held->where ^ then.where)) == 0;
+}
+
 bool
 blkmap_holds (struct blkmap *map, uint64_t first, uint64_t last,
-              uint64_t offset, uint64_t end)
+              uint64_t offset, uint64_t end, unsigned *place)
 {
   uint64_t b = first, stop = last + 1;
-  bool holds = true;
+  bool holds = true, places;
+  int at = -1;
 
   blkmap_lock (map);
+  places = map->places;
   while (holds && b < stop) {
     unsigned state;
     uint64_t run_end = statemap_run (&map->states, b, stop, &state);
 
-    if (state == BLK_PARTIAL) {
+    if (state == BLK_PARTIAL || (places && state == BLK_ALLOCATED)) {
       uint64_t from = blockgeom_start (&map->geom, b);
       uint64_t to = blockgeom_end (&map->geom, b);
-      uint32_t need = blkmap_subs_of (map, b, offset > from ? offset : from,
-                                      end < to ? end : to);
+      uint32_t need = blkmap_units_of (map, b, offset > from ? offset : from,
+                                       end < to ? end : to);
+      struct blkmap_held held;
 
-      holds = (slotmap_get (&map->subs, b) & need) == need;
+      get_live_locked (map, b, &held);
+      holds = (held.units & need) == need;
+      if (holds && places) {
+        uint32_t in1 = held.where & need;
+
+        holds = (in1 == 0 || in1 == need) && (at == -1 || at == (in1 != 0)) &&
+                in_place_locked (map, b, need, &held);
+        at = in1 != 0;
+      }
       run_end = b + 1;
     }
     else
@@ -113,6 +344,7 @@ blkmap_holds (struct blkmap *map, uint64_t first, uint64_t last,
     b = run_end;
   }
   blkmap_unlock (map);
+  *place = at == 1;
   return holds;
 }
 

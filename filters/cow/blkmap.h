@@ -47,6 +47,37 @@ struct blkmap {
    */
   unsigned sub_shift;
   struct slotmap subs;
+
+  /* The store keeps each unit of a block (a sub-block, or the whole
+   * block where there are none: 2^unit_shift bytes) in one of two
+   * places (store.h), so that a point-in-time view keeps the bytes a
+   * unit had at its instant while the export's new bytes of it go to
+   * the other place (docs/design.md, "Point-in-time views").  Under
+   * state_lock.  where: of each block, bit i set if its unit i is held
+   * in place 1; 0 for the units not held.  It exists from the first
+   * view on (places, atomic: set once, read without the lock); before,
+   * every unit is in place 0.
+   */
+  unsigned unit_shift;
+  bool places;
+  struct slotmap where;
+
+  /* The view (blkview.c), under state_lock.  view_on: changes make
+   * records, and keep the units recorded in their places.  Of each
+   * block changed since the view was made, its record: its state then
+   * plus 1 (0: no record), the units it held then and their places.
+   */
+  bool view_on;
+  struct slotmap view_state, view_held, view_where, view_mark;
+};
+
+/* What a block holds: its state, the units held in the overlay (all of
+ * them if it is allocated, none unless it is allocated or partial), and
+ * of those the ones in place 1.
+ */
+struct blkmap_held {
+  enum blk_state state;
+  uint32_t units, where;
 };
 
 extern void blkmap_init (struct blkmap *map, uint32_t block_size,
@@ -71,6 +102,35 @@ blkmap_subs_of (const struct blkmap *map, uint64_t b, uint64_t from,
   unsigned last = (to - 1 - start) >> map->sub_shift;
 
   return (uint32_t) ((UINT64_C (2) << last) - (UINT64_C (1) << first));
+}
+
+/* The bits of the units of block b that [from, to), inside b,
+ * touches.
+ */
+static inline uint32_t
+blkmap_units_of (const struct blkmap *map, uint64_t b, uint64_t from,
+                 uint64_t to)
+{
+  uint64_t start = blockgeom_start (&map->geom, b);
+  unsigned first = (from - start) >> map->unit_shift;
+  unsigned last = (to - 1 - start) >> map->unit_shift;
+
+  return (uint32_t) ((UINT64_C (2) << last) - (UINT64_C (1) << first));
+}
+
+/* The bits of all the units of block b. */
+static inline uint32_t
+blkmap_all_units (const struct blkmap *map, uint64_t b)
+{
+  return blkmap_units_of (map, b, blockgeom_start (&map->geom, b),
+                          blockgeom_end (&map->geom, b));
+}
+
+/* Whether the units may be in place 1: from the first view on. */
+static inline bool
+blkmap_has_places (const struct blkmap *map)
+{
+  return __atomic_load_n (&map->places, __ATOMIC_ACQUIRE);
 }
 
 /* The bits of all the sub-blocks of block b (the last block may have
@@ -192,11 +252,13 @@ extern enum blk_state blkmap_set_subs (struct blkmap *map, uint64_t b,
                                        uint32_t subs);
 
 /* Whether the overlay holds every byte of [offset, end), in blocks
- * [first, last]: they are allocated, or partial holding the
- * sub-blocks the range touches.
+ * [first, last], where a write may change them in place: they are
+ * allocated, or partial holding the units the range touches, all in
+ * one place (set in *place), and no view keeps any of those units
+ * there.
  */
 extern bool blkmap_holds (struct blkmap *map, uint64_t first, uint64_t last,
-                          uint64_t offset, uint64_t end);
+                          uint64_t offset, uint64_t end, unsigned *place);
 
 /* The charge (space.h) of blocks [first, first+n), whatever their
  * state.
@@ -225,6 +287,56 @@ blkmap_space_to_allocate (struct blkmap *map, uint64_t first, uint64_t n)
 {
   return blkmap_space (map, first, n) - blkmap_space_held (map, first, n);
 }
+
+/* What block b holds, in *held: as the view has it if in_view and
+ * the view has a record of b, else as it is now.
+ */
+extern void blkmap_get_held (struct blkmap *map, uint64_t b, bool in_view,
+                             struct blkmap_held *held);
+
+/* Makes room for block b to hold units in part and in places, and for
+ * a record of it, before its I/O.  Returns 0, or -1 with errno set.
+ */
+extern int blkmap_reserve_held (struct blkmap *map, uint64_t b);
+
+/* Block b holds units (not 0) with those of where in place 1: its
+ * state becomes allocated if they are all of its own, else partial
+ * (which requires sub-blocks).  Requires blkmap_reserve_held of b.
+ */
+extern void blkmap_set_held (struct blkmap *map, uint64_t b, uint32_t units,
+                             uint32_t where);
+
+/* What block b holds now, in *now, and what the view keeps of it, in
+ * *kept, read together: the record of b, or b as it is now if it has
+ * none (with make, the record is made of it first, with mark, b's
+ * mark now: b is about to change); nothing without the view.  With
+ * make, requires blkmap_reserve_held of b.
+ */
+extern void blkmap_record (struct blkmap *map, uint64_t b, bool make,
+                           uint32_t mark, struct blkmap_held *now,
+                           struct blkmap_held *kept);
+
+/* The mark block b had when the view was made: its record's, or mark
+ * (b's mark now) if it has none.
+ */
+extern uint32_t blkmap_view_mark (struct blkmap *map, uint64_t b,
+                                  uint32_t mark);
+
+/* The view begins (its records made from now on), with the places; or
+ * ends (no more records, those made kept until blkmap_view_free).
+ * blkmap_view_begin returns 0, or -1 with errno set.
+ */
+extern int blkmap_view_begin (struct blkmap *map);
+extern void blkmap_view_end (struct blkmap *map);
+extern void blkmap_view_free (struct blkmap *map);
+
+/* Calls fn (b, opaque) for each block b with a record, in order,
+ * until one returns -1 (then returns -1), holding no lock.  Only once
+ * the view ended.
+ */
+extern int blkmap_each_record (struct blkmap *map,
+                               int (*fn) (uint64_t b, void *opaque),
+                               void *opaque);
 
 /* Counts the states of the first blocks blocks, holding state_lock in
  * short stretches, so that a walk of a large, fragmented map keeps no

@@ -20,6 +20,8 @@
 #include "blkmap.h"
 #include "blktypes.h"
 #include "changes.h"
+#include "checkpoint.h"
+#include "gate.h"
 #include "lockwaits.h"
 #include "rangelock.h"
 #include "shardctr.h"
@@ -77,6 +79,25 @@ struct blk {
   /* Lets one flush of a kept store run at a time. */
   struct countedlock flush_lock;
 
+  /* Every change of the overlay's contents (a write, zero or trim) and
+   * every read of the view passes the gate; making or deleting the
+   * view closes it, so that a change lies wholly before or after the
+   * view's instant, and no read of it runs while it goes.
+   */
+  struct gate gate;
+
+  /* The point-in-time view (blkview.c), made and deleted with the gate
+   * closed, one at a time (the caller serializes them): view_state
+   * (enum blk_view_state, atomic: a write that finds no room for it
+   * breaks it with the gate open), view_name, set with it, and
+   * view_kept, the bytes of the units it alone keeps, charged against
+   * cow-max-size (atomic).
+   */
+  int view_state;
+  char view_name[CHECKPOINT_NAME_MAX + 1];
+  uint32_t view_epoch;
+  uint64_t view_kept;
+
   /* Atomic.  sized: set once, under start_lock, and read without it,
    * so that no one waits on the start's I/O to learn that it is not
    * done; once true, the size and the store are set.
@@ -102,6 +123,37 @@ enum counter {
   BASE_READ_BYTES,
   COUNTERS
 };
+
+/* blkview.c, for the requests of blk.c.  blk_view_keep takes bytes of
+ * space for units the view alone keeps from now on: false if it
+ * cannot, and then the view is broken (and keeps nothing).
+ * blk_view_yield breaks the view, if it keeps any bytes, so that a
+ * client's write that found no room can have them: returns whether it
+ * gave any back.
+ */
+extern bool blk_view_keep (struct blk *blk, uint64_t bytes);
+extern bool blk_view_yield (struct blk *blk);
+
+/* blk.c, for the view's reads (blkview.c).  blk_held_run: the run
+ * of [offset, end) from offset, inside one block, that reads alike as
+ * the overlay holds it, or as the view does (in_view): *state
+ * BLK_ALLOCATED, from the store's place *place (place may be NULL),
+ * BLK_ZERO, or BLK_NOT_ALLOCATED (the base).  blk_read_held: a read of
+ * [offset, offset+count) as either holds it, copying nothing up;
+ * returns 0, or -1 with *err set.
+ */
+extern uint64_t blk_held_run (struct blk *blk, bool in_view, uint64_t offset,
+                              uint64_t end, enum blk_state *state,
+                              unsigned *place);
+extern int blk_read_held (struct blk *blk, const struct blk_base *base,
+                          bool in_view, void *buf, uint32_t count,
+                          uint64_t offset, int *err);
+
+/* blk.c: punches units of block b out of place.  Requires b's rmw
+ * lock.
+ */
+extern void blk_punch_units (struct blk *blk, uint64_t b, unsigned place,
+                             uint32_t units) REQUIRES (blk->rmw_locks);
 
 static inline void
 stat_add (struct blk *blk, enum counter counter, uint64_t n)

@@ -101,6 +101,16 @@ changes_lost (struct changes *ch)
   return __atomic_load_n (&ch->lost, __ATOMIC_ACQUIRE) != 0;
 }
 
+/* Whether a block's mark says it changed since epoch since: a mark of
+ * at least since, or marks lost up to since.  Takes no lock.
+ */
+static inline bool
+changes_mark_since (struct changes *ch, uint32_t mark, uint32_t since)
+{
+  return since == 0 || mark >= since ||
+         since <= __atomic_load_n (&ch->lost, __ATOMIC_ACQUIRE);
+}
+
 /* Whether the overlay has a checkpoint.  Takes no lock. */
 static inline bool
 changes_any (struct changes *ch)

@@ -2,7 +2,9 @@
  * Copyright (C) 2026 the nbdkit-cow authors.
  */
 
-/* The export a changes view reads (changesname.h). */
+/* The export a changes view or a point-in-time view reads
+ * (changesname.h).
+ */
 
 #include <config.h>
 
@@ -11,25 +13,62 @@
 
 #include "changesname.h"
 
+/* Splits name at its last separator, if it has one with at least
+ * min_tail bytes after it, into *head (malloc'd) and *tail within
+ * name: returns 1, 0 if it does not, or -1 with errno set.
+ */
+static int
+split_last (const char *name, char separator, size_t min_tail, char **head,
+            const char **tail)
+{
+  const char *split = separator ? strrchr (name, separator) : NULL;
+
+  if (split == NULL || strlen (split + 1) < min_tail)
+    return 0;
+  *head = strndup (name, split - name);
+  if (*head == NULL)
+    return -1;
+  *tail = split + 1;
+  return 1;
+}
+
 int
 changes_view_name (const char *name, char separator, char **export,
                    const char **checkpoint)
 {
-  const char *split = separator ? strrchr (name, separator) : NULL;
+  return split_last (name, separator, 0, export, checkpoint);
+}
 
-  if (split == NULL)
-    return 0;
-  *export = strndup (name, split - name);
-  if (*export == NULL)
-    return -1;
-  *checkpoint = split + 1;
-  return 1;
+int
+instant_view_name (const char *name, char separator, char **export,
+                   const char **view)
+{
+  return split_last (name, separator, 1, export, view);
+}
+
+/* Whether name holds recipe, the separator of a kind of view the
+ * server has none for (separator '\0'), where recipe is not the clone
+ * separator.
+ */
+static bool
+forgotten (const char *name, char separator, char recipe,
+           char clone_separator)
+{
+  return separator == '\0' && clone_separator != recipe &&
+         strchr (name, recipe);
 }
 
 bool
 changes_separator_forgotten (const char *name, char separator,
                              char clone_separator)
 {
-  return separator == '\0' && clone_separator != CHANGES_RECIPE_SEPARATOR &&
-         strchr (name, CHANGES_RECIPE_SEPARATOR);
+  return forgotten (name, separator, CHANGES_RECIPE_SEPARATOR,
+                    clone_separator);
+}
+
+bool
+view_separator_forgotten (const char *name, char separator,
+                          char clone_separator)
+{
+  return forgotten (name, separator, VIEW_RECIPE_SEPARATOR, clone_separator);
 }

@@ -2,7 +2,7 @@
  * Copyright (C) 2026 the nbdkit-cow authors.
  */
 
-/* The export a changes view reads (cow-changes-separator=C): a name
+/* The export a view reads.  A changes view (cow-changes-separator=C): a name
  * E C is the changes view of export E since its overlay began, E C T
  * since checkpoint T, split at the last C, so that a checkpoint's name
  * never holds C and an export's may; "C" and "C T" are views of the
@@ -34,5 +34,24 @@ extern int changes_view_name (const char *name, char separator,
  */
 extern bool changes_separator_forgotten (const char *name, char separator,
                                          char clone_separator);
+
+/* A point-in-time view (cow-view-separator=C): a name E C V is view V
+ * of export E, split at the last C, so that a view's name (a
+ * checkpoint's) never holds C and an export's may.  E may be a
+ * clone's name, and E C V C' S (C' the changes separator) the changes
+ * view of view V since checkpoint S.  Whether name names one: 1,
+ * setting *export to E (malloc'd) and *view to V within name (never
+ * empty); 0 if not; -1 with errno set.  separator '\0': none.
+ */
+extern int instant_view_name (const char *name, char separator,
+                              char **export, const char **view);
+
+/* The separator the man page's recipes use for point-in-time views,
+ * and whether name would name one there but the server has no
+ * separator for them (as changes_separator_forgotten).
+ */
+#define VIEW_RECIPE_SEPARATOR '@'
+extern bool view_separator_forgotten (const char *name, char separator,
+                                      char clone_separator);
 
 #endif /* COW_CHANGESNAME_H */

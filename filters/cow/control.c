@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -26,6 +27,7 @@
 #include "dirpath.h"
 #include "exports.h"
 #include "monotonic.h"
+#include "params.h"
 #include "registry.h"
 
 /* The longest command: three fields, an export name of up to 4096
@@ -210,6 +212,88 @@ say_failure (FILE *out, int err, const char *export, const char *checkpoint)
   fputc ('\n', out);
 }
 
+/* Answers "error: " and what errno err means for a command on
+ * export's view.
+ */
+static void
+say_view_failure (FILE *out, int err, const char *export, const char *view,
+                  struct blk *blk)
+{
+  char name[CHECKPOINT_NAME_MAX + 1];
+  uint64_t kept;
+
+  switch (err) {
+  case EBUSY:
+    blk_view_get (blk, name, &kept);
+    fprintf (out, "error: export \"%s\": it has a view \"%s\" already "
+             "(an export has one at a time): delete it first\n", export,
+             name);
+    break;
+  case EOPNOTSUPP:
+    fprintf (out, "error: export \"%s\": its overlay is kept in a file "
+             "(cow-file), which cannot keep a view\n", export);
+    break;
+  case ENOENT:
+    fprintf (out, "error: export \"%s\": it has no view \"%s\"\n",
+             export, view);
+    break;
+  default:
+    say_failure (out, err, export, view);
+  }
+}
+
+/* Writes the export name that reads view of export, with a newline. */
+static void
+write_view_export (FILE *out, const char *export, const char *view)
+{
+  fprintf (out, "%s%c%s\n", export, params.view_separator, view);
+}
+
+/* Carries out a command on the view of export's overlay, writing its
+ * answer to out: "view" answers its name, state, bytes kept and the
+ * export name that reads it, a line each (nothing if it has none);
+ * "view-create" the export name that reads it.
+ */
+static void
+run_view (FILE *out, struct blk *blk, const char *verb, const char *export,
+          const char *view)
+{
+  static const char *states[] = {
+    [BLK_VIEW_NONE] = "none", [BLK_VIEW_LIVE] = "live",
+    [BLK_VIEW_BROKEN] = "broken",
+  };
+  char name[CHECKPOINT_NAME_MAX + 1];
+  enum blk_view_state state;
+  uint64_t kept;
+  int r;
+
+  if (strcmp (verb, "view") == 0) {
+    state = blk_view_get (blk, name, &kept);
+    fputs ("ok\n", out);
+    if (state != BLK_VIEW_NONE) {
+      fprintf (out, "%s\n%s\n%" PRIu64 "\n", name, states[state], kept);
+      write_view_export (out, export, name);
+    }
+    return;
+  }
+  if (strcmp (verb, "view-create") == 0 && params.view_separator == '\0') {
+    fprintf (out, "error: export \"%s\": the server has no "
+             "cow-view-separator, so no client could read a view\n", export);
+    return;
+  }
+  r = strcmp (verb, "view-create") == 0 ? blk_view_create (blk, view)
+                                         : blk_view_delete (blk, view);
+  if (r == -1) {
+    say_view_failure (out, errno, export, view, blk);
+    return;
+  }
+  nbdkit_debug ("cow: control: %s \"%s\" of export \"%s\"", verb, view,
+                export);
+  fputs ("ok\n", out);
+  if (strcmp (verb, "view-create") == 0)
+    write_view_export (out, export, view);
+}
+
 /* Carries out a command on the overlay of export, writing its answer
  * to out.
  */
@@ -221,6 +305,10 @@ run_on (FILE *out, struct blk *blk, const char *verb, const char *export,
   unsigned n, i;
   int r;
 
+  if (strncmp (verb, "view", 4) == 0) {
+    run_view (out, blk, verb, export, checkpoint);
+    return;
+  }
   if (strcmp (verb, "list") == 0) {
     n = blk_checkpoint_list (blk, list);
     fputs ("ok\n", out);
@@ -247,9 +335,10 @@ run_on (FILE *out, struct blk *blk, const char *verb, const char *export,
 static size_t
 fields_of (const char *verb)
 {
-  if (strcmp (verb, "list") == 0)
+  if (strcmp (verb, "list") == 0 || strcmp (verb, "view") == 0)
     return 2;
-  if (strcmp (verb, "create") == 0 || strcmp (verb, "delete") == 0)
+  if (strcmp (verb, "create") == 0 || strcmp (verb, "delete") == 0 ||
+      strcmp (verb, "view-create") == 0 || strcmp (verb, "view-delete") == 0)
     return 3;
   return 0;
 }
@@ -271,7 +360,8 @@ run_command (FILE *out, const char *buf, size_t n)
     }
   if (count == 0 || start != n || count != fields_of (fields[0])) {
     fputs ("error: not a command: create EXPORT CHECKPOINT, "
-           "delete EXPORT CHECKPOINT or list EXPORT\n", out);
+           "delete EXPORT CHECKPOINT, list EXPORT, view-create EXPORT VIEW, "
+           "view-delete EXPORT VIEW or view EXPORT\n", out);
     return;
   }
   o = exports_pin_or_start (fields[1]);

@@ -3,20 +3,25 @@
  */
 
 /* The control socket (cow-control=SOCKET): the commands an operator's
- * tool (nbdcow checkpoint) sends the running server, to make, delete
- * and list the checkpoints of an export (changes.h).  NBD clients
+ * tool (nbdcow checkpoint, nbdcow view) sends the running server, to
+ * make, delete and list the checkpoints of an export (changes.h) and
+ * its point-in-time view.  NBD clients
  * cannot reach it: it is a Unix socket of mode 0600, so only the
  * server's user connects, unless the operator opens it to others (its
  * mode, its directory).  A thread of its own serves its clients
  * together, each as its socket is ready, one command at a time, and
  * drops a client still unanswered after 5 seconds.
  *
- * A command is the fields VERB, EXPORT and, but for list, CHECKPOINT,
- * each ended by a zero byte, then the end of the client's writing (a
- * shutdown): "create", "delete" or "list", the export's name as its
- * clients give it ("" for the default export).  The answer is "ok\n"
- * (for list, followed by the checkpoints' names, oldest first, one a
- * line), or "error: " and a message, then the server closes.
+ * A command is the fields VERB, EXPORT and, but for list and view,
+ * NAME, each ended by a zero byte, then the end of the client's
+ * writing (a shutdown): "create", "delete" or "list" (checkpoints),
+ * "view-create", "view-delete" or "view" (the point-in-time view,
+ * blk.h), the export's name as its clients give it ("" for the
+ * default export).  The answer is "ok\n" (for list, followed by the
+ * checkpoints' names, oldest first, one a line; for view-create, the
+ * export name that reads the view; for view, if the export has one,
+ * its name, state, bytes kept and export name, a line each), or
+ * "error: " and a message, then the server closes.
  */
 
 #ifndef COW_CONTROL_H

@@ -43,15 +43,16 @@
 /* The handle of a connection: its export's overlay, and the plugin as
  * the connection reads it (its own context, or one the export shares
  * under cow-base-handles), learned by .prepare.  A connection to a
- * changes view (changesname.h) is one of the export it views, which
- * it only reads.
+ * view, of changes or point-in-time (changesname.h), is one of the
+ * export it views, which it only reads.
  */
 struct conn {
   struct export_conn export;    /* exports.h */
   struct base_io base;          /* made by cow_prepare */
   bool served;                  /* cow_prepare succeeded */
-  bool view;                    /* a changes view, read-only */
+  bool changes;                 /* a changes view, read-only */
   uint32_t since;               /*   since this epoch (changes.h) */
+  char *view;                   /* a point-in-time view's name, or NULL */
 };
 
 /*----------------------------------------------------------------------
@@ -205,75 +206,140 @@ shares_base (int is_tls, const char *exportname)
   return true;
 }
 
-/* Makes c a changes view of its export since checkpoint (since the
- * overlay began if "").  Returns 0, or -1 after nbdkit_error.
+/* Makes c a changes view of its export, or of its point-in-time view
+ * c->view, since checkpoint (since the overlay began if "").  Returns
+ * 0, or -1 after nbdkit_error.
  */
 static int
-open_view (struct conn *c, const char *exportname, const char *checkpoint)
+open_changes (struct conn *c, const char *exportname, const char *checkpoint)
 {
   struct overlay *o = c->export.overlay;
+  uint32_t view_epoch = c->view ? blk_view_epoch (o->blk, c->view) : 0;
 
-  c->view = true;
-  if (checkpoint[0] == '\0' ||
-      blk_checkpoint_since (o->blk, checkpoint, &c->since) == 0)
+  c->changes = true;
+  if (checkpoint[0] != '\0' &&
+      blk_checkpoint_since (o->blk, checkpoint, &c->since) == -1) {
+    nbdkit_error ("cow: export \"%s\": export \"%s\" has no checkpoint "
+                  "\"%s\" (nbdcow checkpoint list shows those it has)",
+                  exportname, o->exportname, checkpoint);
+    refusal_note (exportname);
+    return -1;
+  }
+  if (c->view && c->since >= view_epoch) {
+    nbdkit_error ("cow: export \"%s\": checkpoint \"%s\" is not older "
+                  "than view \"%s\" of export \"%s\"", exportname,
+                  checkpoint, c->view, o->exportname);
+    refusal_note (exportname);
+    return -1;
+  }
+  return 0;
+}
+
+/* Makes c a connection to point-in-time view view of its export.
+ * Returns 0, or -1 after nbdkit_error.
+ */
+static int
+open_instant (struct conn *c, const char *exportname, const char *view)
+{
+  struct overlay *o = c->export.overlay;
+  char name[CHECKPOINT_NAME_MAX + 1];
+  uint64_t kept;
+  enum blk_view_state state = blk_view_get (o->blk, name, &kept);
+
+  if (state != BLK_VIEW_NONE && strcmp (name, view) == 0 &&
+      (c->view = strdup (view)) != NULL)
     return 0;
-  nbdkit_error ("cow: export \"%s\": export \"%s\" has no checkpoint "
-                "\"%s\" (nbdcow checkpoint list shows those it has)",
-                exportname, o->exportname, checkpoint);
+  if (state != BLK_VIEW_NONE && strcmp (name, view) == 0)
+    nbdkit_error ("cow: %m");
+  else
+    nbdkit_error ("cow: export \"%s\": export \"%s\" has no view \"%s\" "
+                  "(nbdcow view show gives the one it has)", exportname,
+                  o->exportname, view);
   refusal_note (exportname);
   return -1;
 }
 
+/* Whether the name, of a kind of view (what) that only separator
+ * serves, holds the recipes' character for it while the server has
+ * no such separator: then it is refused, said here.
+ */
+static bool
+separator_forgotten (const char *exportname, bool forgotten, char recipe,
+                     const char *what, const char *param)
+{
+  if (!forgotten)
+    return false;
+  nbdkit_error ("cow: export \"%s\" is refused: a name with '%c' reads %s "
+                "only under %s=%c, which this server lacks (to serve it as "
+                "an export of its own, give %s another character)",
+                exportname, recipe, what, param, recipe, param);
+  return true;
+}
+
 /* The export's overlay, reading the plugin's export of the same name,
  * or under cow-clone-separator the one the name is a clone of; under
- * cow-changes-separator a name may name a view of an export's changes
- * (changesname.h), which connects to that export's overlay.
+ * cow-changes-separator and cow-view-separator a name may name a view
+ * of an export's changes, or of the export at an instant, or of the
+ * changes of that (changesname.h), which connects to that export's
+ * overlay.
  */
 static void *
 cow_open (nbdkit_next_open *next, nbdkit_context *context,
           int readonly, const char *exportname, int is_tls)
 {
   struct conn *c = calloc (1, sizeof *c);
-  const char *checkpoint = NULL;
-  char *viewed = NULL, *base = NULL;
+  const char *checkpoint = NULL, *view = NULL;
+  char *changed = NULL, *viewed = NULL, *base = NULL;
   const char *name;
   int r = -1;
 
   if (c == NULL ||
-      changes_view_name (exportname, params.changes_separator, &viewed,
+      changes_view_name (exportname, params.changes_separator, &changed,
                          &checkpoint) == -1 ||
-      (base = clone_base_name (viewed ? viewed : exportname,
-                               params.clone_separator)) == NULL) {
+      instant_view_name (changed ? changed : exportname,
+                         params.view_separator, &viewed, &view) == -1) {
     nbdkit_error ("cow: %m");
     goto out;
   }
-  if (changes_separator_forgotten (exportname, params.changes_separator,
-                                   params.clone_separator)) {
-    nbdkit_error ("cow: export \"%s\" is refused: a name with '%c' reads "
-                  "what changed in an export only under "
-                  "cow-changes-separator=%c, which this server lacks (to "
-                  "serve it as an export of its own, give "
-                  "cow-changes-separator another character)", exportname,
-                  CHANGES_RECIPE_SEPARATOR, CHANGES_RECIPE_SEPARATOR);
+  name = viewed ? viewed : changed ? changed : exportname;
+  if ((base = clone_base_name (name, params.clone_separator)) == NULL) {
+    nbdkit_error ("cow: %m");
     goto out;
   }
+  if (separator_forgotten (exportname,
+                           changes_separator_forgotten
+                             (exportname, params.changes_separator,
+                              params.clone_separator),
+                           CHANGES_RECIPE_SEPARATOR, "what changed in an "
+                           "export", "cow-changes-separator") ||
+      separator_forgotten (exportname,
+                           view_separator_forgotten
+                             (exportname, params.view_separator,
+                              params.clone_separator),
+                           VIEW_RECIPE_SEPARATOR, "an export at an instant",
+                           "cow-view-separator"))
+    goto out;
   if (refusal_repeated (exportname)) {
     nbdkit_debug ("cow: export \"%s\" refused again (said above)",
                   exportname);
     goto out;
   }
-  name = viewed ? viewed : exportname;
   fill_client_connecting ();
   r = exports_connect (&c->export, name, base, shares_base (is_tls, base),
                        next, context);
-  if (r == 0 && viewed && open_view (c, exportname, checkpoint) == -1) {
+  if (r == 0 &&
+      ((view && open_instant (c, exportname, view) == -1) ||
+       (changed && open_changes (c, exportname, checkpoint) == -1))) {
     exports_disconnect (&c->export, false);
     r = -1;
   }
  out:
+  free (changed);
   free (viewed);
   free (base);
   if (r == -1) {
+    if (c)
+      free (c->view);
     free (c);
     return NULL;
   }
@@ -287,6 +353,7 @@ cow_close (void *handle)
   struct conn *c = handle;
 
   exports_disconnect (&c->export, c->served);
+  free (c->view);
   free (c);
 }
 
@@ -342,12 +409,14 @@ cow_block_size (nbdkit_next *next, void *handle,
 }
 
 /* Writable whatever the plugin says: the writes land in the overlay.
- * A changes view is read-only.
+ * A view is read-only.
  */
 static int
 cow_can_write (nbdkit_next *next, void *handle)
 {
-  return !((struct conn *) handle)->view;
+  struct conn *c = handle;
+
+  return !c->changes && c->view == NULL;
 }
 
 static int
@@ -445,7 +514,7 @@ cow_export_description (nbdkit_next *next, void *handle)
 static enum blk_read_mode
 read_mode (const struct conn *c)
 {
-  if (c->view)
+  if (c->changes)
     return BLK_READ_ONLY;
   if (params.fill.mode != SWITCH_OFF)
     return BLK_READ_FILL;
@@ -464,6 +533,9 @@ cow_pread (nbdkit_next *next, void *handle,
   CHECK (next == NULL || next == c->base.next);
 
   stats_count_request (&o->requests, REQ_READ, count);
+  if (c->view)
+    return blk_view_read (o->blk, &c->base.blk, c->view, buf, count, offset,
+                          err);
   return blk_read (o->blk, &c->base.blk, buf, count, offset,
                    read_mode (c), err);
 }
@@ -538,7 +610,7 @@ cow_cache (nbdkit_next *next, void *handle,
   CHECK (next == NULL || next == c->base.next);
 
   stats_count_request (&o->requests, REQ_CACHE, count);
-  if (params.cow_on_cache && !c->view)
+  if (params.cow_on_cache && !c->changes && c->view == NULL)
     return blk_copy_up (o->blk, &c->base.blk, count, offset, err);
   return baseio_cache (&c->base, count, offset, flags, err);
 }
@@ -564,6 +636,23 @@ extent_type (enum blk_state state, bool view)
   return view ? NBDKIT_EXTENT_HOLE : -1;
 }
 
+/* The run of c's view of o's blocks from offset (0 if its view is gone
+ * or broken).
+ */
+static uint64_t
+view_run (const struct conn *c, struct overlay *o, uint64_t offset,
+          uint64_t end, enum blk_state *state)
+{
+  if (c->view && c->changes)
+    return blk_view_change_run (o->blk, c->view, offset, end, c->since,
+                                state);
+  if (c->view)
+    return blk_view_state_run (o->blk, c->view, offset, end, state);
+  if (c->changes)
+    return blk_change_run (o->blk, offset, end, c->since, state);
+  return blk_state_run (o->blk, offset, end, state);
+}
+
 static int
 cow_extents (nbdkit_next *next, void *handle,
              uint32_t count, uint64_t offset, uint32_t flags,
@@ -578,11 +667,14 @@ cow_extents (nbdkit_next *next, void *handle,
   stats_count_request (&o->requests, REQ_EXTENTS, count);
   while (offset < end) {
     enum blk_state state;
-    uint64_t run_end = c->view
-      ? blk_change_run (o->blk, offset, end, c->since, &state)
-      : blk_state_run (o->blk, offset, end, &state);
+    uint64_t run_end = view_run (c, o, offset, end, &state);
     uint32_t n = run_end - offset;
-    int type = extent_type (state, c->view);
+    int type = extent_type (state, c->changes);
+
+    if (run_end == 0) {         /* the view is gone or broken */
+      *err = EIO;
+      return -1;
+    }
 
     if (type == -1) {
       if (baseio_extents (&c->base, n, offset, flags, extents, err) == -1)

@@ -20,6 +20,7 @@
 
 enum lock_rank {
   LOCK_RANK_OVERLAYS = 1,               /* overlays_lock */
+  LOCK_RANK_GATE = 1,                   /* gate */
   LOCK_RANK_OPEN = 1,                   /* open_lock */
   LOCK_RANK_FLUSH = 2,                  /* flush_lock */
   LOCK_RANK_RMW = 2,                    /* rmw_locks */

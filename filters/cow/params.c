@@ -55,7 +55,9 @@ const char params_help[] =
   "cow-on-read=<BOOL>|/PATH  Copy reads to the overlay (while PATH exists).\n"
   "cow-stats=<FILE>      Write statistics to FILE every second and at exit.\n"
   "cow-stripes=<N>       Stripe the overlay over N write locks (default 8),\n"
-  "                      and throw-away ones over N shared files.";
+  "                      and throw-away ones over N shared files.\n"
+  "cow-view-separator=<C>  Serve NAME<C>VIEW as point-in-time view VIEW of\n"
+  "                      export NAME (read-only; nbdcow view).";
 
 struct cow_params params = {
   .block_size = 65536,
@@ -286,6 +288,8 @@ params_parse (const char *key, const char *value)
     return parse_separator (key, value, &params.changes_separator);
   if (strcmp (key, "cow-clone-separator") == 0)
     return parse_separator (key, value, &params.clone_separator);
+  if (strcmp (key, "cow-view-separator") == 0)
+    return parse_separator (key, value, &params.view_separator);
   if (strcmp (key, "cow-control") == 0)
     return parse_path (key, value, &params.control_path);
   if (strcmp (key, "cow-file") == 0)
@@ -339,6 +343,22 @@ params_check (void)
     nbdkit_error ("cow-changes-separator=%c: the same as "
                   "cow-clone-separator: choose another",
                   params.changes_separator);
+    return -1;
+  }
+  if (params.view_separator &&
+      strchr ("_-.", params.view_separator) != NULL) {
+    nbdkit_error ("cow-view-separator=%c: view names may hold '_', '-' "
+                  "and '.': choose another, such as @",
+                  params.view_separator);
+    return -1;
+  }
+  if (params.view_separator &&
+      (params.view_separator == params.clone_separator ||
+       params.view_separator == params.changes_separator)) {
+    nbdkit_error ("cow-view-separator=%c: the same as %s: choose another",
+                  params.view_separator,
+                  params.view_separator == params.clone_separator
+                  ? "cow-clone-separator" : "cow-changes-separator");
     return -1;
   }
   if (params.max_size < params.block_size) {

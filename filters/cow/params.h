@@ -48,6 +48,7 @@ struct cow_params {
   uint64_t grace_ns;            /*   GRACE, in nanoseconds */
   char clone_separator;         /* cow-clone-separator, or '\0' */
   char changes_separator;       /* cow-changes-separator, or '\0' */
+  char view_separator;          /* cow-view-separator, or '\0' */
   char *control_path;           /* cow-control, absolute, or NULL */
 };
 

@@ -447,15 +447,26 @@ data_run (const struct store_kept *k, uint64_t offset, uint64_t end,
   return stop < end ? stop : end;
 }
 
+/* The file keeps one place of each block: views need format
+ * support it does not have yet.
+ */
+static bool
+kept_holds_places (struct store *st)
+{
+  (void) st;
+  return false;
+}
+
 static int
 kept_read (struct store *st, void *buf, uint64_t count, uint64_t offset,
-           int *err)
+           unsigned place, int *err)
 {
   struct store_kept *k = kept_of (st);
   uint64_t end = offset + count, pos = offset, stop, at;
   char *p = buf;
   bool found;
 
+  CHECK (place == 0);
   for (; pos < end; p += stop - pos, pos = stop) {
     stop = data_run (k, pos, end, &found, &at);
     if (!found)
@@ -528,14 +539,14 @@ take_slots (struct store *st, uint64_t offset, uint64_t end)
 
 static int
 kept_write (struct store *st, const void *buf, uint64_t count,
-            uint64_t offset, int *err) REQUIRES (*st->stripes)
+            uint64_t offset, unsigned place, int *err) REQUIRES (*st->stripes)
 {
   struct store_kept *k = kept_of (st);
   uint64_t end = offset + count, pos = offset, stop, at;
   const char *p = buf;
   bool found;
 
-  CHECK (stripes_held (st->stripes, offset, count));
+  CHECK (place == 0 && stripes_held (st->stripes, offset, count));
   if (take_slots (st, offset, end) == -1)
     goto fail;
   for (; pos < end; pos = stop) {
@@ -555,8 +566,8 @@ kept_write (struct store *st, const void *buf, uint64_t count,
  * the file at a time, and a packed file's slots are retired.
  */
 static int
-kept_punch (struct store *st, uint64_t count, uint64_t offset)
-  REQUIRES (*st->stripes)
+kept_punch (struct store *st, uint64_t count, uint64_t offset,
+            unsigned place) REQUIRES (*st->stripes)
 {
   struct store_kept *k = kept_of (st);
   const struct blockgeom *g = geom_of (k);
@@ -564,7 +575,7 @@ kept_punch (struct store *st, uint64_t count, uint64_t offset)
   int r = 0, saved_errno = 0;
   bool found;
 
-  CHECK (stripes_held (st->stripes, offset, count));
+  CHECK (place == 0 && stripes_held (st->stripes, offset, count));
   for (; offset < end; offset = stop) {
     stop = data_run (k, offset, end, &found, &at);
     if (!found)
@@ -1046,6 +1057,7 @@ static const struct store_ops kept_ops = {
   .check_size = kept_check_size,
   .facts = kept_facts,
   .keep_facts = kept_keep_facts,
+  .holds_places = kept_holds_places,
   .read = kept_read,
   .write = kept_write,
   .punch = kept_punch,

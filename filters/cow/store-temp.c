@@ -36,14 +36,17 @@ struct store_temp {
   struct store store;
   struct temp_files *files;
   bool started;
-  /* The slot of each chunk in its stripe's file, plus 1 (0: none yet),
-   * set once, when the chunk is first written, under the chunk's write
-   * lock and slot_lock, which serializes the map's growth; given back
-   * when the store closes.  Read without a lock: a chunk's slot is set
-   * before any block of it is said to be allocated (under state_lock),
-   * and never changes while the overlay lives.
+  /* The slot of each chunk's place in its stripe's file, plus 1 (0:
+   * none yet), at slots entry place * chunks + chunk (store.h: place
+   * 1 only from a view on); set once, when the chunk's place is first
+   * written, under the chunk's write lock and slot_lock, which
+   * serializes the map's growth; given back when the store closes.
+   * Read without a lock: a slot is set before any block of it is said
+   * to be allocated there (under state_lock), and never changes while
+   * the overlay lives.
    */
   mutex_t slot_lock;
+  uint64_t chunks;
   struct slotmap slots;
 };
 
@@ -67,7 +70,8 @@ temp_start (struct store *st, uint64_t size, uint64_t *overhead)
   uint64_t chunk_bytes = UINT64_C (1) << chunk_shift (t);
 
   *overhead = 0;
-  if (slotmap_init (&t->slots, div_round_up (size, chunk_bytes)) == -1) {
+  t->chunks = div_round_up (size, chunk_bytes);
+  if (slotmap_init (&t->slots, 2 * t->chunks) == -1) {
     nbdkit_error ("cow: the map of the overlay's chunks: %m");
     return -1;
   }
@@ -98,6 +102,13 @@ fd_of (const struct store_temp *t, uint64_t chunk)
   return t->files->files[stripe_of (t, chunk)].fd;
 }
 
+/* The entry of slots that holds the slot of chunk's place. */
+static inline uint64_t
+entry_of (const struct store_temp *t, uint64_t chunk, unsigned place)
+{
+  return place * t->chunks + chunk;
+}
+
 /* Where byte at lies in its chunk's file, the chunk's slot plus 1
  * being slot.
  */
@@ -111,7 +122,7 @@ file_offset (const struct store_temp *t, uint64_t slot, uint64_t at)
 
 static int
 temp_read (struct store *st, void *buf, uint64_t count, uint64_t offset,
-           int *err)
+           unsigned place, int *err)
 {
   struct store_temp *t = temp_of (st);
   uint64_t end = offset + count, at, length;
@@ -119,7 +130,7 @@ temp_read (struct store *st, void *buf, uint64_t count, uint64_t offset,
 
   for (at = offset; at < end; at += length, p += length) {
     uint64_t chunk = at >> chunk_shift (t);
-    uint64_t slot = slotmap_get (&t->slots, chunk);
+    uint64_t slot = slotmap_get (&t->slots, entry_of (t, chunk, place));
 
     length = piece_length (t, at, end);
     /* A chunk never written holds no allocated block: only a read that
@@ -145,43 +156,45 @@ temp_read (struct store *st, void *buf, uint64_t count, uint64_t offset,
  */
 #define RUN_SLOTS 8
 
-/* How many chunks from chunk on, one stripe apart, take their slots
- * with it: chunk alone, or when the chunk before it in its stripe has
- * a slot, up to RUN_SLOTS of them that have none.  Requires the
- * stripe's write lock, under which their slots are set.
+/* How many chunks from chunk on, one stripe apart, take slots for
+ * place with it: chunk alone, or when the chunk before it in its
+ * stripe has one there, up to RUN_SLOTS of them that have none.
+ * Requires the stripe's write lock, under which their slots are set.
  */
 static unsigned
-run_of (const struct store_temp *t, uint64_t chunk)
+run_of (const struct store_temp *t, uint64_t chunk, unsigned place)
 {
-  uint64_t nr = t->files->nr;
+  uint64_t nr = t->files->nr, e = entry_of (t, chunk, place);
   unsigned n = 1;
 
-  if (chunk < nr || slotmap_get (&t->slots, chunk - nr) == 0)
+  if (chunk < nr || slotmap_get (&t->slots, e - nr) == 0)
     return 1;
-  while (n < RUN_SLOTS && chunk + n * nr < t->slots.entries &&
-         slotmap_get (&t->slots, chunk + n * nr) == 0)
+  while (n < RUN_SLOTS && chunk + n * nr < t->chunks &&
+         slotmap_get (&t->slots, e + n * nr) == 0)
     n++;
   return n;
 }
 
-/* Gives chunk, which has none, a slot of its stripe's file, and the
- * chunks of run_of after it theirs where the file has them.  Returns
- * chunk's slot plus 1, or 0 with errno set.
+/* Gives chunk's place, which has none, a slot of its stripe's file,
+ * and the chunks of run_of after it theirs where the file has them.
+ * Returns the slot plus 1, or 0 with errno set.
  */
 static uint64_t __attribute__ ((noinline))
-take_slot (struct store *st, uint64_t chunk) REQUIRES (*st->stripes)
+take_slot (struct store *st, uint64_t chunk, unsigned place)
+  REQUIRES (*st->stripes)
 {
   struct store_temp *t = temp_of (st);
-  uint64_t nr = t->files->nr, slot, first = 0;
-  unsigned n = run_of (t, chunk);
+  uint64_t nr = t->files->nr, e = entry_of (t, chunk, place), slot;
+  uint64_t first = 0;
+  unsigned n = run_of (t, chunk, place);
   int taken, k;
 
   held_lock (&t->slot_lock);
-  if (slotmap_reserve (&t->slots, chunk, (n - 1) * nr + 1) == 0 &&
+  if (slotmap_reserve (&t->slots, e, (n - 1) * nr + 1) == 0 &&
       (taken = temp_files_take (t->files, stripe_of (t, chunk), n,
                                 &slot)) > 0) {
     for (k = 0; k < taken; ++k)
-      slotmap_set (&t->slots, chunk + k * nr, slot + k + 1);
+      slotmap_set (&t->slots, e + k * nr, slot + k + 1);
     first = slot + 1;
   }
   held_unlock (&t->slot_lock);
@@ -190,7 +203,7 @@ take_slot (struct store *st, uint64_t chunk) REQUIRES (*st->stripes)
 
 static int
 temp_write (struct store *st, const void *buf, uint64_t count,
-            uint64_t offset, int *err) REQUIRES (*st->stripes)
+            uint64_t offset, unsigned place, int *err) REQUIRES (*st->stripes)
 {
   struct store_temp *t = temp_of (st);
   uint64_t end = offset + count, at, length;
@@ -199,10 +212,10 @@ temp_write (struct store *st, const void *buf, uint64_t count,
   CHECK (stripes_held (st->stripes, offset, count));
   for (at = offset; at < end; at += length) {
     uint64_t chunk = at >> chunk_shift (t);
-    uint64_t slot = slotmap_get (&t->slots, chunk);
+    uint64_t slot = slotmap_get (&t->slots, entry_of (t, chunk, place));
 
     length = piece_length (t, at, end);
-    if (slot == 0 && (slot = take_slot (st, chunk)) == 0) {
+    if (slot == 0 && (slot = take_slot (st, chunk, place)) == 0) {
       *err = errno;
       nbdkit_error ("cow: the overlay files in TMPDIR=%s cannot take %"
                     PRIu64 " more bytes: %m", t->files->tmpdir,
@@ -240,8 +253,8 @@ punch_flush (struct punch *punch, unsigned i)
 }
 
 static int
-temp_punch (struct store *st, uint64_t count, uint64_t offset)
-  REQUIRES (*st->stripes)
+temp_punch (struct store *st, uint64_t count, uint64_t offset,
+            unsigned place) REQUIRES (*st->stripes)
 {
   struct store_temp *t = temp_of (st);
   struct punch punch = { .t = t };
@@ -251,7 +264,7 @@ temp_punch (struct store *st, uint64_t count, uint64_t offset)
   CHECK (stripes_held (st->stripes, offset, count));
   for (at = offset; at < end; at += length) {
     uint64_t chunk = at >> chunk_shift (t);
-    uint64_t slot = slotmap_get (&t->slots, chunk);
+    uint64_t slot = slotmap_get (&t->slots, entry_of (t, chunk, place));
     unsigned file = stripe_of (t, chunk);
 
     length = piece_length (t, at, end);
@@ -286,11 +299,11 @@ temp_bytes (struct store *st, uint64_t data_bytes)
 }
 
 static int
-give_back (uint64_t chunk, uint32_t slot, void *opaque)
+give_back (uint64_t entry, uint32_t slot, void *opaque)
 {
   struct store_temp *t = opaque;
 
-  temp_files_give_back (t->files, stripe_of (t, chunk), slot - 1);
+  temp_files_give_back (t->files, stripe_of (t, entry % t->chunks), slot - 1);
   return 0;
 }
 

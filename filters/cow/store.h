@@ -68,25 +68,33 @@ struct store_ops {
   const struct kept_facts *(*facts) (struct store *st);
   int (*keep_facts) (struct store *st, const struct kept_facts *facts);
 
-  /* pread of disk bytes [offset, offset+count) of allocated blocks,
-   * taking no lock.  Returns 0, or -1 with *err set.
+  /* The store keeps each byte of the disk in one of two places, 0 and
+   * 1, which the block layer chooses (blkmap.h: the units of a block);
+   * place 1 only from a point-in-time view on, and only if
+   * holds_places (NULL: it does).
+   */
+  bool (*holds_places) (struct store *st);
+
+  /* pread of disk bytes [offset, offset+count) of allocated blocks
+   * from place, taking no lock.  Returns 0, or -1 with *err set.
    */
   int (*read) (struct store *st, void *buf, uint64_t count, uint64_t offset,
-               int *err);
+               unsigned place, int *err);
 
-  /* Writes buf, or zeros if buf is NULL, allocating space (zeros stay
-   * allocated).  Requires the write locks of the range.  Returns 0, or
-   * -1 with *err set.
+  /* Writes buf, or zeros if buf is NULL, into place, allocating space
+   * (zeros stay allocated).  Requires the write locks of the range.
+   * Returns 0, or -1 with *err set.
    */
   int (*write) (struct store *st, const void *buf, uint64_t count,
-                uint64_t offset, int *err);
+                uint64_t offset, unsigned place, int *err);
 
-  /* Deallocates [offset, offset+count), whole blocks (the disk's last
-   * one may be short), which then read as zeros.  Requires the write
-   * locks of the range.  Returns 0, or -1 with errno set if the
-   * filesystem could not punch a hole.
+  /* Deallocates [offset, offset+count) of place, whole units, which
+   * then read as zeros.  Requires the write locks of the range.
+   * Returns 0, or -1 with errno set if the filesystem could not punch
+   * a hole.
    */
-  int (*punch) (struct store *st, uint64_t count, uint64_t offset);
+  int (*punch) (struct store *st, uint64_t count, uint64_t offset,
+                unsigned place);
 
   /* Kept: the states of the blocks loaded from the file when it was
    * opened, in runs, skipping blocks not in the overlay; returns what
@@ -236,24 +244,31 @@ store_keep_facts (struct store *st, const struct kept_facts *facts)
   return st->ops->keep_facts ? st->ops->keep_facts (st, facts) : 0;
 }
 
+static inline bool
+store_holds_places (struct store *st)
+{
+  return st->ops->holds_places == NULL || st->ops->holds_places (st);
+}
+
 static inline int
 store_read (struct store *st, void *buf, uint64_t count, uint64_t offset,
-            int *err)
+            unsigned place, int *err)
 {
-  return st->ops->read (st, buf, count, offset, err);
+  return st->ops->read (st, buf, count, offset, place, err);
 }
 
 static inline int
 store_write (struct store *st, const void *buf, uint64_t count,
-             uint64_t offset, int *err)
+             uint64_t offset, unsigned place, int *err)
 {
-  return st->ops->write (st, buf, count, offset, err);
+  return st->ops->write (st, buf, count, offset, place, err);
 }
 
 static inline int
-store_punch (struct store *st, uint64_t count, uint64_t offset)
+store_punch (struct store *st, uint64_t count, uint64_t offset,
+             unsigned place)
 {
-  return st->ops->punch (st, count, offset);
+  return st->ops->punch (st, count, offset, place);
 }
 
 static inline int

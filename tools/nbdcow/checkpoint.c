@@ -2,9 +2,10 @@
  * Copyright (C) 2026 the nbdkit-cow authors.
  */
 
-/* nbdcow checkpoint: makes, deletes and lists the checkpoints of an
- * export of a running nbdkit, through the filter's control socket
- * (cow-control=SOCKET; the protocol is in filters/cow/control.h).
+/* nbdcow checkpoint and nbdcow view: makes, deletes and lists the
+ * checkpoints of an export of a running nbdkit, and its point-in-time
+ * view, through the filter's control socket (cow-control=SOCKET; the
+ * protocol is in filters/cow/control.h).
  */
 
 #include <config.h>
@@ -97,58 +98,151 @@ print_list (const char *names, const char *export, bool json)
   printf ("]}\n");
 }
 
-int
-cmd_checkpoint (int argc, char **argv)
+/* Sends verb export [name] to socket_path: EXIT_OK with the answer's
+ * lines after "ok\n" at *lines (within answer), or says what is
+ * wrong.
+ */
+static int
+command (const char *socket_path, const char *verb, const char *export,
+         const char *name, char *answer, const char **lines)
+{
+  char request[4096 + 256];
+  size_t n;
+  int status;
+
+  if (strlen (export) > 4096 || (name && strlen (name) > 128)) {
+    nbdcow_error ("%s: the export's name or the %s's is too long",
+                  strncmp (verb, "view", 4) ? "checkpoint" : "view",
+                  strncmp (verb, "view", 4) ? "checkpoint" : "view");
+    return EXIT_ERROR;
+  }
+  n = snprintf (request, sizeof request, "%s%c%s%c", verb, 0, export, 0);
+  if (name)
+    n += snprintf (request + n, sizeof request - n, "%s%c", name, 0);
+  status = ask (socket_path, request, n, answer);
+  if (status != EXIT_OK)
+    return status;
+  if (strncmp (answer, "error: ", 7) == 0) {
+    answer[strcspn (answer, "\n")] = '\0';
+    nbdcow_error ("%s: %s", socket_path, answer + 7);
+    return EXIT_ERROR;
+  }
+  *lines = answer + 3;
+  return EXIT_OK;
+}
+
+/* Reads the words of nbdcow what: VERB SOCKET EXPORT [NAME], VERB one
+ * of create, delete and query, which alone takes --json and no NAME.
+ * Returns EXIT_OK with *words at VERB (NULL after --help) and *json
+ * set, or EXIT_ERROR after saying why.
+ */
+static int
+read_words (int argc, char **argv, const char *what, const char *query,
+            char ***words, bool *json)
 {
   const struct option options[] = {
     { "json", no_argument, NULL, 'j' },
     HELP_OPTION,
     { NULL, 0, NULL, 0 },
   };
-  char request[4096 + 256], answer[ANSWER_MAX];
-  bool json = false, list;
-  const char *verb, *export, *name;
-  size_t n;
-  int c, status;
+  const char *verb;
+  bool queried;
+  int c;
 
+  *words = NULL;
+  *json = false;
   optind = 1;
   while ((c = subcommand_getopt (argc, argv, options)) != -1) {
     if (c == 'h')
       return EXIT_OK;
     if (c != 'j')
       return EXIT_ERROR;
-    json = true;
+    *json = true;
   }
   argc -= optind;
   argv += optind;
   verb = argc > 0 ? argv[0] : "";
-  list = strcmp (verb, "list") == 0;
-  if ((!list && strcmp (verb, "create") != 0 && strcmp (verb, "delete") != 0)
-      || argc != (list ? 3 : 4) || (json && !list)) {
-    nbdcow_error ("checkpoint: expected create SOCKET EXPORT NAME, "
-                  "delete SOCKET EXPORT NAME or [--json] list SOCKET EXPORT");
-    subcommand_usage ("checkpoint", stderr);
+  queried = strcmp (verb, query) == 0;
+  if ((!queried && strcmp (verb, "create") != 0 &&
+       strcmp (verb, "delete") != 0) ||
+      argc != (queried ? 3 : 4) || (*json && !queried)) {
+    nbdcow_error ("%s: expected create SOCKET EXPORT NAME, delete SOCKET "
+                  "EXPORT NAME or [--json] %s SOCKET EXPORT", what, query);
+    subcommand_usage (what, stderr);
     return EXIT_ERROR;
   }
-  export = argv[2];
-  name = list ? "" : argv[3];
-  if (strlen (export) > 4096 || strlen (name) > 128) {
-    nbdcow_error ("checkpoint: the export's name or the checkpoint's is "
-                  "too long");
-    return EXIT_ERROR;
+  *words = argv;
+  return EXIT_OK;
+}
+
+int
+cmd_checkpoint (int argc, char **argv)
+{
+  char answer[ANSWER_MAX], **words;
+  const char *lines;
+  bool json, list;
+  int status;
+
+  status = read_words (argc, argv, "checkpoint", "list", &words, &json);
+  if (status != EXIT_OK || words == NULL)
+    return status;
+  list = strcmp (words[0], "list") == 0;
+  status = command (words[1], words[0], words[2], list ? NULL : words[3],
+                    answer, &lines);
+  if (status == EXIT_OK && list)
+    print_list (lines, words[2], json);
+  return status;
+}
+
+/* Prints the answer of view, the lines name, state, bytes kept and
+ * export name, if the export has a view.
+ */
+static void
+print_view (const char *lines, const char *export, bool json)
+{
+  char name[129] = "", state[16] = "", view_export[4200] = "";
+  unsigned long long kept = 0;
+  bool any = sscanf (lines, "%128[^\n]\n%15[^\n]\n%llu\n%4199[^\n]", name,
+                     state, &kept, view_export) == 4;
+
+  if (!json) {
+    if (any)
+      printf ("view: %s\nstate: %s\nkept_bytes: %llu\nexport: %s\n", name,
+              state, kept, view_export);
+    return;
   }
-  n = snprintf (request, sizeof request, "%s%c%s%c", verb, 0, export, 0);
-  if (!list)
-    n += snprintf (request + n, sizeof request - n, "%s%c", name, 0);
-  status = ask (argv[1], request, n, answer);
+  printf ("{\"export\": ");
+  json_write_string (stdout, export);
+  if (any) {
+    printf (", \"view\": {\"name\": \"%s\", \"state\": \"%s\", "
+            "\"kept_bytes\": %llu, \"export\": ", name, state, kept);
+    json_write_string (stdout, view_export);
+    printf ("}}\n");
+  }
+  else
+    printf (", \"view\": null}\n");
+}
+
+int
+cmd_view (int argc, char **argv)
+{
+  char answer[ANSWER_MAX], verb[16], **words;
+  const char *lines;
+  bool json, show;
+  int status;
+
+  status = read_words (argc, argv, "view", "show", &words, &json);
+  if (status != EXIT_OK || words == NULL)
+    return status;
+  show = strcmp (words[0], "show") == 0;
+  snprintf (verb, sizeof verb, show ? "view" : "view-%s", words[0]);
+  status = command (words[1], verb, words[2], show ? NULL : words[3], answer,
+                    &lines);
   if (status != EXIT_OK)
     return status;
-  if (strncmp (answer, "error: ", 7) == 0) {
-    answer[strcspn (answer, "\n")] = '\0';
-    nbdcow_error ("%s: %s", argv[1], answer + 7);
-    return EXIT_ERROR;
-  }
-  if (list)
-    print_list (answer + 3, export, json);
+  if (show)
+    print_view (lines, words[2], json);
+  else if (strcmp (words[0], "create") == 0)
+    fputs (lines, stdout);
   return EXIT_OK;
 }

@@ -260,6 +260,8 @@ static const struct {
   { "checkpoint", cmd_checkpoint,
     "checkpoint create|delete SOCKET EXPORT NAME | "
     "checkpoint [--json] list SOCKET EXPORT" },
+  { "view", cmd_view,
+    "view create|delete SOCKET EXPORT NAME | view [--json] show SOCKET EXPORT" },
 };
 
 void

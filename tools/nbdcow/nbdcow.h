@@ -156,5 +156,6 @@ extern int cmd_check (int argc, char **argv);
 extern int cmd_commit (int argc, char **argv);
 extern int cmd_export (int argc, char **argv);
 extern int cmd_checkpoint (int argc, char **argv);
+extern int cmd_view (int argc, char **argv);
 
 #endif /* NBDCOW_H */

@@ -1,0 +1,288 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
+
+/* The block layer's point-in-time view (blk.h; docs/design.md,
+ * "Point-in-time views"): made with its checkpoint behind the closed
+ * gate, read as the overlay was then, broken when it finds no room,
+ * and deleted, the places it alone kept punched.  The writes that
+ * keep it are blk.c's.
+ */
+
+#include <config.h>
+
+#include <errno.h>
+#include <string.h>
+
+#include <nbdkit-filter.h>
+
+#include "blk.h"
+#include "blkpriv.h"
+#include "checks.h"
+
+static enum blk_view_state
+view_state (struct blk *blk)
+{
+  return __atomic_load_n (&blk->view_state, __ATOMIC_ACQUIRE);
+}
+
+int
+blk_view_create (struct blk *blk, const char *name)
+{
+  int r = 0, err = 0;
+
+  if (!store_holds_places (blk->store)) {
+    errno = EOPNOTSUPP;
+    return -1;
+  }
+  if (!blk_is_sized (blk)) {
+    errno = EAGAIN;
+    return -1;
+  }
+  gate_close (&blk->gate);
+  if (view_state (blk) != BLK_VIEW_NONE) {
+    err = EBUSY;
+    r = -1;
+  }
+  else if ((r = blk_checkpoint_create (blk, name)) == -1)
+    err = errno;
+  else if ((r = blkmap_view_begin (&blk->map)) == -1) {
+    err = errno;
+    blk_checkpoint_delete (blk, name);
+  }
+  else {
+    strcpy (blk->view_name, name);
+    blk_checkpoint_since (blk, name, &blk->view_epoch);
+    __atomic_store_n (&blk->view_kept, 0, __ATOMIC_RELAXED);
+    __atomic_store_n (&blk->view_state, BLK_VIEW_LIVE, __ATOMIC_RELEASE);
+  }
+  gate_open (&blk->gate);
+  errno = err;
+  return r;
+}
+
+/* Gives back to the cap the bytes the view keeps, each byte once
+ * whoever else gives them back.
+ */
+static void
+give_back_kept (struct blk *blk)
+{
+  space_give (blk->space,
+              __atomic_exchange_n (&blk->view_kept, 0, __ATOMIC_SEQ_CST));
+}
+
+/* Breaks the live view, once: it keeps nothing more, what it kept goes
+ * back to the cap (and to the filesystem when it is deleted), and its
+ * reads fail from now on.
+ */
+static void
+view_break (struct blk *blk)
+{
+  int live = BLK_VIEW_LIVE;
+
+  if (!__atomic_compare_exchange_n (&blk->view_state, &live, BLK_VIEW_BROKEN,
+                                    false, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_SEQ_CST))
+    return;
+  blkmap_view_end (&blk->map);
+  nbdkit_error ("cow: view \"%s\" broken: no room for what it keeps "
+                "(cow-max-size, or the overlay's filesystem); its reads "
+                "fail until it is deleted", blk->view_name);
+  give_back_kept (blk);
+}
+
+bool
+blk_view_keep (struct blk *blk, uint64_t bytes)
+{
+  if (view_state (blk) != BLK_VIEW_LIVE)
+    return false;
+  if (!space_take_spare (blk->space, bytes)) {
+    view_break (blk);
+    return false;
+  }
+  __atomic_add_fetch (&blk->view_kept, bytes, __ATOMIC_SEQ_CST);
+  if (view_state (blk) == BLK_VIEW_LIVE)
+    return true;
+  give_back_kept (blk);          /* it broke meanwhile */
+  return false;
+}
+
+bool
+blk_view_yield (struct blk *blk)
+{
+  if (view_state (blk) != BLK_VIEW_LIVE ||
+      __atomic_load_n (&blk->view_kept, __ATOMIC_SEQ_CST) == 0)
+    return false;
+  view_break (blk);
+  return true;
+}
+
+/* Punches the units block b's record keeps in places b no longer
+ * holds them in: after the view ended, under b's rmw lock.
+ */
+static int
+punch_kept (uint64_t b, void *opaque)
+{
+  struct blk *blk = opaque;
+  struct blkmap_held now, kept;
+  struct rangelock_range held;
+  unsigned place;
+
+  rangelock_lock (&blk->rmw_locks, &held, b, 1);
+  blkmap_get_held (&blk->map, b, true, &kept);
+  blkmap_get_held (&blk->map, b, false, &now);
+  for (place = 0; place <= 1; ++place) {
+    uint32_t kept_there = kept.units & (place ? kept.where : ~kept.where);
+    uint32_t held_there = now.units & (place ? now.where : ~now.where);
+
+    blk_punch_units (blk, b, place, kept_there & ~held_there);
+  }
+  rangelock_unlock (&blk->rmw_locks, &held);
+  return 0;
+}
+
+int
+blk_view_delete (struct blk *blk, const char *name)
+{
+  gate_close (&blk->gate);
+  if (view_state (blk) == BLK_VIEW_NONE || strcmp (blk->view_name, name)) {
+    gate_open (&blk->gate);
+    errno = ENOENT;
+    return -1;
+  }
+  blkmap_view_end (&blk->map);
+  __atomic_store_n (&blk->view_state, BLK_VIEW_NONE, __ATOMIC_RELEASE);
+  give_back_kept (blk);
+  gate_open (&blk->gate);
+  blkmap_each_record (&blk->map, punch_kept, blk);
+  blkmap_view_free (&blk->map);
+  return 0;
+}
+
+enum blk_view_state
+blk_view_get (struct blk *blk, char *name, uint64_t *kept)
+{
+  enum blk_view_state state;
+
+  gate_enter (&blk->gate);
+  state = view_state (blk);
+  strcpy (name, state == BLK_VIEW_NONE ? "" : blk->view_name);
+  *kept = __atomic_load_n (&blk->view_kept, __ATOMIC_RELAXED);
+  gate_leave (&blk->gate);
+  return state;
+}
+
+/* Whether view name can be read: 0, or -1 with *err EIO (it broke, or
+ * it was deleted).  Requires the gate passed.
+ */
+static int
+view_readable (struct blk *blk, const char *name, int *err)
+{
+  enum blk_view_state state = view_state (blk);
+
+  if (state == BLK_VIEW_LIVE && strcmp (blk->view_name, name) == 0)
+    return 0;
+  *err = EIO;
+  return -1;
+}
+
+int
+blk_view_read (struct blk *blk, const struct blk_base *base,
+               const char *name, void *buf, uint32_t count, uint64_t offset,
+               int *err)
+{
+  int r;
+
+  gate_enter (&blk->gate);
+  r = view_readable (blk, name, err);
+  if (r == 0)
+    r = blk_read_held (blk, base, true, buf, count, offset, err);
+  /* A read the view's breaking overlapped may have met new bytes. */
+  if (r == 0)
+    r = view_readable (blk, name, err);
+  gate_leave (&blk->gate);
+  return r;
+}
+
+/* blk_view_state_run with the gate passed and the view readable. */
+static uint64_t
+view_run (struct blk *blk, uint64_t offset, uint64_t end,
+          enum blk_state *state)
+{
+  uint64_t run_end = blk_held_run (blk, true, offset, end, state, NULL);
+
+  while (run_end < end) {
+    enum blk_state next;
+    uint64_t next_end = blk_held_run (blk, true, run_end, end, &next, NULL);
+
+    if (next != *state)
+      break;
+    run_end = next_end;
+  }
+  return run_end;
+}
+
+uint64_t
+blk_view_state_run (struct blk *blk, const char *name, uint64_t offset,
+                    uint64_t end, enum blk_state *state)
+{
+  uint64_t run_end = 0;
+  int err;
+
+  gate_enter (&blk->gate);
+  if (view_readable (blk, name, &err) == 0)
+    run_end = view_run (blk, offset, end, state);
+  gate_leave (&blk->gate);
+  return run_end;
+}
+
+uint32_t
+blk_view_epoch (struct blk *blk, const char *name)
+{
+  uint32_t epoch = 0;
+
+  gate_enter (&blk->gate);
+  if (view_state (blk) != BLK_VIEW_NONE && strcmp (blk->view_name, name) == 0)
+    epoch = blk->view_epoch;
+  gate_leave (&blk->gate);
+  return epoch;
+}
+
+/* Whether block b had changed since epoch since at the view's instant. */
+static bool
+changed_then (struct blk *blk, uint64_t b, uint32_t since)
+{
+  uint32_t mark = slotmap_get (changes_marks (&blk->changes), b);
+
+  return changes_mark_since (&blk->changes,
+                             blkmap_view_mark (&blk->map, b, mark), since);
+}
+
+uint64_t
+blk_view_change_run (struct blk *blk, const char *name, uint64_t offset,
+                     uint64_t end, uint32_t since, enum blk_state *state)
+{
+  const struct blockgeom *g = &blk->map.geom;
+  uint64_t run_end = 0, b, stop, changed_end;
+  bool changed;
+  int err;
+
+  gate_enter (&blk->gate);
+  if (view_readable (blk, name, &err) == 0) {
+    run_end = view_run (blk, offset, end, state);
+    if (*state != BLK_NOT_ALLOCATED) {
+      b = blockgeom_block (g, offset);
+      stop = blockgeom_block (g, run_end - 1) + 1;
+      changed = changed_then (blk, b, since);
+      for (++b; b < stop && changed_then (blk, b, since) == changed; ++b)
+        ;
+      changed_end = blockgeom_start (g, b);
+      if (!changed)
+        *state = BLK_NOT_ALLOCATED;
+      if (changed_end < run_end)
+        run_end = changed_end;
+    }
+  }
+  gate_leave (&blk->gate);
+  return run_end;
+}
