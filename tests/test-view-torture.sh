@@ -5,11 +5,20 @@
 # Point-in-time views made and deleted at random moments while four
 # connections write, zero and trim: each reads as the disk was at its
 # instant, and its changes since the view before are the blocks written
-# between them (tests/view-torture.py).
+# between them (tests/view-torture.py).  Once they are deleted the
+# space counted against cow-max-size is the blocks' alone.
 . "$abs_top_srcdir/tests/functions.sh"
 
 make_base "$tmp/base" $(( 16 * 1024 * 1024 ))
-start_nbdkit "$tmp/sock" --filter=cow file "$tmp/base" \
-  cow-view-separator=@ cow-changes-separator=+ cow-control="$tmp/ctl"
+stats=$tmp/stats.json
+start_nbdkit "$tmp/sock" --filter=cow file "$tmp/base" cow-max-size=1G \
+  cow-view-separator=@ cow-changes-separator=+ cow-control="$tmp/ctl" \
+  cow-stats="$stats"
 "$PYTHON" "$tests/view-torture.py" "$tmp/sock" "$tmp/ctl" "$NBDCOW" \
   "$tmp/base" "$(rounds 12 4)" "${SEED:-$RANDOM}"
+stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
+jq -e '.exports[0].view == null and
+       .server.space.used == .exports[0].blocks.overlay * (65536 + 16)' \
+  "$stats" >/dev/null ||
+  fail "space after the views: $(jq -c '[.server.space, .exports[0].blocks,
+                                          .exports[0].view]' "$stats")"

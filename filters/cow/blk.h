@@ -254,6 +254,12 @@ struct blk_stats {
   uint64_t base_reads, base_read_bytes;   /* calls of base->pread */
   uint64_t lock_waits[BLK_LOCKS];         /* times a thread had to wait */
   uint64_t lock_wait_ns[BLK_LOCKS];       /* and for how long, in total */
+  /* The point-in-time view: its state, name and bytes it alone keeps
+   * (which overlay_bytes counts too).
+   */
+  enum blk_view_state view_state;
+  char view_name[CHECKPOINT_NAME_MAX + 1];
+  uint64_t view_kept;
 };
 
 /* Fills *stats.  Counters are read while requests run, so they are

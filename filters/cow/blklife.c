@@ -349,8 +349,9 @@ blk_get_stats (struct blk *blk, struct blk_stats *stats)
   if (blk_is_sized (blk))
     blkmap_count (&blk->map, blockgeom_blocks (&blk->map.geom), stats->blocks);
   stats->blocks[BLK_ALLOCATED] += stats->blocks[BLK_PARTIAL];
+  stats->view_state = blk_view_get (blk, stats->view_name, &stats->view_kept);
   stats->overlay_bytes = store_bytes (blk->store, stats->blocks[BLK_ALLOCATED]
-                                      * stats->block_size);
+                                      * stats->block_size + stats->view_kept);
   stats->copy_ups_read = shardctr_sum (&blk->counters, COPY_UPS_READ);
   stats->copy_ups_cache = shardctr_sum (&blk->counters, COPY_UPS_CACHE);
   stats->copy_ups_rmw = shardctr_sum (&blk->counters, COPY_UPS_RMW);

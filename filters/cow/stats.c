@@ -63,6 +63,27 @@ write_fill (FILE *fp, const struct fill_progress *f)
   fprintf (fp, " },\n");
 }
 
+/* The point-in-time view of an export under cow-view-separator: its
+ * name, state and the bytes only it keeps, or null.
+ */
+static void
+write_view (FILE *fp, const struct blk_stats *b)
+{
+  static const char *const states[] = {
+    [BLK_VIEW_LIVE] = "live", [BLK_VIEW_BROKEN] = "broken",
+  };
+
+  if (params.view_separator == '\0')
+    return;
+  if (b->view_state == BLK_VIEW_NONE) {
+    fprintf (fp, "      \"view\": null,\n");
+    return;
+  }
+  fprintf (fp, "      \"view\": { \"name\": \"%s\", \"state\": \"%s\", "
+           "\"kept_bytes\": %" PRIu64 " },\n", b->view_name,
+           states[b->view_state], b->view_kept);
+}
+
 static void
 write_export (FILE *fp, const struct export_stats *e)
 {
@@ -104,6 +125,7 @@ write_export (FILE *fp, const struct export_stats *e)
              i + 1 < REQ_TYPES ? "," : "");
   fprintf (fp, "      },\n");
   write_fill (fp, &e->fill);
+  write_view (fp, b);
   fprintf (fp, "      \"lock_waits\": {\n");
   for (i = 0; i < BLK_LOCKS; ++i)
     fprintf (fp, "        \"%s\": { \"count\": %" PRIu64
