@@ -128,6 +128,12 @@ SW_FILE, SW_QEMU, SW_KEPT, SW_FILE_AGAIN = (
     "nbdkit file plugin, no filter (the ceiling)",
     "qemu-nbd, qcow2 overlay", "ours, cow-file", "the ceiling, again")
 SYNCED_WRITES_PEERS = [SW_FILE, SW_QEMU, SW_KEPT, SW_FILE_AGAIN]
+BK_ALONE, BK_READER, BK_VIEW, BK_QEMU = (
+    "ours, no view, no reader", "ours, no view, nbdcopy reading the export",
+    "ours, nbdcopy reading a point-in-time view",
+    "qemu fleecing (copy-before-write), nbdcopy reading snapshot-access")
+BACKUP_PEERS = [BK_ALONE, BK_READER, BK_VIEW, BK_QEMU]
+BACKUP_JOBS = 4
 SYNCED_WRITES = [  # name, fio rw, bs
     ("4K sequential write + flush", "write", "4k"),
     ("64K sequential write + flush", "write", "64k"),
@@ -1004,6 +1010,147 @@ class SyncedWrites(RotatedCell):
                                 "runtime": self.runtime})
 
 
+class Backups(RotatedCell):
+    """A backup of a disk that keeps being written: clients' 4K random
+    writes on an export whose overlay holds the whole disk, while
+    nbdcopy reads, again and again, a point-in-time view of it; against
+    the same writes alone and beside nbdcopy reading the export itself,
+    and against QEMU's fleecing of the same disk (qemu-storage-daemon:
+    copy-before-write into a qcow2 scratch, snapshot-access over it).
+    Also what keeping the view costs: the bytes written to keep it (ours:
+    those it made the overlay copy; QEMU's: its scratch file) against
+    the bytes overwritten that the overlay held at its instant (ours:
+    those only the view keeps), and the time to make a view of a 1 TiB
+    disk with 1 GiB in its overlay, asked of the control socket."""
+
+    def __init__(self, bench):
+        super().__init__(bench, 3, 5, [("4K random write", "4k")])
+
+    def control(self, *fields):
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(os.path.join(self.b.work, "cow.ctl"))
+        s.sendall(b"".join(f.encode() + b"\0" for f in fields))
+        s.shutdown(socket.SHUT_WR)
+        answer = b""
+        while True:
+            got = s.recv(4096)
+            if not got:
+                break
+            answer += got
+        s.close()
+        if not answer.startswith(b"ok\n"):
+            sys.exit("control %s: %s" % (fields, answer))
+        return answer.decode()[3:]
+
+    def ours(self, size):
+        b = self.b
+        ctl = os.path.join(b.work, "cow.ctl")
+        b.nbdkit("srv", [b.args.filter], ["null", size],
+                 ["cow-control=" + ctl, "cow-view-separator=@",
+                  "cow-stats=" + os.path.join(b.tmp, "stats.json")])
+        return "nbd+unix:///?socket=" + b.sock("srv")
+
+    def fill(self, uri):
+        self.b.run(["nbdcopy", "--", "[", "nbdkit", "pattern", DISK,
+                    "]", uri])
+
+    def qemu(self):
+        b = self.b
+        disk = os.path.join(b.tmp, "disk.raw")
+        scratch = os.path.join(b.tmp, "scratch.qcow2")
+        self.fill(disk)
+        subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-b", disk,
+                        "-F", "raw", scratch], check=True, env=b.env)
+        sock = b.sock("srv")
+        p = b.start([
+            "qemu-storage-daemon",
+            "--blockdev", "driver=file,node-name=disk-file,filename=" + disk,
+            "--blockdev", "driver=raw,node-name=disk,file=disk-file",
+            "--blockdev",
+            "driver=file,node-name=scratch-file,filename=" + scratch,
+            "--blockdev", "driver=qcow2,node-name=scratch,file=scratch-file,"
+            "backing=disk",
+            "--blockdev", "driver=copy-before-write,node-name=cbw,file=disk,"
+            "target=scratch",
+            "--blockdev", "driver=snapshot-access,node-name=snap,file=cbw",
+            "--nbd-server", "addr.type=unix,addr.path=" + sock,
+            "--export", "type=nbd,id=w,node-name=cbw,name=disk,writable=on",
+            "--export", "type=nbd,id=r,node-name=snap,name=snap"], sock)
+        return ("nbd+unix:///disk?socket=" + sock,
+                "nbd+unix:///snap?socket=" + sock, p, scratch)
+
+    def measure(self, peer, row):
+        """fio on the export while its reader reads: fio's figures, and
+        in row the bytes the view kept."""
+        b = self.b
+        reader = None
+        if peer == BK_QEMU:
+            uri, read_uri, _, scratch = self.qemu()
+        else:
+            uri = self.ours(DISK)
+            self.fill(uri)
+            read_uri = uri if peer == BK_READER else None
+            if peer == BK_VIEW:
+                read_uri = "nbd+unix:///" + self.control(
+                    "view-create", "", "b").strip() + "?socket=" + \
+                    b.sock("srv")
+        if read_uri:
+            reader = subprocess.Popen(
+                ["sh", "-c", 'while nbdcopy "$0" null:; do :; done', read_uri],
+                env=b.env, stdout=b.log, stderr=b.log,
+                start_new_session=True)
+        try:
+            r = b.fio(uri, "randwrite", "4k", BACKUP_JOBS,
+                      runtime=self.runtime)
+        finally:
+            if reader:
+                os.killpg(reader.pid, signal.SIGTERM)
+                reader.wait()
+        if peer == BK_VIEW:
+            time.sleep(1.2)         # the statistics, rewritten each second
+            with open(os.path.join(b.tmp, "stats.json")) as f:
+                export = json.load(f)["exports"][0]
+            row.setdefault("kept_bytes", []).append(
+                export["view"]["kept_bytes"])
+            row.setdefault("copied_bytes", []).append(
+                export["views_copied_bytes"])
+        if peer == BK_QEMU:
+            row.setdefault("scratch_bytes", []).append(
+                os.stat(scratch).st_blocks * 512)
+        row.setdefault("written_bytes", {}).setdefault(peer, []).append(
+            r["requests"] * 4096)
+        return r
+
+    def make_time_ms(self):
+        """The medians of making a view of a 1 TiB disk with 1 GiB in its
+        overlay, and of deleting it, in ms, over 9 of each."""
+        b = self.b
+        uri = self.ours("1T")
+        b.run(["nbdcopy", "--", "[", "nbdkit", "pattern", DISK, "]",
+               uri])
+        made, deleted = [], []
+        for i in range(1 if b.args.quick else 9):
+            t = time.monotonic()
+            self.control("view-create", "", "t%d" % i)
+            made.append((time.monotonic() - t) * 1000)
+            t = time.monotonic()
+            self.control("view-delete", "", "t%d" % i)
+            deleted.append((time.monotonic() - t) * 1000)
+        b.stop_all()
+        return statistics.median(made), statistics.median(deleted)
+
+    def run(self, results):
+        row = {"workload": self.writes[0][0], "jobs": BACKUP_JOBS,
+               "runtime": self.runtime}
+        row["iops"] = rotated_iops(
+            self.b, BACKUP_PEERS, self.rounds, "backups | " + row["workload"],
+            lambda peer: self.measure(peer, row))
+        row["make_ms"], row["delete_ms"] = self.make_time_ms()
+        progress("backups | a view of 1 TiB with 1 GiB held: made in %.2f "
+                 "ms, deleted in %.2f ms" % (row["make_ms"], row["delete_ms"]))
+        results.append(row)
+
+
 def median_zeroes_row(rows):
     """The round with the median data / zeros ratio, with the largest
     overlay any round left: a size that only one round shows is still
@@ -1179,7 +1326,7 @@ def main():
                "quick": args.quick, "fio": [], "pipeline": [], "zeroes": [],
                "targets": [], "tools": [], "changes": [],
                "shared_handles": [], "fill": [], "first_writes": [],
-               "synced_writes": []}
+               "synced_writes": [], "backups": []}
     started = time.time()
     try:
         if not (args.targets_only or args.tools_only):
@@ -1195,6 +1342,7 @@ def main():
         if not args.tools_only:
             FirstWrites(b).run(results["first_writes"])
             SyncedWrites(b).run(results["synced_writes"])
+            Backups(b).run(results["backups"])
             b.target_runs(results["targets"])
     finally:
         b.stop_all()

@@ -1080,7 +1080,9 @@ write_end (struct blk *blk, uint64_t b, const struct end_write *e,
  */
 
 /* The bytes of [at, at+len), inside one unit of block b, as b holds
- * them now (the overlay's place, zeros, or the base), into buf.
+ * them now (the overlay's place, zeros, or the base), into buf.  Those
+ * of the overlay are copied because a view keeps the unit (the write
+ * would change them in place otherwise): counted.
  */
 static int
 current_bytes (struct blk *blk, const struct blk_base *base,
@@ -1090,8 +1092,10 @@ current_bytes (struct blk *blk, const struct blk_base *base,
   uint64_t start = blockgeom_start (&blk->map.geom, b);
   unsigned i = (at - start) >> blk->map.unit_shift;
 
-  if (now->units >> i & 1)
+  if (now->units >> i & 1) {
+    stat_add (blk, VIEW_COPIED_BYTES, len);
     return store_read (blk->store, buf, len, at, now->where >> i & 1, err);
+  }
   if (reads_zeros_outside (blk, base, now->state, b)) {
     memset (buf, 0, len);
     return 0;

@@ -260,6 +260,10 @@ struct blk_stats {
   enum blk_view_state view_state;
   char view_name[CHECKPOINT_NAME_MAX + 1];
   uint64_t view_kept;
+  /* Bytes copied in the overlay to complete units a write moved in
+   * part, because a view kept them (every view so far).
+   */
+  uint64_t view_copied;
 };
 
 /* Fills *stats.  Counters are read while requests run, so they are

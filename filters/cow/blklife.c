@@ -358,6 +358,7 @@ blk_get_stats (struct blk *blk, struct blk_stats *stats)
   stats->copy_ups_fill = shardctr_sum (&blk->counters, COPY_UPS_FILL);
   stats->base_reads = shardctr_sum (&blk->counters, BASE_READS);
   stats->base_read_bytes = shardctr_sum (&blk->counters, BASE_READ_BYTES);
+  stats->view_copied = shardctr_sum (&blk->counters, VIEW_COPIED_BYTES);
   for (i = 0; i < BLK_LOCKS; ++i)
     lockwaits_sum (&blk->waits, i, &stats->lock_waits[i],
                    &stats->lock_wait_ns[i]);

@@ -121,6 +121,7 @@ enum counter {
   COPY_UPS_FILL,
   BASE_READS,
   BASE_READ_BYTES,
+  VIEW_COPIED_BYTES,
   COUNTERS
 };
 

@@ -63,8 +63,9 @@ write_fill (FILE *fp, const struct fill_progress *f)
   fprintf (fp, " },\n");
 }
 
-/* The point-in-time view of an export under cow-view-separator: its
- * name, state and the bytes only it keeps, or null.
+/* Under cow-view-separator: the bytes views made the overlay copy, and
+ * the export's point-in-time view, its name, state and the bytes only
+ * it keeps, or null.
  */
 static void
 write_view (FILE *fp, const struct blk_stats *b)
@@ -75,6 +76,8 @@ write_view (FILE *fp, const struct blk_stats *b)
 
   if (params.view_separator == '\0')
     return;
+  fprintf (fp, "      \"views_copied_bytes\": %" PRIu64 ",\n",
+           b->view_copied);
   if (b->view_state == BLK_VIEW_NONE) {
     fprintf (fp, "      \"view\": null,\n");
     return;
