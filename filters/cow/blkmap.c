@@ -292,7 +292,10 @@ blkmap_set_subs (struct blkmap *map, uint64_t b, uint32_t subs)
 }
 
 /* Whether a write may change units of b, which holds them as held
- * says, in place: no view keeps them there.
+ * says, in place: no view keeps them there.  A record is heeded until
+ * it is freed, after its view broke too: a write of the rmw path that
+ * read it before the break may still be moving such a unit, and a
+ * write in place beside it would be undone.
  */
 static bool
 in_place_locked (struct blkmap *map, uint64_t b, uint32_t units,
@@ -300,11 +303,9 @@ in_place_locked (struct blkmap *map, uint64_t b, uint32_t units,
 {
   struct blkmap_held then;
 
-  if (!map->view_on)
-    return true;
-  if (!get_record_locked (map, b, &then))
-    return false;               /* not changed since: all kept */
-  return (units & then.units & ~(held->where ^ then.where)) == 0;
+  if (get_record_locked (map, b, &then))
+    return (units & then.units & ~(held->where ^ then.where)) == 0;
+  return !map->view_on;         /* not changed since the view: all kept */
 }
 
 bool
