@@ -293,7 +293,7 @@ blk_held_run (struct blk *blk, bool in_view, uint64_t offset, uint64_t end,
   uint64_t b = blockgeom_block (&map->geom, offset);
   uint64_t start = blockgeom_start (&map->geom, b);
   uint64_t stop = blockgeom_end (&map->geom, b);
-  unsigned i = (offset - start) >> map->unit_shift, j = 32;
+  unsigned i = (offset - start) >> map->unit_shift, j = 32, unused;
   struct blkmap_held held;
   uint32_t run;
   uint64_t run_end;
@@ -301,7 +301,7 @@ blk_held_run (struct blk *blk, bool in_view, uint64_t offset, uint64_t end,
   CHECK (offset < end && end <= map->geom.size);
   blkmap_get_held (&blk->map, b, in_view, &held);
   if (place == NULL)
-    place = &(unsigned) { 0 };
+    place = &unused;
   *place = 0;
   if (held.units == 0) {
     *state = held.state == BLK_ZERO ? BLK_ZERO : BLK_NOT_ALLOCATED;
