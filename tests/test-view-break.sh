@@ -6,7 +6,9 @@
 # when what it keeps would leave the writes less than an eighth of
 # cow-max-size, or when a write needs room the view holds.  Its reads
 # then fail with EIO, the statistics and nbdcow view show say broken,
-# and once it is deleted the space counted is the blocks' alone.
+# and once it is deleted the space counted is the blocks' alone.  The
+# same when the overlay's filesystem is full: the writes go on in
+# place.
 . "$abs_top_srcdir/tests/functions.sh"
 
 M=$(( 1024 * 1024 ))
@@ -52,3 +54,24 @@ jq -e '.exports[0].view == null and
   "$stats" >/dev/null ||
   fail "space after the views: $(jq -c '[.server.space, .exports[0].blocks]' \
                                         "$stats")"
+
+# The overlay's filesystem full: the view breaks, the writes go on.
+mkdir "$tmp/small"
+mount -t tmpfs -o size=12m tmpfs "$tmp/small" 2>/dev/null ||
+  skip "cannot mount a small tmpfs here"
+on_exit "umount '$tmp/small'"
+rm -f "$tmp/sock"
+TMPDIR=$tmp/small start_nbdkit "$tmp/sock" --filter=cow file "$tmp/base" \
+  cow-view-separator=@ cow-control="$ctl"
+nbdsh -u "$uri" -c "h.pwrite(b'e' * (8 * $M), 0)"
+"$NBDCOW" view create "$ctl" "" b3 >/dev/null
+nbdsh -u "$uri" -c "
+for round in b'fgh':
+    for i in range(128):
+        h.pwrite(bytes([round]) * 65536, i * 65536)
+    assert h.pread(8 * $M, 0) == bytes([round]) * (8 * $M)
+" || fail "a client's write failed when the view filled the filesystem"
+"$NBDCOW" view show "$ctl" "" | grep -qx 'state: broken' ||
+  fail "the view did not break: $("$NBDCOW" view show "$ctl" "")"
+"$NBDCOW" view delete "$ctl" "" b3
+stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"

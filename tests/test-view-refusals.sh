@@ -47,6 +47,9 @@ nbdsh -u "$(uri "g~c1@b1")" -c 'assert h.pread(65536, 0) == b"c" * 65536' ||
 expect_error 'it has a view "b1" already' "$NBDCOW" view create "$ctl" "" b2
 expect_error 'it has no view "b9"' "$NBDCOW" view delete "$ctl" "" b9
 refused "@b9" 'export "" has no view "b9"'
+refused "g~c1@" "export \"g~c1@\": names no view"
+expect_error 'longer than the 4096 bytes NBD carries' \
+  "$NBDCOW" view create "$ctl" "$(printf 'F%.0s' $(seq 4095))" b1
 refused "g~c2@b1" 'export "g~c2" has no view "b1"'
 "$NBDCOW" checkpoint create "$ctl" "" c2
 refused "@b1+c2" 'checkpoint "c2" is not older than view "b1"'

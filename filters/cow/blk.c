@@ -1198,9 +1198,9 @@ newly_kept (const struct blk *blk, uint32_t units,
 /* What the view keeps of block b, about to change, and what b holds,
  * the view's record made: if the view cannot have the space for what
  * the change of units makes it keep alone, it breaks and keeps
- * nothing.
+ * nothing.  Returns the bytes it took for them.
  */
-static void
+static uint64_t
 record_change (struct blk *blk, uint64_t b, uint32_t units,
                struct blkmap_held *now, struct blkmap_held *kept)
   REQUIRES (blk->rmw_locks)
@@ -1210,8 +1210,39 @@ record_change (struct blk *blk, uint64_t b, uint32_t units,
   blkmap_record (&blk->map, b, true,
                  slotmap_get (changes_marks (&blk->changes), b), now, kept);
   bytes = newly_kept (blk, units, now, kept);
-  if (bytes && !blk_view_keep (blk, bytes))
-    blkmap_record (&blk->map, b, false, 0, now, kept);
+  if (bytes == 0 || blk_view_keep (blk, bytes))
+    return bytes;
+  blkmap_record (&blk->map, b, false, 0, now, kept);
+  return 0;
+}
+
+/* Writes block b's part of [offset, end) as write_placed does: if the
+ * overlay's filesystem has no room for the units the view keeps to
+ * move, the view breaks and the write goes on in place.  The space
+ * taken for those units goes back if they did not move.
+ */
+static int
+write_placed_or_break (struct blk *blk, const struct blk_base *base,
+                       const char *buf, uint64_t offset, uint64_t end,
+                       uint64_t b, char *data, int *err)
+  REQUIRES (blk->rmw_locks)
+{
+  struct blkmap_held now, kept;
+  uint64_t from, to, bytes;
+  int tries;
+
+  block_part (blk, b, offset, end, &from, &to);
+  for (tries = 0; tries < 2; ++tries) {
+    bytes = record_change (blk, b, blkmap_units_of (&blk->map, b, from, to),
+                           &now, &kept);
+    if (write_placed_block (blk, base, buf, offset, end, b, &now, &kept,
+                            data, err) == 0)
+      return 0;
+    blk_view_unkeep (blk, bytes);
+    if (!no_room (*err) || kept.units == 0 || !blk_view_yield_room (blk))
+      return -1;
+  }
+  return -1;
 }
 
 /* write_locked from the first view on: each block of [first, last]
@@ -1232,9 +1263,6 @@ write_placed (struct blk *blk, const struct blk_base *base, const char *buf,
     return -1;
   }
   for (b = first; b <= last && r == 0; ++b) {
-    struct blkmap_held now, kept;
-    uint64_t from, to;
-
     if (blkmap_reserve_held (&blk->map, b) == -1) {
       *err = errno;
       nbdkit_error ("cow: cannot grow the block state map: %m");
@@ -1245,11 +1273,7 @@ write_placed (struct blk *blk, const struct blk_base *base, const char *buf,
       r = -1;
       break;
     }
-    block_part (blk, b, offset, end, &from, &to);
-    record_change (blk, b, blkmap_units_of (&blk->map, b, from, to), &now,
-                   &kept);
-    r = write_placed_block (blk, base, buf, offset, end, b, &now, &kept,
-                            data, err);
+    r = write_placed_or_break (blk, base, buf, offset, end, b, data, err);
   }
   scratch_put (data);
   return r;
@@ -1262,11 +1286,10 @@ write_placed (struct blk *blk, const struct blk_base *base, const char *buf,
 static int
 take_space (struct blk *blk, uint64_t *hold, uint64_t bytes, int *err)
 {
-  if (space_take (blk->space, hold, bytes, err) == 0)
+  if (space_try_take (blk->space, hold, bytes) ||
+      (blk_view_yield (blk) && space_try_take (blk->space, hold, bytes)))
     return 0;
-  if (!blk_view_yield (blk))
-    return -1;
-  return space_take (blk->space, hold, bytes, err);
+  return space_refuse (blk->space, err);
 }
 
 /* Writes [offset, end) of buf (zeros if NULL) into blocks [first, last]

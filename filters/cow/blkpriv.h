@@ -135,6 +135,14 @@ enum counter {
 extern bool blk_view_keep (struct blk *blk, uint64_t bytes);
 extern bool blk_view_yield (struct blk *blk);
 
+/* blkview.c: gives back bytes blk_view_keep took for units that did
+ * not move after all; and breaks the live view when the overlay's
+ * filesystem has no room for the units it keeps to move, returning
+ * whether it broke it (a write then goes on in place).
+ */
+extern void blk_view_unkeep (struct blk *blk, uint64_t bytes);
+extern bool blk_view_yield_room (struct blk *blk);
+
 /* blk.c, for the view's reads (blkview.c).  blk_held_run: the run
  * of [offset, end) from offset, inside one block, that reads alike as
  * the overlay holds it, or as the view does (in_view): *state

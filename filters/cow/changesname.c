@@ -13,17 +13,16 @@
 
 #include "changesname.h"
 
-/* Splits name at its last separator, if it has one with at least
- * min_tail bytes after it, into *head (malloc'd) and *tail within
- * name: returns 1, 0 if it does not, or -1 with errno set.
+/* Splits name at its last separator, if it has one, into *head
+ * (malloc'd) and *tail within name: returns 1, 0 if it has none, or -1
+ * with errno set.
  */
 static int
-split_last (const char *name, char separator, size_t min_tail, char **head,
-            const char **tail)
+split_last (const char *name, char separator, char **head, const char **tail)
 {
   const char *split = separator ? strrchr (name, separator) : NULL;
 
-  if (split == NULL || strlen (split + 1) < min_tail)
+  if (split == NULL)
     return 0;
   *head = strndup (name, split - name);
   if (*head == NULL)
@@ -36,14 +35,14 @@ int
 changes_view_name (const char *name, char separator, char **export,
                    const char **checkpoint)
 {
-  return split_last (name, separator, 0, export, checkpoint);
+  return split_last (name, separator, export, checkpoint);
 }
 
 int
 instant_view_name (const char *name, char separator, char **export,
                    const char **view)
 {
-  return split_last (name, separator, 1, export, view);
+  return split_last (name, separator, export, view);
 }
 
 /* Whether name holds recipe, the separator of a kind of view the

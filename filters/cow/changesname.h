@@ -40,8 +40,9 @@ extern bool changes_separator_forgotten (const char *name, char separator,
  * checkpoint's) never holds C and an export's may.  E may be a
  * clone's name, and E C V C' S (C' the changes separator) the changes
  * view of view V since checkpoint S.  Whether name names one: 1,
- * setting *export to E (malloc'd) and *view to V within name (never
- * empty); 0 if not; -1 with errno set.  separator '\0': none.
+ * setting *export to E (malloc'd) and *view to V within name (empty
+ * if name ends with C: no view has that name); 0 if not; -1 with
+ * errno set.  separator '\0': none.
  */
 extern int instant_view_name (const char *name, char separator,
                               char **export, const char **view);

@@ -38,6 +38,9 @@
 /* A client has this long to send its command and read the answer. */
 #define CLIENT_TIMEOUT_NS UINT64_C (5000000000)
 
+/* The longest export name the NBD protocol carries. */
+#define NBD_NAME_MAX 4096
+
 /* The clients served at once.  A new one past them takes the place of
  * the one connected first.
  */
@@ -281,6 +284,7 @@ run_view (FILE *out, struct blk *blk, const char *verb, const char *export,
              "cow-view-separator, so no client could read a view\n", export);
     return;
   }
+
   r = strcmp (verb, "view-create") == 0 ? blk_view_create (blk, view)
                                          : blk_view_delete (blk, view);
   if (r == -1) {
@@ -362,6 +366,13 @@ run_command (FILE *out, const char *buf, size_t n)
     fputs ("error: not a command: create EXPORT CHECKPOINT, "
            "delete EXPORT CHECKPOINT, list EXPORT, view-create EXPORT VIEW, "
            "view-delete EXPORT VIEW or view EXPORT\n", out);
+    return;
+  }
+  if (strcmp (fields[0], "view-create") == 0 &&
+      strlen (fields[1]) + 1 + strlen (fields[2]) > NBD_NAME_MAX) {
+    fprintf (out, "error: export \"%s\": the name of view \"%s\" of it "
+             "would be longer than the %d bytes NBD carries\n", fields[1],
+             fields[2], NBD_NAME_MAX);
     return;
   }
   o = exports_pin_or_start (fields[1]);

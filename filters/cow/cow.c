@@ -251,6 +251,9 @@ open_instant (struct conn *c, const char *exportname, const char *view)
     return 0;
   if (state != BLK_VIEW_NONE && strcmp (name, view) == 0)
     nbdkit_error ("cow: %m");
+  else if (view[0] == '\0')
+    nbdkit_error ("cow: export \"%s\": names no view: its '%c' is followed "
+                  "by no view's name", exportname, params.view_separator);
   else
     nbdkit_error ("cow: export \"%s\": export \"%s\" has no view \"%s\" "
                   "(nbdcow view show gives the one it has)", exportname,

@@ -27,8 +27,8 @@ space_charge (struct space *space, uint64_t bytes)
   spacecap_charge (&space->cap, bytes);
 }
 
-int
-space_take (struct space *space, uint64_t *hold, uint64_t bytes, int *err)
+bool
+space_try_take (struct space *space, uint64_t *hold, uint64_t bytes)
 {
   uint64_t from_hold = 0;
 
@@ -37,9 +37,15 @@ space_take (struct space *space, uint64_t *hold, uint64_t bytes, int *err)
     *hold -= from_hold;
   }
   if (spacecap_take (&space->cap, bytes - from_hold))
-    return 0;
+    return true;
   if (hold)
     *hold += from_hold;
+  return false;
+}
+
+int
+space_refuse (struct space *space, int *err)
+{
   __atomic_add_fetch (&space->refusals, 1, __ATOMIC_RELAXED);
   *err = ENOSPC;
   if (!__atomic_exchange_n (&space->full_logged, true, __ATOMIC_RELAXED))
@@ -49,6 +55,12 @@ space_take (struct space *space, uint64_t *hold, uint64_t bytes, int *err)
                   "give some back (logged once)",
                   space->cap.limit, spacecap_used (&space->cap));
   return -1;
+}
+
+int
+space_take (struct space *space, uint64_t *hold, uint64_t bytes, int *err)
+{
+  return space_try_take (space, hold, bytes) ? 0 : space_refuse (space, err);
 }
 
 bool

@@ -67,6 +67,13 @@ extern void space_charge (struct space *space, uint64_t bytes);
  */
 extern int space_take (struct space *space, uint64_t *hold, uint64_t bytes,
                        int *err);
+
+/* space_take in two steps: the take, silent, whether it took them;
+ * and the refusal, logged and counted, returning -1.
+ */
+extern bool space_try_take (struct space *space, uint64_t *hold,
+                            uint64_t bytes);
+extern int space_refuse (struct space *space, int *err);
 extern void space_give (struct space *space, uint64_t bytes);
 
 /* Takes bytes for a copy the overlay can do without, only if they

@@ -6,7 +6,7 @@
  * overlay began, disk+c1 since checkpoint c1, +c1 the default
  * export's, a clone's name keeps its tag, the split is at the last
  * separator, and a name without one (or with no separator set) names
- * no view; disk@v1 is view v1 of disk, a view's name is never empty,
+ * no view; disk@v1 is view v1 of disk, disk@ a view of an empty name,
  * and a changes view of a view keeps the view's name.
  */
 
@@ -80,7 +80,7 @@ main (void)
   expect_view ("a@b@v2", '@', "a@b", "v2");
   expect_view ("golden%vm1@v3", '@', "golden%vm1", "v3");
   expect_view ("@v1", '@', "", "v1");
-  expect_view ("disk@", '@', NULL, NULL);
+  expect_view ("disk@", '@', "disk", "");
   expect_view ("disk", '@', NULL, NULL);
   expect_view ("disk@v1", '\0', NULL, NULL);
   expect ("disk@v1+c1", '+', "disk@v1", "c1");
