@@ -381,9 +381,8 @@ in_place (uint32_t units, uint32_t target, const struct blkmap_held *now)
   return units & now->units & ~(now->where ^ target);
 }
 
-/* Writes the units of [from, to) of block b, whose bytes are at bytes
- * (zeros if NULL; byte 0 at from), each to its place in target: those
- * in place only (in_place_pass) or the others.
+/* Writes units of block b, all inside [from, to), whose bytes are at
+ * bytes (zeros if NULL; byte 0 at from), each to its place in target.
  */
 static int
 write_unit_runs (struct blk *blk, uint64_t b, const char *bytes,
@@ -406,6 +405,7 @@ write_unit_runs (struct blk *blk, uint64_t b, const char *bytes,
         at = from;
       if (next > to)
         next = to;
+      CHECK (at < next);
       lock_stripes (blk, next - at, at);
       r = store_write (blk->store, bytes ? bytes + (at - from) : NULL,
                        next - at, at, place, err);
@@ -593,7 +593,9 @@ complete_partial (struct blk *blk, const struct blk_base *base, uint64_t b,
         : base_read (blk, base, buf, end - at, at, err);
     if (r == 0)
       r = write_unit_runs (blk, b, is_zero (buf, end - at) ? NULL : buf,
-                           at, end, missing, target, err);
+                           at, end, missing & blkmap_units_of (&blk->map, b,
+                                                               at, end),
+                           target, err);
   }
   if (r == 0 && blkmap_has_places (&blk->map))
     set_held (blk, b, held | missing, now.where | target);
