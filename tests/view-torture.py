@@ -2,14 +2,9 @@
 # Copyright (C) 2026 the nbdkit-cow authors.
 #
 # Point-in-time views made and deleted at random moments while four
-# connections write, zero and trim: every read of a view, and every
-# extent it reports as zero, is what the disk held at its instant.
-# Each writer owns every fourth block and sends one request at a time
-# inside one of them (parts of units, whole units, whole blocks), so
-# the disk at an instant is known exactly from the requests that ended
-# before the view was asked for, but for those under way during the
-# call, which lie wholly on one side each: a byte they touched may read
-# as after any of them.  The changes view of each view since the
+# connections write, zero and trim (diskwriters.py): every read of a
+# view, and every extent it reports as zero, is what the disk held at
+# its instant.  The changes view of each view since the
 # checkpoint of the one before reports as changed every block that a
 # request which began after that one and ended before this one touched,
 # and as unchanged every block no request touched meanwhile.
@@ -19,60 +14,21 @@
 import random
 import subprocess
 import sys
-import threading
 import time
 
 import nbd
 
+from diskwriters import BLOCK, Writers, now
+
 sock, control, nbdcow, base_path, rounds, seed = sys.argv[1:7]
 rounds = int(rounds)
-BLOCK = 65536
-WRITERS = 4
-disk = bytearray(open(base_path, "rb").read())
-size = len(disk)
-blocks = size // BLOCK
-lock = threading.Lock()
-logs = [[] for _ in range(WRITERS)]     # (start, end, offset, data)
-started = [None] * WRITERS              # start of the request under way
-stop = threading.Event()
-now = time.monotonic_ns
+writers = Writers(sock, base_path, seed)
+size, blocks = writers.size, writers.blocks
 
 
 def fail(msg):
     print("view-torture: FAIL: " + msg, file=sys.stderr)
     sys.exit(1)
-
-
-def request(rng, w):
-    """A request inside one of w's blocks: (kind, offset, length)."""
-    b = rng.randrange(w, blocks, WRITERS)
-    kind = rng.choice(["write"] * 6 + ["zero", "trim", "whole"])
-    if kind in ("trim", "whole"):
-        return kind, b * BLOCK, BLOCK
-    length = rng.choice([512, 4096, 4096, 12288, 20000])
-    return kind, b * BLOCK + rng.randrange(0, BLOCK - length + 1, 512), length
-
-
-def writer(w):
-    rng = random.Random(int(seed) * 10 + w)
-    h = nbd.NBD()
-    h.connect_uri("nbd+unix:///?socket=" + sock)
-    while not stop.is_set():
-        kind, offset, length = request(rng, w)
-        data = (bytes(length) if kind in ("zero", "trim")
-                else rng.randbytes(length))
-        with lock:
-            started[w] = start = now()
-        if kind == "trim":
-            h.trim(length, offset)
-        elif kind == "zero":
-            h.zero(length, offset)
-        else:
-            h.pwrite(data, offset)
-        with lock:
-            logs[w].append((start, now(), offset, data))
-            started[w] = None
-    h.shutdown()
 
 
 def nbdcow_view(*args):
@@ -81,44 +37,6 @@ def nbdcow_view(*args):
     if r.returncode != 0:
         fail("nbdcow view %s: %s" % (" ".join(args), r.stderr))
     return r.stdout
-
-
-def settle(t1):
-    """Waits until every request that began before t1 has ended."""
-    while True:
-        with lock:
-            if all(s is None or s > t1 for s in started):
-                return
-        time.sleep(0.001)
-
-
-def model_at(t0, t1):
-    """Folds into disk the requests that ended before t0, and returns
-    it, with the contents each block touched by a request under way
-    between t0 and t1 may have: as after any of its writer's requests
-    in order, the view's instant lying between two of them."""
-    maybe = {}
-    with lock:
-        for w in range(WRITERS):
-            keep = []
-            for start, end, offset, data in logs[w]:
-                if end < t0:
-                    disk[offset:offset + len(data)] = data
-                else:
-                    keep.append((start, end, offset, data))
-            logs[w] = keep
-        for w in range(WRITERS):
-            for start, end, offset, data in logs[w]:
-                if start >= t1:
-                    break
-                b = offset // BLOCK
-                states = maybe.setdefault(
-                    b, [bytes(disk[b * BLOCK:(b + 1) * BLOCK])])
-                block = bytearray(states[-1])
-                at = offset - b * BLOCK
-                block[at:at + len(data)] = data
-                states.append(bytes(block))
-    return bytes(disk), maybe
 
 
 def extents(h, found):
@@ -187,24 +105,7 @@ def changed_blocks(name, since):
     return changed
 
 
-def touched(since_t0, since_t1, t0, t1):
-    """The blocks a request between two instants surely touched, and
-    those one may have touched."""
-    surely, maybe = set(), set()
-    with lock:
-        for w in range(WRITERS):
-            for start, end, offset, data in logs[w]:
-                b = offset // BLOCK
-                if start > since_t1 and end < t0:
-                    surely.add(b)
-                if end >= since_t0 and start < t1:
-                    maybe.add(b)
-    return surely, maybe
-
-
-threads = [threading.Thread(target=writer, args=(w,)) for w in range(WRITERS)]
-for t in threads:
-    t.start()
+writers.start()
 rng = random.Random(int(seed))
 previous = None
 try:
@@ -214,10 +115,10 @@ try:
         t0 = now()
         nbdcow_view("create", control, "", name)
         t1 = now()
-        settle(t1)
+        writers.settle(t1)
         if previous:
             p_name, p_t0, p_t1 = previous
-            surely, maybe = touched(p_t0, p_t1, t0, t1)
+            surely, maybe = writers.touched(p_t0, p_t1, t0, t1)
             changed = changed_blocks(name, p_name)
             for b in range(blocks):
                 if b in surely and not changed[b]:
@@ -226,7 +127,7 @@ try:
                 if changed[b] and b not in maybe:
                     fail("view %s since %s: block %d reported changed, no "
                          "request touched it" % (name, p_name, b))
-        model, maybe = model_at(t0, t1)
+        model, maybe = writers.model_at(t0, t1)
         for _ in range(rng.randint(1, 3)):
             check_view(name, model, maybe)
         shown = nbdcow_view("show", control, "")
@@ -235,7 +136,5 @@ try:
         nbdcow_view("delete", control, "", name)
         previous = (name, t0, t1)
 finally:
-    stop.set()
-    for t in threads:
-        t.join()
+    writers.stop()
 print("view-torture: %d views, every read as at its instant" % rounds)

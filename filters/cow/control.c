@@ -253,8 +253,9 @@ write_view_export (FILE *out, const char *export, const char *view)
 }
 
 /* Carries out a command on the view of export's overlay, writing its
- * answer to out: "view" answers its name, state, bytes kept and the
- * export name that reads it, a line each (nothing if it has none);
+ * answer to out: "view" answers its name, state, bytes kept, the
+ * export name that reads it and the start of those that read its
+ * changes, a line each (nothing if it has none);
  * "view-create" the export name that reads it.
  */
 static void
@@ -276,6 +277,10 @@ run_view (FILE *out, struct blk *blk, const char *verb, const char *export,
     if (state != BLK_VIEW_NONE) {
       fprintf (out, "%s\n%s\n%" PRIu64 "\n", name, states[state], kept);
       write_view_export (out, export, name);
+      if (params.changes_separator)
+        fprintf (out, "%s%c%s%c", export, params.view_separator, name,
+                 params.changes_separator);
+      fputc ('\n', out);
     }
     return;
   }

@@ -20,7 +20,9 @@
  * default export).  The answer is "ok\n" (for list, followed by the
  * checkpoints' names, oldest first, one a line; for view-create, the
  * export name that reads the view; for view, if the export has one,
- * its name, state, bytes kept and export name, a line each), or
+ * its name, state, bytes kept, export name, and the start of the
+ * export names that read its changes since a checkpoint (the export
+ * name and the changes separator; empty without one), a line each), or
  * "error: " and a message, then the server closes.
  */
 

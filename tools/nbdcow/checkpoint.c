@@ -5,7 +5,8 @@
 /* nbdcow checkpoint and nbdcow view: makes, deletes and lists the
  * checkpoints of an export of a running nbdkit, and its point-in-time
  * view, through the filter's control socket (cow-control=SOCKET; the
- * protocol is in filters/cow/control.h).
+ * protocol is in filters/cow/control.h); and the client of that socket
+ * that nbdcow backup uses too.
  */
 
 #include <config.h>
@@ -22,13 +23,8 @@
 #include "json.h"
 #include "nbdcow.h"
 
-/* The longest answer: "ok" and 32 names of at most 64 bytes, with room
- * for a message naming a long export.
- */
-#define ANSWER_MAX 16384
-
 /* Sends the command of the n bytes of request to the server at
- * socket_path and reads its answer into answer (ANSWER_MAX bytes, made
+ * socket_path and reads its answer into answer (CONTROL_ANSWER_MAX bytes, made
  * a string).  Returns EXIT_OK, or EXIT_UNUSABLE after saying why.
  */
 static int
@@ -58,8 +54,8 @@ ask (const char *socket_path, const char *request, size_t n, char *answer)
     close (fd);
     return EXIT_UNUSABLE;
   }
-  while (got < ANSWER_MAX - 1 &&
-         (r = read (fd, answer + got, ANSWER_MAX - 1 - got)) > 0)
+  while (got < CONTROL_ANSWER_MAX - 1 &&
+         (r = read (fd, answer + got, CONTROL_ANSWER_MAX - 1 - got)) > 0)
     got += r;
   close (fd);
   answer[got] = '\0';
@@ -98,12 +94,8 @@ print_list (const char *names, const char *export, bool json)
   printf ("]}\n");
 }
 
-/* Sends verb export [name] to socket_path: EXIT_OK with the answer's
- * lines after "ok\n" at *lines (within answer), or says what is
- * wrong.
- */
-static int
-command (const char *socket_path, const char *verb, const char *export,
+int
+control_command (const char *socket_path, const char *verb, const char *export,
          const char *name, char *answer, const char **lines)
 {
   char request[4096 + 256];
@@ -178,7 +170,7 @@ read_words (int argc, char **argv, const char *what, const char *query,
 int
 cmd_checkpoint (int argc, char **argv)
 {
-  char answer[ANSWER_MAX], **words;
+  char answer[CONTROL_ANSWER_MAX], **words;
   const char *lines;
   bool json, list;
   int status;
@@ -187,8 +179,8 @@ cmd_checkpoint (int argc, char **argv)
   if (status != EXIT_OK || words == NULL)
     return status;
   list = strcmp (words[0], "list") == 0;
-  status = command (words[1], words[0], words[2], list ? NULL : words[3],
-                    answer, &lines);
+  status = control_command (words[1], words[0], words[2],
+                            list ? NULL : words[3], answer, &lines);
   if (status == EXIT_OK && list)
     print_list (lines, words[2], json);
   return status;
@@ -226,7 +218,7 @@ print_view (const char *lines, const char *export, bool json)
 int
 cmd_view (int argc, char **argv)
 {
-  char answer[ANSWER_MAX], verb[16], **words;
+  char answer[CONTROL_ANSWER_MAX], verb[16], **words;
   const char *lines;
   bool json, show;
   int status;
@@ -236,8 +228,8 @@ cmd_view (int argc, char **argv)
     return status;
   show = strcmp (words[0], "show") == 0;
   snprintf (verb, sizeof verb, show ? "view" : "view-%s", words[0]);
-  status = command (words[1], verb, words[2], show ? NULL : words[3], answer,
-                    &lines);
+  status = control_command (words[1], verb, words[2], show ? NULL : words[3],
+                            answer, &lines);
   if (status != EXIT_OK)
     return status;
   if (show)

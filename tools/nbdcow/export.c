@@ -10,7 +10,6 @@
 
 #include <config.h>
 
-#include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -23,6 +22,7 @@
 #include "commit.h"
 #include "dirpath.h"
 #include "divround.h"
+#include "outfile.h"
 #include "qcow2.h"
 
 /* The base as qemu will find it: a relative backing file name is
@@ -34,22 +34,11 @@ static int
 check_base (const struct overlay_file *ov, const char *base, const char *out,
             struct stat *st, const char **format)
 {
-  char *dir = dir_of (out), *path = NULL;
   uint64_t size, want = ov->kept.header.layout.geom.size;
-  int fd = -1, r = -1;
+  int fd = open_backing (base, out, st), r = -1;
 
-  if (dir == NULL ||
-      asprintf (&path, "%s%s%s", base[0] == '/' ? "" : dir,
-                base[0] == '/' || strcmp (dir, "/") == 0 ? "" : "/",
-                base) == -1) {
-    nbdcow_error ("--base=%s: malloc: %m", base);
-    path = NULL;
-  }
-  else if (!qcow2_backing_fits (base))
+  if (fd == -1)
     ;                           /* it said why */
-  else if ((fd = open (path, O_RDONLY | O_CLOEXEC)) == -1 ||
-           fstat (fd, st) == -1)
-    nbdcow_error ("--base=%s: %s: %m", base, path);
   else {
     *format = qcow2_virtual_size (fd, &size) ? "qcow2" : "raw";
     if (strcmp (*format, "raw") == 0)
@@ -69,8 +58,6 @@ check_base (const struct overlay_file *ov, const char *base, const char *out,
   }
   if (fd >= 0)
     close (fd);
-  free (dir);
-  free (path);
   return r;
 }
 
@@ -123,119 +110,6 @@ check_out (const struct overlay_file *ov, const char *out,
   return 0;
 }
 
-/* Where the export is written: a file with no name yet in OUT's
- * directory (O_TMPFILE), named OUT only once it is complete, so that an
- * export that fails or is killed leaves no file and an earlier OUT as
- * it was.  On a filesystem without such files or without /proc, OUT
- * itself, which a failure removes and a kill leaves behind (not yet a
- * qcow2 file: its header is written last).
- */
-struct out_file {
-  const char *path;             /* OUT */
-  char *dir;                    /* its directory */
-  int fd;
-  bool named;                   /* fd is OUT itself */
-};
-
-/* Where nameless files are named from (link_fd). */
-#define PROC_FDS "/proc/self/fd"
-
-/* A file with no name in dir, or -1 with errno set: EOPNOTSUPP if the
- * filesystem has no such files or, without /proc, it could not be named
- * later; EISDIR from a kernel without O_TMPFILE.
- */
-static int
-open_nameless (const char *dir)
-{
-  if (access (PROC_FDS, X_OK) == -1) {
-    errno = EOPNOTSUPP;
-    return -1;
-  }
-  return open (dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
-}
-
-static int
-out_create (struct out_file *o, const char *out)
-{
-  o->path = out;
-  o->named = false;
-  o->dir = dir_of (out);
-  if (o->dir == NULL) {
-    nbdcow_error ("%s: malloc: %m", out);
-    return -1;
-  }
-  o->fd = open_nameless (o->dir);
-  if (o->fd >= 0)
-    return 0;
-  if (errno == EOPNOTSUPP || errno == EISDIR) {
-    o->named = true;
-    o->fd = open (out, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  }
-  if (o->fd == -1) {
-    nbdcow_error ("%s: %m", out);
-    free (o->dir);
-    return -1;
-  }
-  return 0;
-}
-
-/* Gives the nameless file of fd the name name. */
-static int
-link_fd (int fd, const char *name)
-{
-  char proc[64];
-
-  snprintf (proc, sizeof proc, PROC_FDS "/%d", fd);
-  return linkat (AT_FDCWD, proc, AT_FDCWD, name, AT_SYMLINK_FOLLOW);
-}
-
-/* Names the complete file OUT, replacing an earlier OUT in one rename
- * (from OUT.nbdcow-PID, the one name a kill can leave behind), and
- * makes the name durable.
- */
-static int
-out_publish (struct out_file *o)
-{
-  char *tmp = NULL;
-  int r = o->named ? 0 : link_fd (o->fd, o->path);
-
-  if (r == -1 && errno == EEXIST) {
-    if (asprintf (&tmp, "%s.nbdcow-%ld", o->path, (long) getpid ()) == -1) {
-      nbdcow_error ("%s: malloc: %m", o->path);
-      return -1;
-    }
-    r = link_fd (o->fd, tmp);
-    if (r == 0 && (r = rename (tmp, o->path)) == -1)
-      unlink (tmp);
-  }
-  free (tmp);
-  if (r == -1) {
-    nbdcow_error ("%s: cannot name the exported file: %m", o->path);
-    return -1;
-  }
-  if (sync_dir (o->dir) == -1) {
-    nbdcow_error ("%s: fsync: %m", o->dir);
-    return -1;
-  }
-  return 0;
-}
-
-/* Closes the file; a named one that is not complete is removed. */
-static int
-out_close (struct out_file *o, bool complete)
-{
-  int r = 0;
-
-  if (close (o->fd) == -1 && complete) {
-    nbdcow_error ("%s: close: %m", o->path);
-    r = -1;
-  }
-  if (o->named && (!complete || r == -1))
-    unlink (o->path);
-  free (o->dir);
-  return r;
-}
-
 /* Writes the tables, then the data, flushed, then the header, flushed:
  * the file is a qcow2 file only once all it maps is durable.
  */
@@ -245,6 +119,7 @@ write_qcow2 (struct overlay_file *ov, const struct qcow2_layout *q,
              const char *base_format, unsigned connections, bool progress,
              struct copy_totals *totals)
 {
+  struct qcow2_source src = qcow2_overlay_source (ov);
   struct target *t;
   int r;
 
@@ -252,7 +127,7 @@ write_qcow2 (struct overlay_file *ov, const struct qcow2_layout *q,
     nbdcow_error ("%s: ftruncate: %m", o->path);
     return -1;
   }
-  if (qcow2_write_tables (q, ov, o->fd, o->path) == -1)
+  if (qcow2_write_tables (q, &src, o->fd, o->path) == -1)
     return -1;
   t = target_open_fd (o->path, o->fd, connections);
   if (t == NULL)
@@ -261,7 +136,8 @@ write_qcow2 (struct overlay_file *ov, const struct qcow2_layout *q,
                                 totals);
   target_close (t);
   if (r == -1 ||
-      qcow2_write_header (q, o->fd, o->path, base, base_format) == -1)
+      qcow2_write_header (q, o->fd, o->path, base, base_format, NULL)
+      == -1)
     return -1;
   if (fdatasync (o->fd) == -1) {
     nbdcow_error ("%s: fdatasync: %m", o->path);
@@ -275,11 +151,12 @@ export_to (struct overlay_file *ov, const char *base, const char *base_format,
            const char *out, unsigned connections, bool progress,
            struct copy_totals *totals)
 {
+  struct qcow2_source src = qcow2_overlay_source (ov);
   struct qcow2_layout q;
   struct out_file o;
   int r;
 
-  qcow2_plan (ov, &q);
+  qcow2_plan (&src, &q);
   if (q.l1_entries > QCOW2_MAX_L1_ENTRIES) {
     nbdcow_error ("%s: a disk of %" PRIu64 " bytes in clusters of %u bytes "
                   "needs a larger L1 table than qemu reads", ov->kept.path,

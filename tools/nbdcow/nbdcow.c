@@ -132,26 +132,35 @@ add_partial_block (struct pending_run *p, uint64_t b)
 }
 
 int
-overlay_file_each_block_run (const struct overlay_file *ov, overlay_run_fn *fn,
-                             void *opaque)
+each_state_run (const struct blockgeom *g, const struct statemap *states,
+                bool partial_alone, overlay_run_fn *fn, void *opaque)
 {
-  const struct kept_layout *l = &ov->kept.header.layout;
-  uint64_t blocks = kept_blocks (&ov->kept), b = 0;
+  uint64_t blocks = blockgeom_blocks (g), b = 0;
 
   while (b < blocks) {
     unsigned state;
-    uint64_t end = statemap_run (&ov->states, b, blocks, &state);
-    uint64_t from = blockgeom_start (&l->geom, b);
+    uint64_t end = statemap_run (states, b, blocks, &state);
+    uint64_t from = blockgeom_start (g, b);
     int r;
 
-    if (state == KEPT_PARTIAL && l->part_shift)
+    if (state == KEPT_PARTIAL && partial_alone)
       end = b + 1;
-    r = fn (from, blockgeom_end (&l->geom, end - 1) - from, state, opaque);
+    r = fn (from, blockgeom_end (g, end - 1) - from, state, opaque);
     if (r != 0)
       return r;
     b = end;
   }
   return 0;
+}
+
+int
+overlay_file_each_block_run (const struct overlay_file *ov, overlay_run_fn *fn,
+                             void *opaque)
+{
+  const struct kept_layout *l = &ov->kept.header.layout;
+
+  return each_state_run (&l->geom, &ov->states, l->part_shift != 0, fn,
+                         opaque);
 }
 
 /* The overlay_run_fn of overlay_file_each_run: a block run, a block
@@ -262,6 +271,9 @@ static const struct {
     "checkpoint [--json] list SOCKET EXPORT" },
   { "view", cmd_view,
     "view create|delete SOCKET EXPORT NAME | view [--json] show SOCKET EXPORT" },
+  { "backup", cmd_backup,
+    "backup [--base=PREV] [--connections=N] [--freeze=COMMAND] [--progress] "
+    "[--thaw=COMMAND] SOCKET URI NAME OUT.qcow2" },
 };
 
 void

@@ -4,7 +4,8 @@
 
 /* nbdcow: inspect, check, commit and export the kept overlays of the
  * cow filter (cow-file=PATH) with no nbdkit running; and make the
- * checkpoints of a running one's exports (checkpoint.c).  The file is
+ * checkpoints and views of a running one's exports (checkpoint.c), and
+ * its backups (backup.c).  The file is
  * read and written only through the kept library (kept/kept.h), the
  * filter's own code of the format.  nbdcow.pod is the manual.
  */
@@ -74,6 +75,18 @@ extern bool overlay_history_changed (const struct overlay_history *h,
  */
 extern int overlay_file_since (struct overlay_file *ov, const char *name);
 
+/* The control socket of a running nbdkit (checkpoint.c).  Sends verb
+ * export [name] to socket_path: EXIT_OK with the answer's lines after
+ * "ok\n" at *lines (within answer, CONTROL_ANSWER_MAX bytes), or says
+ * what is wrong and returns the exit code.  The longest answer is "ok"
+ * and 32 names of at most 128 bytes, with room for a message naming a
+ * long export.
+ */
+#define CONTROL_ANSWER_MAX 16384
+extern int control_command (const char *socket_path, const char *verb,
+                            const char *export, const char *name,
+                            char *answer, const char **lines);
+
 /* Prints ko->why and returns its exit code (damaged or unusable). */
 extern int report_kept (const struct kept_overlay *ko);
 
@@ -93,6 +106,13 @@ extern int overlay_file_each_run (const struct overlay_file *ov,
  */
 extern int overlay_file_each_block_run (const struct overlay_file *ov,
                                         overlay_run_fn *fn, void *opaque);
+
+/* The same for any map of blocks of geometry g in the states of
+ * states, a block in KEPT_PARTIAL a run of its own if partial_alone.
+ */
+extern int each_state_run (const struct blockgeom *g,
+                           const struct statemap *states, bool partial_alone,
+                           overlay_run_fn *fn, void *opaque);
 
 /* The blocks in each state (by enum kept_state: 3 counts the blocks
  * held in part, or in a file of version 1 or 2 the invalid state check
@@ -157,5 +177,6 @@ extern int cmd_commit (int argc, char **argv);
 extern int cmd_export (int argc, char **argv);
 extern int cmd_checkpoint (int argc, char **argv);
 extern int cmd_view (int argc, char **argv);
+extern int cmd_backup (int argc, char **argv);
 
 #endif /* NBDCOW_H */

@@ -24,6 +24,9 @@
 #define QCOW2_VERSION 3
 #define HEADER_LENGTH 104       /* version 3's fields, up to header_length */
 #define EXT_BACKING_FORMAT 0xe2792acaU
+#define EXT_CHECKPOINT 0x6e626377U     /* "nbcw" */
+#define EXT_SPACE (8 + QCOW2_CHECKPOINT_EXPORT_MAX + 1 + \
+                   CHECKPOINT_NAME_MAX + 8)
 #define REFCOUNT_ORDER 4        /* 16-bit refcounts */
 #define MAX_CLUSTER_BITS 21     /* 2M */
 #define SECTOR_SIZE 512
@@ -142,27 +145,50 @@ plan_refcounts (struct qcow2_layout *q, uint64_t other_clusters)
   q->refcount_table_clusters = table;
 }
 
-void
-qcow2_plan (const struct overlay_file *ov, struct qcow2_layout *q)
+static int
+overlay_block_runs (const void *disk, overlay_run_fn *fn, void *opaque)
 {
-  const struct kept_layout *l = &ov->kept.header.layout;
+  return overlay_file_each_block_run (disk, fn, opaque);
+}
+
+static uint32_t
+overlay_parts (const void *disk, uint64_t b)
+{
+  const struct overlay_file *ov = disk;
+
+  return kept_parts_get (&ov->kept, b);
+}
+
+struct qcow2_source
+qcow2_overlay_source (const struct overlay_file *ov)
+{
+  return (struct qcow2_source) {
+    .geom = &ov->kept.header.layout.geom,
+    .part_shift = ov->kept.header.layout.part_shift,
+    .each_block_run = overlay_block_runs, .parts = overlay_parts, .disk = ov,
+  };
+}
+
+void
+qcow2_plan (const struct qcow2_source *src, struct qcow2_layout *q)
+{
   struct count n = { .q = q };
   uint64_t c;
 
   memset (q, 0, sizeof *q);
-  q->cluster_bits = l->geom.shift;
+  q->cluster_bits = src->geom->shift;
   if (q->cluster_bits > MAX_CLUSTER_BITS)
     q->cluster_bits = MAX_CLUSTER_BITS;
-  q->extended = overlay_file_each_block_run (ov, find_partial, NULL) == 1;
+  q->extended = src->each_block_run (src->disk, find_partial, NULL) == 1;
   /* qemu counts a disk in 512-byte sectors, rounding a qcow2 file's size
    * down and a raw file's up: the size is the base's, rounded up.
    */
-  q->virtual_size = div_round_up (l->geom.size, SECTOR_SIZE) * SECTOR_SIZE;
+  q->virtual_size = div_round_up (src->geom->size, SECTOR_SIZE) * SECTOR_SIZE;
   q->l1_entries = div_round_up (q->virtual_size, UINT64_C (1) << l2_shift (q));
   q->l1_clusters = div_round_up (q->l1_entries * 8, cluster_size (q));
   if (q->l1_clusters == 0)
     q->l1_clusters = 1;
-  overlay_file_each_block_run (ov, count_run, &n);
+  src->each_block_run (src->disk, count_run, &n);
   plan_refcounts (q, 1 + q->l1_clusters + q->l2_tables + q->data_clusters);
 
   c = cluster_size (q);
@@ -225,7 +251,7 @@ write_refcounts (const struct qcow2_layout *q, int fd, const char *out,
 /* The L2 tables, filled one at a time in the order of the disk. */
 struct mapper {
   const struct qcow2_layout *q;
-  const struct overlay_file *ov;
+  const struct qcow2_source *src;
   int fd;
   const char *out;
   uint64_t *l1;                 /* the whole L1 table */
@@ -259,16 +285,16 @@ write_l2 (struct mapper *m)
 static uint64_t
 held_subclusters (const struct mapper *m, uint64_t c)
 {
-  const struct kept_layout *l = &m->ov->kept.header.layout;
+  const struct qcow2_source *src = m->src;
   uint64_t at = c << m->q->cluster_bits;
-  uint64_t b = blockgeom_block (&l->geom, at);
-  uint64_t in_block = at - blockgeom_start (&l->geom, b);
-  uint32_t parts = kept_parts_get (&m->ov->kept, b);
+  uint64_t b = blockgeom_block (src->geom, at);
+  uint64_t in_block = at - blockgeom_start (src->geom, b);
+  uint32_t parts = src->parts (src->disk, b);
   unsigned sub_bits = m->q->cluster_bits - __builtin_ctz (SUBCLUSTERS), i;
   uint64_t bits = 0;
 
   for (i = 0; i < SUBCLUSTERS; ++i) {
-    uint64_t part = (in_block + ((uint64_t) i << sub_bits)) >> l->part_shift;
+    uint64_t part = (in_block + ((uint64_t) i << sub_bits)) >> src->part_shift;
 
     if (parts >> part & 1)
       bits |= UINT64_C (1) << i;
@@ -331,10 +357,11 @@ map_run (uint64_t offset, uint64_t length, unsigned state, void *opaque)
 }
 
 static int
-write_maps (const struct qcow2_layout *q, const struct overlay_file *ov, int fd,
-            const char *out, void *cluster)
+write_maps (const struct qcow2_layout *q, const struct qcow2_source *src,
+            int fd, const char *out, void *cluster)
 {
-  struct mapper m = { .q = q, .ov = ov, .fd = fd, .out = out, .l2 = cluster };
+  struct mapper m = { .q = q, .src = src, .fd = fd, .out = out,
+                      .l2 = cluster };
   int r;
 
   m.l1 = calloc (q->l1_clusters, cluster_size (q));
@@ -342,7 +369,7 @@ write_maps (const struct qcow2_layout *q, const struct overlay_file *ov, int fd,
     nbdcow_error ("%s: calloc: %m", out);
     return -1;
   }
-  r = overlay_file_each_block_run (ov, map_run, &m);
+  r = src->each_block_run (src->disk, map_run, &m);
   if (r == 0)
     r = write_l2 (&m);
   if (r == 0 && (m.l2_written != q->l2_tables ||
@@ -361,8 +388,8 @@ write_maps (const struct qcow2_layout *q, const struct overlay_file *ov, int fd,
 }
 
 int
-qcow2_write_tables (const struct qcow2_layout *q, const struct overlay_file *ov,
-                    int fd, const char *out)
+qcow2_write_tables (const struct qcow2_layout *q,
+                    const struct qcow2_source *src, int fd, const char *out)
 {
   void *cluster = malloc (cluster_size (q));
   int r;
@@ -373,7 +400,7 @@ qcow2_write_tables (const struct qcow2_layout *q, const struct overlay_file *ov,
   }
   r = write_refcounts (q, fd, out, cluster);
   if (r == 0)
-    r = write_maps (q, ov, fd, out, cluster);
+    r = write_maps (q, src, fd, out, cluster);
   free (cluster);
   return r;
 }
@@ -420,23 +447,47 @@ qcow2_virtual_size (int fd, uint64_t *size)
   return be32toh (magic) == QCOW2_MAGIC;
 }
 
+/* Puts the extension of type with the n bytes of data at p, padded to
+ * 8 bytes.  Returns the bytes taken.
+ */
+static size_t
+put_extension (uint8_t *p, uint32_t type, const void *data, size_t n)
+{
+  put32 (p, type);
+  put32 (p + 4, n);
+  memcpy (p + 8, data, n);
+  return 8 + div_round_up (n, 8) * 8;
+}
+
+/* The checkpoint's extension: the export's name, NUL, the
+ * checkpoint's.
+ */
+static size_t
+put_checkpoint (uint8_t *p, const struct qcow2_checkpoint *cp)
+{
+  char data[EXT_SPACE];
+  size_t e = strlen (cp->export), n = strlen (cp->name);
+
+  memcpy (data, cp->export, e + 1);
+  memcpy (data + e + 1, cp->name, n);
+  return put_extension (p, EXT_CHECKPOINT, data, e + 1 + n);
+}
+
 int
 qcow2_write_header (const struct qcow2_layout *q, int fd, const char *out,
-                    const char *backing, const char *backing_format)
+                    const char *backing, const char *backing_format,
+                    const struct qcow2_checkpoint *cp)
 {
-  /* The fields, the backing format extension (padded to 8), the end of
-   * the extensions, then the backing file's name.
+  /* The fields, the extensions (each padded to 8), the end of the
+   * extensions, then the backing file's name.
    */
-  enum { EXT = HEADER_LENGTH, END = EXT + 16, NAME = END + 8 };
-  uint8_t buf[NAME + QCOW2_MAX_BACKING] = { 0 };
-  size_t name_len = backing ? strlen (backing) : 0;
+  uint8_t buf[HEADER_LENGTH + 16 + EXT_SPACE + 8 + QCOW2_MAX_BACKING] = { 0 };
+  size_t name_len = backing ? strlen (backing) : 0, at = HEADER_LENGTH;
 
   if (backing && !qcow2_backing_fits (backing))
     return -1;
   put32 (buf + 0, QCOW2_MAGIC);
   put32 (buf + 4, QCOW2_VERSION);
-  put64 (buf + 8, backing ? NAME : 0);         /* backing_file_offset */
-  put32 (buf + 16, name_len);                   /* backing_file_size */
   put32 (buf + 20, q->cluster_bits);
   put64 (buf + 24, q->virtual_size);
   put32 (buf + 36, q->l1_entries);              /* after crypt_method 0 */
@@ -450,11 +501,82 @@ qcow2_write_header (const struct qcow2_layout *q, int fd, const char *out,
     put64 (buf + 72, INCOMPAT_EXTL2);
   put32 (buf + 96, REFCOUNT_ORDER);
   put32 (buf + 100, HEADER_LENGTH);
-  if (backing == NULL)          /* the end of the extensions: zeros */
-    return write_at (fd, out, buf, EXT + 8, 0);
-  put32 (buf + EXT, EXT_BACKING_FORMAT);
-  put32 (buf + EXT + 4, strlen (backing_format));
-  memcpy (buf + EXT + 8, backing_format, strlen (backing_format));
-  memcpy (buf + NAME, backing, name_len);
-  return write_at (fd, out, buf, NAME + name_len, 0);
+  if (backing)
+    at += put_extension (buf + at, EXT_BACKING_FORMAT, backing_format,
+                         strlen (backing_format));
+  if (cp)
+    at += put_checkpoint (buf + at, cp);
+  at += 8;                      /* the end of the extensions: zeros */
+  if (backing) {
+    put64 (buf + 8, at);                        /* backing_file_offset */
+    put32 (buf + 16, name_len);                 /* backing_file_size */
+    memcpy (buf + at, backing, name_len);
+  }
+  return write_at (fd, out, buf, at + name_len, 0);
+}
+
+static uint32_t
+get32 (const uint8_t *p)
+{
+  uint32_t v;
+
+  memcpy (&v, p, 4);
+  return be32toh (v);
+}
+
+/* Sets cp from the data of a checkpoint extension of n bytes: 0, or -1
+ * if it is not one.
+ */
+static int
+get_checkpoint (const uint8_t *data, size_t n, struct qcow2_checkpoint *cp)
+{
+  const uint8_t *nul = memchr (data, 0, n);
+  size_t e, c;
+
+  if (nul == NULL)
+    return -1;
+  e = nul - data;
+  c = n - e - 1;
+  if (e > QCOW2_CHECKPOINT_EXPORT_MAX || c == 0 ||
+      c > CHECKPOINT_NAME_MAX || memchr (nul + 1, 0, c))
+    return -1;
+  memcpy (cp->export, data, e + 1);
+  memcpy (cp->name, nul + 1, c);
+  cp->name[c] = '\0';
+  return 0;
+}
+
+int
+qcow2_read_checkpoint (int fd, struct qcow2_checkpoint *cp)
+{
+  /* The extensions lie in the first cluster, at most 2M. */
+  enum { MAX = 1 << MAX_CLUSTER_BITS };
+  uint8_t *buf = malloc (MAX);
+  ssize_t got = buf ? pread (fd, buf, MAX, 0) : -1;
+  size_t at, n;
+  int r = -1;
+
+  if (got < HEADER_LENGTH || get32 (buf) != QCOW2_MAGIC ||
+      get32 (buf + 4) != QCOW2_VERSION)
+    goto out;
+  at = get32 (buf + 100);
+  for (;;) {
+    if (at + 8 > (size_t) got)
+      goto out;
+    n = get32 (buf + at + 4);
+    if (get32 (buf + at) == 0) {
+      r = 0;
+      goto out;
+    }
+    if (n > (size_t) got - at - 8)
+      goto out;
+    if (get32 (buf + at) == EXT_CHECKPOINT) {
+      r = get_checkpoint (buf + at + 8, n, cp) == 0 ? 1 : -1;
+      goto out;
+    }
+    at += 8 + div_round_up (n, 8) * 8;
+  }
+ out:
+  free (buf);
+  return r;
 }

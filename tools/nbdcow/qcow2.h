@@ -2,8 +2,8 @@
  * Copyright (C) 2026 the nbdkit-cow authors.
  */
 
-/* The qcow2 file (version 3) that nbdcow export writes with no qemu
- * running: over a raw backing file, data clusters where the overlay
+/* The qcow2 file (version 3) that nbdcow export and backup write with
+ * no qemu running: over a backing file, data clusters where the disk
  * has data, zero clusters where it has zero blocks, nothing elsewhere.
  *
  * The file is a row of clusters, each used once:
@@ -24,6 +24,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "checkpoint.h"
 #include "nbdcow.h"
 
 /* qemu's longest backing file name, and its largest L1 table (32M). */
@@ -46,28 +47,64 @@ struct qcow2_layout {
   uint64_t clusters;            /* in the whole file */
 };
 
-/* Lays out the file for ov. */
-extern void qcow2_plan (const struct overlay_file *ov, struct qcow2_layout *q);
+/* What the file maps: a disk in blocks, each in a kept state (kept.h):
+ * in the file (KEPT_ALLOCATED, or KEPT_PARTIAL with the sub-blocks of
+ * 2^part_shift bytes parts says), zero, or left to the backing file.
+ * each_block_run calls fn on its runs of blocks as
+ * overlay_file_each_block_run does.
+ */
+struct qcow2_source {
+  const struct blockgeom *geom;
+  unsigned part_shift;          /* 0: no block is held in part */
+  int (*each_block_run) (const void *disk, overlay_run_fn *fn, void *opaque);
+  uint32_t (*parts) (const void *disk, uint64_t b);
+  const void *disk;
+};
 
-/* Writes the tables of q for ov into fd (the file out, sized to
+/* The source of an overlay file's export. */
+extern struct qcow2_source qcow2_overlay_source (const struct overlay_file *ov);
+
+/* Lays out the file for src. */
+extern void qcow2_plan (const struct qcow2_source *src,
+                        struct qcow2_layout *q);
+
+/* Writes the tables of q for src into fd (the file out, sized to
  * q->clusters clusters): everything but the header, which
  * qcow2_write_header writes last, so that the file is a qcow2 file only
  * once complete.  Returns 0, or -1 after a message.
  */
 extern int qcow2_write_tables (const struct qcow2_layout *q,
-                               const struct overlay_file *ov, int fd,
+                               const struct qcow2_source *src, int fd,
                                const char *out);
 
 /* Whether backing fits in the header; if not, says so. */
 extern bool qcow2_backing_fits (const char *backing);
 
+/* The checkpoint a backup's qcow2 file holds the disk at (nbdcow
+ * backup), in a header extension of its own, which qemu keeps and
+ * otherwise ignores: the export and the checkpoint, by name.
+ */
+#define QCOW2_CHECKPOINT_EXPORT_MAX 4096
+struct qcow2_checkpoint {
+  char export[QCOW2_CHECKPOINT_EXPORT_MAX + 1];
+  char name[CHECKPOINT_NAME_MAX + 1];
+};
+
 /* Writes the header naming backing (at most QCOW2_MAX_BACKING bytes),
  * a file of format backing_format ("raw" or "qcow2"), or with no
- * backing file if backing is NULL.  Returns 0, or -1 after a message.
+ * backing file if backing is NULL; and the checkpoint cp, if not NULL.
+ * Returns 0, or -1 after a message.
  */
 extern int qcow2_write_header (const struct qcow2_layout *q, int fd,
                                const char *out, const char *backing,
-                               const char *backing_format);
+                               const char *backing_format,
+                               const struct qcow2_checkpoint *cp);
+
+/* Reads the checkpoint of the qcow2 image at fd into cp.  Returns 1,
+ * 0 if the image has none, or -1 if fd is no qcow2 image of version 3
+ * or its header extensions are damaged.
+ */
+extern int qcow2_read_checkpoint (int fd, struct qcow2_checkpoint *cp);
 
 /* Sets *size to the virtual size of the qcow2 image at fd and returns
  * true, or returns false if fd does not start as a qcow2 image does.

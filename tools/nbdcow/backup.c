@@ -1,0 +1,844 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
+
+/* nbdcow backup: the disk of an export of a running nbdkit as it was
+ * at one instant, while its clients go on writing.  It makes the
+ * export's point-in-time view and checkpoint NAME (control socket),
+ * reads the view over NBD (the whole disk, or with --base the changes
+ * since the checkpoint of the previous backup), writes it as a qcow2
+ * file (qcow2.c: the whole disk, or the changes over the previous
+ * backup as its backing file) that names NAME in its header, and
+ * deletes the view, leaving the checkpoint for the next backup.
+ */
+
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <libnbd.h>
+
+#include "checkpoint.h"
+#include "checks.h"
+#include "commit.h"
+#include "dirpath.h"
+#include "divround.h"
+#include "fullio.h"
+#include "outfile.h"
+#include "progress.h"
+#include "qcow2.h"
+
+/* The clusters of the file, and the grain at which the view is mapped. */
+#define CLUSTER_BITS 16
+
+/* A piece of work is at most this many bytes. */
+#define PIECE_BYTES (4 * 1024 * 1024)
+
+/* How often the progress is drawn, in ms. */
+#define PROGRESS_MS 100
+
+struct backup {
+  const char *control;          /* SOCKET */
+  const char *uri;              /* of the export */
+  const char *name;             /* of the view and checkpoint */
+  const char *out;              /* OUT, through its links */
+  const char *base;             /* --base=PREV, or NULL */
+  const char *freeze, *thaw;    /* --freeze=COMMAND, --thaw=COMMAND */
+  unsigned connections;
+  bool progress;
+
+  char export[QCOW2_CHECKPOINT_EXPORT_MAX + 1];  /* the URI's */
+  struct qcow2_checkpoint prev;  /* PREV's */
+  uint64_t prev_size;            /* PREV's virtual size */
+  char read_export[CONTROL_ANSWER_MAX];  /* the view, or its changes */
+  bool view_made;
+  bool thaw_failed;             /* the backup goes on, but exits 1 */
+  int status;                   /* the exit code of a failure */
+
+  struct nbd_handle *nbd[MAX_CONNECTIONS];
+  unsigned handles;
+  struct blockgeom geom;        /* clusters over the disk */
+  struct statemap states;       /* each cluster's, kept.h's states */
+  struct out_file o;
+  bool published;               /* OUT is the backup */
+  struct qcow2_layout q;
+  struct progress bar;
+  uint64_t data_bytes, zero_bytes;
+
+  /* The workers': under lock. */
+  mutex_t lock;
+  uint64_t next_cluster;        /* the cursor */
+  uint64_t next_data;           /* where the next data cluster goes */
+  bool failed;
+  _Atomic unsigned finished;
+};
+
+/* Set by SIGINT, SIGTERM and SIGHUP: the copy stops, and the view and
+ * checkpoint are deleted as after any failure.
+ */
+static volatile sig_atomic_t interrupted;
+
+static void
+interrupt (int sig)
+{
+  (void) sig;
+  interrupted = 1;
+}
+
+static void
+catch_signals (void)
+{
+  struct sigaction sa = { .sa_handler = interrupt };
+  int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+  size_t i;
+
+  sigemptyset (&sa.sa_mask);
+  for (i = 0; i < sizeof sigs / sizeof sigs[0]; ++i)
+    sigaction (sigs[i], &sa, NULL);
+}
+
+/* Whether a signal came; if so, says so once. */
+static bool
+stopped (struct backup *b)
+{
+  static _Atomic bool said;
+
+  if (!interrupted)
+    return false;
+  if (!atomic_exchange (&said, true))
+    nbdcow_error ("%s: interrupted by a signal: no backup made", b->out);
+  return true;
+}
+
+/*----------------------------------------------------------------------
+ * The export, the previous backup and the view.
+ */
+
+/* Opens a handle on uri reading export (or the URI's own if NULL),
+ * asking for block status.  Returns NULL after a message.
+ */
+static struct nbd_handle *
+connect_export (const char *uri, const char *export)
+{
+  struct nbd_handle *h = nbd_create ();
+
+  if (h == NULL ||
+      nbd_set_opt_mode (h, true) == -1 ||
+      nbd_add_meta_context (h, LIBNBD_CONTEXT_BASE_ALLOCATION) == -1 ||
+      nbd_connect_uri (h, uri) == -1 ||
+      (export && nbd_set_export_name (h, export) == -1) ||
+      nbd_opt_go (h) == -1) {
+    nbdcow_error ("%s%s%s: %s", uri, export ? ", export " : "",
+                  export ? export : "", nbd_get_error ());
+    nbd_close (h);
+    return NULL;
+  }
+  return h;
+}
+
+/* control_command for b: a failure's exit code kept in b->status. */
+static int
+control (struct backup *b, const char *verb, const char *name, char *answer,
+         const char **lines)
+{
+  int status = control_command (b->control, verb, b->export, name, answer,
+                                lines);
+
+  if (status == EXIT_OK)
+    return 0;
+  if (status > b->status)
+    b->status = status;
+  return -1;
+}
+
+/* Learns the name of the URI's export. */
+static int
+learn_export (struct backup *b)
+{
+  struct nbd_handle *h = connect_export (b->uri, NULL);
+  char *name = h ? nbd_get_export_name (h) : NULL;
+  int r = -1;
+
+  if (h == NULL)
+    b->status = EXIT_UNUSABLE;
+  if (h && name == NULL)
+    nbdcow_error ("%s: %s", b->uri, nbd_get_error ());
+  else if (name && strlen (name) > QCOW2_CHECKPOINT_EXPORT_MAX)
+    nbdcow_error ("%s: the export's name is too long", b->uri);
+  else if (name) {
+    strcpy (b->export, name);
+    r = 0;
+  }
+  free (name);
+  if (h) {
+    nbd_shutdown (h, 0);
+    nbd_close (h);
+  }
+  return r;
+}
+
+/* Whether list, the answer of a checkpoint list, has name. */
+static bool
+has_checkpoint (const char *list, const char *name)
+{
+  size_t n = strlen (name);
+  const char *p;
+
+  for (p = list; *p; p = strchr (p, '\n') + 1)
+    if (strncmp (p, name, n) == 0 && p[n] == '\n')
+      return true;
+  return false;
+}
+
+/* --base=PREV: a backup of this export, at a checkpoint it still has. */
+static int
+check_previous (struct backup *b)
+{
+  char answer[CONTROL_ANSWER_MAX];
+  const char *lines;
+  int fd = open_backing (b->base, b->out, NULL), r = -1, found = 0;
+
+  if (fd == -1)
+    ;                           /* it said why */
+  else if (!qcow2_virtual_size (fd, &b->prev_size) ||
+           (found = qcow2_read_checkpoint (fd, &b->prev)) != 1)
+    nbdcow_error ("--base=%s: %s", b->base,
+                  found == -1 ? "a qcow2 image whose header is damaged"
+                  : "not a backup made by nbdcow backup (its header names "
+                  "no checkpoint)");
+  else if (strcmp (b->prev.export, b->export) != 0)
+    nbdcow_error ("--base=%s: a backup of export \"%s\", not of \"%s\"",
+                  b->base, b->prev.export, b->export);
+  else if (control (b, "list", NULL, answer, &lines) == -1)
+    ;                           /* it said why */
+  else if (!has_checkpoint (lines, b->prev.name))
+    nbdcow_error ("--base=%s: holds the disk at checkpoint \"%s\" of export "
+                  "\"%s\", which the server does not have: make a full "
+                  "backup (without --base)", b->base, b->prev.name,
+                  b->export);
+  else
+    r = 0;
+  if (fd >= 0)
+    close (fd);
+  return r;
+}
+
+/* Runs the shell command of option what.  Returns 0, or -1 after a
+ * message if it did not exit 0.
+ */
+static int
+run_hook (const char *what, const char *command)
+{
+  int status = system (command);
+
+  if (status == 0)
+    return 0;
+  if (status == -1)
+    nbdcow_error ("--%s=%s: %m", what, command);
+  else if (WIFEXITED (status))
+    nbdcow_error ("--%s=%s: exit status %d", what, command,
+                  WEXITSTATUS (status));
+  else
+    nbdcow_error ("--%s=%s: ended by a signal", what, command);
+  return -1;
+}
+
+/* Makes the view and checkpoint, between --freeze and --thaw. */
+static int
+make_instant (struct backup *b)
+{
+  char answer[CONTROL_ANSWER_MAX];
+  const char *lines;
+  int r;
+
+  if (b->freeze && run_hook ("freeze", b->freeze) == -1)
+    return -1;
+  r = control (b, "view-create", b->name, answer, &lines);
+  b->view_made = r == 0;
+  if (b->thaw && run_hook ("thaw", b->thaw) == -1) {
+    nbdcow_error ("%s: the guest may still be frozen; the backup goes on",
+                  b->out);
+    b->thaw_failed = true;
+  }
+  return r;
+}
+
+/* Makes the view and checkpoint, and learns the export to read. */
+static int
+make_view (struct backup *b)
+{
+  char answer[CONTROL_ANSWER_MAX], name[129], state[16], view[4200];
+  char changes[4200] = "";
+  unsigned long long kept;
+  const char *lines;
+
+  if (make_instant (b) == -1)
+    return -1;
+  if (control (b, "view", NULL, answer, &lines) == -1)
+    return -1;
+  if (sscanf (lines, "%128[^\n]\n%15[^\n]\n%llu\n%4199[^\n]\n%4199[^\n]",
+              name, state, &kept, view, changes) < 4 ||
+      strcmp (name, b->name) != 0) {
+    nbdcow_error ("%s: the server does not show view \"%s\" it made",
+                  b->control, b->name);
+    return -1;
+  }
+  if (b->base && changes[0] == '\0') {
+    nbdcow_error ("%s: the server has no cow-changes-separator, so "
+                  "--base=%s cannot read the changes since checkpoint "
+                  "\"%s\": make a full backup, or add the parameter",
+                  b->control, b->base, b->prev.name);
+    return -1;
+  }
+  snprintf (b->read_export, sizeof b->read_export, "%s%s",
+            b->base ? changes : view, b->base ? b->prev.name : "");
+  return 0;
+}
+
+/* Deletes the view; after a failure the checkpoint too, so that the
+ * same backup can run again.
+ */
+static int
+end_view (struct backup *b, bool complete)
+{
+  char answer[CONTROL_ANSWER_MAX];
+  const char *lines;
+  int r = 0;
+
+  if (!b->view_made)
+    return 0;
+  if (control (b, "view-delete", b->name, answer, &lines) == -1)
+    r = -1;
+  if (!complete && control (b, "delete", b->name, answer, &lines) == -1)
+    r = -1;
+  return r;
+}
+
+static int
+open_handles (struct backup *b)
+{
+  int64_t size;
+
+  for (b->handles = 0; b->handles < b->connections; ++b->handles) {
+    b->nbd[b->handles] = connect_export (b->uri, b->read_export);
+    if (b->nbd[b->handles] == NULL)
+      return -1;
+  }
+  size = nbd_get_size (b->nbd[0]);
+  if (size == -1) {
+    nbdcow_error ("%s: %s", b->read_export, nbd_get_error ());
+    return -1;
+  }
+  if (nbd_can_meta_context (b->nbd[0], LIBNBD_CONTEXT_BASE_ALLOCATION) != 1) {
+    nbdcow_error ("%s: export \"%s\" answers no block status", b->uri,
+                  b->read_export);
+    return -1;
+  }
+  if (b->base && b->prev_size != div_round_up (size, 512) * 512) {
+    nbdcow_error ("--base=%s: a disk of %" PRIu64 " bytes, but the export "
+                  "has %" PRIi64, b->base, b->prev_size, size);
+    return -1;
+  }
+  b->geom = blockgeom_make (UINT64_C (1) << CLUSTER_BITS, size);
+  return 0;
+}
+
+static void
+close_handles (struct backup *b)
+{
+  unsigned i;
+
+  for (i = 0; i < b->handles; ++i) {
+    nbd_shutdown (b->nbd[i], 0);
+    nbd_close (b->nbd[i]);
+  }
+  b->handles = 0;
+}
+
+/*----------------------------------------------------------------------
+ * The map: each cluster in the file (KEPT_ALLOCATED), zero (KEPT_ZERO),
+ * or left to PREV (KEPT_NOT_ALLOCATED).
+ */
+
+struct mapping {
+  struct backup *b;
+  uint64_t end;                 /* of what the extents have covered */
+  bool have_pending;            /* a cluster the extents cover in part */
+  uint64_t pending;
+  unsigned pending_state;
+  int err;
+};
+
+/* The state of a run of the view: a standalone file need not hold
+ * zeros; a hole without the zero flag in the changes is unchanged.
+ */
+static unsigned
+extent_state (const struct backup *b, uint32_t flags)
+{
+  if (flags & LIBNBD_STATE_ZERO)
+    return b->base ? KEPT_ZERO : KEPT_NOT_ALLOCATED;
+  if ((flags & LIBNBD_STATE_HOLE) && b->base)
+    return KEPT_NOT_ALLOCATED;
+  return KEPT_ALLOCATED;
+}
+
+static int
+set_clusters (struct mapping *m, uint64_t c, uint64_t n, unsigned state)
+{
+  if (state != KEPT_NOT_ALLOCATED &&
+      statemap_reserve (&m->b->states, c, n) == -1) {
+    m->err = errno;
+    return -1;
+  }
+  statemap_set (&m->b->states, c, n, state);
+  return 0;
+}
+
+/* A cluster covered by runs of several states reads from the view. */
+static int
+add_to_pending (struct mapping *m, uint64_t c, unsigned state)
+{
+  if (m->have_pending && m->pending == c) {
+    if (m->pending_state != state)
+      m->pending_state = KEPT_ALLOCATED;
+    return 0;
+  }
+  if (m->have_pending &&
+      set_clusters (m, m->pending, 1, m->pending_state) == -1)
+    return -1;
+  m->have_pending = true;
+  m->pending = c;
+  m->pending_state = state;
+  return 0;
+}
+
+/* Flushes the cluster pending, if any. */
+static int
+end_pending (struct mapping *m)
+{
+  if (!m->have_pending)
+    return 0;
+  m->have_pending = false;
+  return set_clusters (m, m->pending, 1, m->pending_state);
+}
+
+static int
+add_run (struct mapping *m, uint64_t offset, uint64_t length, unsigned state)
+{
+  const struct blockgeom *g = &m->b->geom;
+  uint64_t end = offset + length;
+
+  while (offset < end) {
+    uint64_t c = blockgeom_block (g, offset), whole_end;
+
+    /* The clusters from c that the run covers whole. */
+    whole_end = end == g->size ? blockgeom_blocks (g) : blockgeom_block (g, end);
+    if (offset > blockgeom_start (g, c) || whole_end == c) {
+      uint64_t stop = blockgeom_end (g, c) < end ? blockgeom_end (g, c) : end;
+
+      if (add_to_pending (m, c, state) == -1)
+        return -1;
+      offset = stop;
+      continue;
+    }
+    if (end_pending (m) == -1 || set_clusters (m, c, whole_end - c, state) == -1)
+      return -1;
+    offset = blockgeom_end (g, whole_end - 1);
+  }
+  return 0;
+}
+
+static int
+extent_run (void *opaque, const char *context, uint64_t offset,
+            uint32_t *entries, size_t n, int *error)
+{
+  struct mapping *m = opaque;
+  size_t i;
+
+  (void) error;
+  if (strcmp (context, LIBNBD_CONTEXT_BASE_ALLOCATION) != 0 ||
+      offset != m->end)
+    return 0;
+  for (i = 0; i + 1 < n && m->end < m->b->geom.size; i += 2) {
+    uint64_t length = entries[i];
+
+    if (length > m->b->geom.size - m->end)
+      length = m->b->geom.size - m->end;
+    if (add_run (m, m->end, length, extent_state (m->b, entries[i + 1])) == -1)
+      return -1;
+    m->end += length;
+  }
+  return 0;
+}
+
+/* Maps the view by its block status. */
+static int
+map_view (struct backup *b)
+{
+  struct mapping m = { .b = b };
+  uint64_t size = b->geom.size;
+
+  while (m.end < size && !stopped (b)) {
+    uint64_t was = m.end;
+    uint64_t count = size - m.end < (UINT64_C (1) << 30)
+      ? size - m.end : (UINT64_C (1) << 30);
+
+    if (nbd_block_status (b->nbd[0], count, m.end,
+                          (nbd_extent_callback) { .callback = extent_run,
+                                                  .user_data = &m }, 0)
+        == -1) {
+      nbdcow_error ("%s: block status at %" PRIu64 ": %s", b->read_export,
+                    was, m.err ? strerror (m.err) : nbd_get_error ());
+      return -1;
+    }
+    if (m.end == was) {
+      nbdcow_error ("%s: block status at %" PRIu64 " answers nothing",
+                    b->read_export, was);
+      return -1;
+    }
+  }
+  if (end_pending (&m) == -1) {
+    nbdcow_error ("%s: %s", b->read_export, strerror (m.err));
+    return -1;
+  }
+  return m.end < size ? -1 : 0;
+}
+
+/* The qcow2_source of the map. */
+static int
+map_block_runs (const void *disk, overlay_run_fn *fn, void *opaque)
+{
+  const struct backup *b = disk;
+
+  return each_state_run (&b->geom, &b->states, false, fn, opaque);
+}
+
+/* The overlay_run_fn that counts the bytes of data and zeros. */
+static int
+count_run (uint64_t offset, uint64_t length, unsigned state, void *opaque)
+{
+  struct backup *b = opaque;
+
+  (void) offset;
+  if (state == KEPT_ALLOCATED)
+    b->data_bytes += length;
+  else if (state == KEPT_ZERO)
+    b->zero_bytes += length;
+  return 0;
+}
+
+/*----------------------------------------------------------------------
+ * The copy: workers take pieces of the runs of data clusters from a
+ * shared cursor, in order, and each reads its pieces from the view on
+ * its own connection into their places in the file.
+ */
+
+struct worker {
+  struct backup *b;
+  struct nbd_handle *h;
+  pthread_t thread;
+};
+
+/* Takes the next piece of data clusters: sets *offset and *length (in
+ * the disk) and *dest (in the file).  Returns false at the end or once
+ * a worker has failed.
+ */
+static bool
+take_piece (struct backup *b, uint64_t *offset, uint64_t *length,
+            uint64_t *dest)
+{
+  uint64_t blocks = blockgeom_blocks (&b->geom);
+  uint64_t piece = PIECE_BYTES >> CLUSTER_BITS;
+  bool found = false;
+
+  held_lock (&b->lock);
+  if (stopped (b))
+    b->failed = true;
+  while (!b->failed && b->next_cluster < blocks) {
+    uint64_t c = b->next_cluster;
+    unsigned state;
+    uint64_t end = statemap_run (&b->states, c, blocks, &state);
+
+    b->next_cluster = end;
+    if (state != KEPT_ALLOCATED)
+      continue;
+    if (end - c > piece)
+      b->next_cluster = end = c + piece;
+    *offset = blockgeom_start (&b->geom, c);
+    *length = blockgeom_end (&b->geom, end - 1) - *offset;
+    *dest = b->next_data;
+    b->next_data += (end - c) << CLUSTER_BITS;
+    found = true;
+    break;
+  }
+  held_unlock (&b->lock);
+  return found;
+}
+
+static void *
+worker_run (void *arg)
+{
+  struct worker *w = arg;
+  struct backup *b = w->b;
+  char *buf = malloc (PIECE_BYTES);
+  uint64_t offset, length, dest;
+  bool ok = buf != NULL;
+
+  if (buf == NULL)
+    nbdcow_error ("%s: malloc: %m", b->out);
+  while (ok && take_piece (b, &offset, &length, &dest)) {
+    if (nbd_pread (w->h, buf, length, offset, 0) == -1) {
+      nbdcow_error ("%s: read of %" PRIu64 " bytes at %" PRIu64 ": %s",
+                    b->read_export, length, offset, nbd_get_error ());
+      ok = false;
+    }
+    else if (pwrite_full (b->o.fd, buf, length, dest) == -1) {
+      nbdcow_error ("%s: write at %" PRIu64 ": %m", b->out, dest);
+      ok = false;
+    }
+    else
+      progress_add (&b->bar, length);
+  }
+  free (buf);
+  held_lock (&b->lock);
+  if (!ok)
+    b->failed = true;
+  held_unlock (&b->lock);
+  b->finished++;
+  return NULL;
+}
+
+/* Copies the data clusters into the file, a worker a connection. */
+static int
+copy_data (struct backup *b)
+{
+  struct worker w[MAX_CONNECTIONS];
+  struct timespec tick = { .tv_nsec = PROGRESS_MS * 1000000L };
+  unsigned started, i;
+  int err = 0;
+
+  progress_init (&b->bar, b->progress, "backup", b->data_bytes);
+  pthread_mutex_init (&b->lock, NULL);
+  b->next_data = b->q.data_offset;
+  for (started = 0; started < b->handles; ++started) {
+    w[started] = (struct worker) { .b = b, .h = b->nbd[started] };
+    err = pthread_create (&w[started].thread, NULL, worker_run, &w[started]);
+    if (err != 0)
+      break;
+  }
+  if (err != 0) {
+    errno = err;
+    nbdcow_error ("%s: pthread_create: %m", b->out);
+    held_lock (&b->lock);
+    b->failed = true;
+    held_unlock (&b->lock);
+  }
+  while (b->finished < started) {
+    nanosleep (&tick, NULL);
+    progress_show (&b->bar);
+  }
+  for (i = 0; i < started; ++i)
+    pthread_join (w[i].thread, NULL);
+  progress_end (&b->bar);
+  pthread_mutex_destroy (&b->lock);
+  return b->failed || started == 0 ? -1 : 0;
+}
+
+/*----------------------------------------------------------------------
+ * The file.
+ */
+
+/* Writes the tables, then the data, flushed, then the header, flushed:
+ * the file is a qcow2 file only once all it maps is durable.
+ */
+static int
+write_file (struct backup *b)
+{
+  struct qcow2_source src = { .geom = &b->geom, .each_block_run = map_block_runs,
+                              .disk = b };
+  struct qcow2_checkpoint cp = { .export = "" };
+
+  qcow2_plan (&src, &b->q);
+  if (b->q.l1_entries > QCOW2_MAX_L1_ENTRIES) {
+    nbdcow_error ("%s: a disk of %" PRIu64 " bytes needs a larger L1 table "
+                  "than qemu reads", b->read_export, b->q.virtual_size);
+    return -1;
+  }
+  map_block_runs (b, count_run, b);
+  strcpy (cp.export, b->export);
+  strcpy (cp.name, b->name);
+  if (ftruncate (b->o.fd, b->q.clusters << b->q.cluster_bits) == -1) {
+    nbdcow_error ("%s: ftruncate: %m", b->out);
+    return -1;
+  }
+  if (qcow2_write_tables (&b->q, &src, b->o.fd, b->out) == -1 ||
+      copy_data (b) == -1)
+    return -1;
+  if (fdatasync (b->o.fd) == -1) {
+    nbdcow_error ("%s: fdatasync: %m", b->out);
+    return -1;
+  }
+  if (qcow2_write_header (&b->q, b->o.fd, b->out, b->base,
+                          b->base ? "qcow2" : NULL, &cp) == -1)
+    return -1;
+  if (fdatasync (b->o.fd) == -1) {
+    nbdcow_error ("%s: fdatasync: %m", b->out);
+    return -1;
+  }
+  return 0;
+}
+
+/* Refuses an OUT that is not a file the backup could replace, or that
+ * is PREV itself.
+ */
+static int
+check_out (const struct backup *b)
+{
+  struct stat o, prev;
+  int fd;
+
+  if (stat (b->out, &o) == -1)
+    return 0;                   /* a new file */
+  if (!S_ISREG (o.st_mode)) {
+    nbdcow_error ("%s: is not a regular file: name a new file for the "
+                  "backup", b->out);
+    return -1;
+  }
+  if (b->base == NULL)
+    return 0;
+  fd = open_backing (b->base, b->out, &prev);
+  if (fd == -1)
+    return -1;
+  close (fd);
+  if (same_file (&o, &prev)) {
+    nbdcow_error ("%s: is --base=%s itself: name a new file for the backup",
+                  b->out, b->base);
+    return -1;
+  }
+  return 0;
+}
+
+/* Every step, in order; the view ends however they end. */
+static int
+run_backup (struct backup *b)
+{
+  int r = -1;
+
+  if (learn_export (b) == -1 || check_out (b) == -1 ||
+      (b->base && check_previous (b) == -1))
+    return -1;
+  if (make_view (b) == 0 && open_handles (b) == 0 && map_view (b) == 0 &&
+      out_create (&b->o, b->out) == 0) {
+    r = write_file (b);
+    if (r == 0 && !stopped (b))
+      r = out_publish (&b->o);
+    else
+      r = -1;
+    if (out_close (&b->o, r == 0) == -1)
+      r = -1;
+    b->published = r == 0;
+  }
+  close_handles (b);
+  if (end_view (b, r == 0) == -1)
+    r = -1;
+  return r;
+}
+
+/* NAME must be a checkpoint's name, as the server has them. */
+static int
+check_name (const char *name)
+{
+  if (checkpoint_name_valid (name))
+    return 0;
+  nbdcow_error ("backup: NAME \"%s\" is not a checkpoint's name: 1 to %d "
+                "letters, digits, '_', '-' and '.', not starting with '-' "
+                "or '.'", name, CHECKPOINT_NAME_MAX);
+  return -1;
+}
+
+int
+cmd_backup (int argc, char **argv)
+{
+  enum { OPT_BASE = 256, OPT_CONNECTIONS, OPT_FREEZE, OPT_PROGRESS,
+         OPT_THAW };
+  const struct option options[] = {
+    { "base", required_argument, NULL, OPT_BASE },
+    { "connections", required_argument, NULL, OPT_CONNECTIONS },
+    { "freeze", required_argument, NULL, OPT_FREEZE },
+    { "progress", no_argument, NULL, OPT_PROGRESS },
+    { "thaw", required_argument, NULL, OPT_THAW },
+    HELP_OPTION,
+    { NULL, 0, NULL, 0 },
+  };
+  struct backup *b = calloc (1, sizeof *b);
+  char *out;
+  int c, r;
+
+  if (b == NULL) {
+    nbdcow_error ("backup: calloc: %m");
+    return EXIT_ERROR;
+  }
+  b->connections = DEFAULT_CONNECTIONS;
+  optind = 1;
+  while ((c = subcommand_getopt (argc, argv, options)) != -1) {
+    if (c == OPT_BASE)
+      b->base = optarg;
+    else if (c == OPT_CONNECTIONS &&
+             parse_connections (optarg, &b->connections) == -1)
+      c = '?';
+    else if (c == OPT_FREEZE)
+      b->freeze = optarg;
+    else if (c == OPT_PROGRESS)
+      b->progress = true;
+    else if (c == OPT_THAW)
+      b->thaw = optarg;
+    if (c == 'h' || c == '?') {
+      free (b);
+      return c == 'h' ? EXIT_OK : EXIT_ERROR;
+    }
+  }
+  if (argc - optind != 4) {
+    nbdcow_error ("backup: expected SOCKET, URI, NAME and OUT");
+    subcommand_usage ("backup", stderr);
+    free (b);
+    return EXIT_ERROR;
+  }
+  b->control = argv[optind];
+  b->uri = argv[optind + 1];
+  b->name = argv[optind + 2];
+  /* Through a symbolic link, as qemu-img writes: the link stays. */
+  out = through_links (argv[optind + 3]);
+  if (out == NULL) {
+    nbdcow_error ("%s: %m", argv[optind + 3]);
+    free (b);
+    return EXIT_ERROR;
+  }
+  b->out = out;
+  catch_signals ();
+  b->status = EXIT_ERROR;
+  r = check_name (b->name) == 0 && run_backup (b) == 0 ? EXIT_OK : b->status;
+  if (r == EXIT_OK && b->thaw_failed)
+    r = EXIT_ERROR;
+  if (b->published)
+    printf ("%s: backup \"%s\" of export \"%s\": %" PRIu64 " bytes of data "
+            "and %" PRIu64 " bytes of zeros, %s%s\n", argv[optind + 3],
+            b->name, b->export, b->data_bytes, b->zero_bytes,
+            b->base ? "over " : "standalone", b->base ? b->base : "");
+  statemap_free (&b->states);
+  free (out);
+  free (b);
+  return r;
+}

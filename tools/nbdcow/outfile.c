@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
+
+/* The qcow2 file nbdcow export and backup write (outfile.h): nameless
+ * until complete, then named in one step.
+ */
+
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dirpath.h"
+#include "nbdcow.h"
+#include "outfile.h"
+#include "qcow2.h"
+
+/* Where nameless files are named from (link_fd). */
+#define PROC_FDS "/proc/self/fd"
+
+/* A file with no name in dir, or -1 with errno set: EOPNOTSUPP if the
+ * filesystem has no such files or, without /proc, it could not be named
+ * later; EISDIR from a kernel without O_TMPFILE.
+ */
+static int
+open_nameless (const char *dir)
+{
+  if (access (PROC_FDS, X_OK) == -1) {
+    errno = EOPNOTSUPP;
+    return -1;
+  }
+  return open (dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
+}
+
+int
+out_create (struct out_file *o, const char *out)
+{
+  o->path = out;
+  o->named = false;
+  o->dir = dir_of (out);
+  if (o->dir == NULL) {
+    nbdcow_error ("%s: malloc: %m", out);
+    return -1;
+  }
+  o->fd = open_nameless (o->dir);
+  if (o->fd >= 0)
+    return 0;
+  if (errno == EOPNOTSUPP || errno == EISDIR) {
+    o->named = true;
+    o->fd = open (out, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  }
+  if (o->fd == -1) {
+    nbdcow_error ("%s: %m", out);
+    free (o->dir);
+    return -1;
+  }
+  return 0;
+}
+
+/* Gives the nameless file of fd the name name. */
+static int
+link_fd (int fd, const char *name)
+{
+  char proc[64];
+
+  snprintf (proc, sizeof proc, PROC_FDS "/%d", fd);
+  return linkat (AT_FDCWD, proc, AT_FDCWD, name, AT_SYMLINK_FOLLOW);
+}
+
+int
+out_publish (struct out_file *o)
+{
+  char *tmp = NULL;
+  int r = o->named ? 0 : link_fd (o->fd, o->path);
+
+  if (r == -1 && errno == EEXIST) {
+    if (asprintf (&tmp, "%s.nbdcow-%ld", o->path, (long) getpid ()) == -1) {
+      nbdcow_error ("%s: malloc: %m", o->path);
+      return -1;
+    }
+    r = link_fd (o->fd, tmp);
+    if (r == 0 && (r = rename (tmp, o->path)) == -1)
+      unlink (tmp);
+  }
+  free (tmp);
+  if (r == -1) {
+    nbdcow_error ("%s: cannot name the exported file: %m", o->path);
+    return -1;
+  }
+  if (sync_dir (o->dir) == -1) {
+    nbdcow_error ("%s: fsync: %m", o->dir);
+    return -1;
+  }
+  return 0;
+}
+
+int
+out_close (struct out_file *o, bool complete)
+{
+  int r = 0;
+
+  if (close (o->fd) == -1 && complete) {
+    nbdcow_error ("%s: close: %m", o->path);
+    r = -1;
+  }
+  if (o->named && (!complete || r == -1))
+    unlink (o->path);
+  free (o->dir);
+  return r;
+}
+
+int
+open_backing (const char *base, const char *out, struct stat *st)
+{
+  char *dir = dir_of (out), *path = NULL;
+  struct stat ignored;
+  int fd = -1;
+
+  if (dir == NULL ||
+      asprintf (&path, "%s%s%s", base[0] == '/' ? "" : dir,
+                base[0] == '/' || strcmp (dir, "/") == 0 ? "" : "/",
+                base) == -1) {
+    nbdcow_error ("--base=%s: malloc: %m", base);
+    path = NULL;
+  }
+  else if (!qcow2_backing_fits (base))
+    ;                           /* it said why */
+  else if ((fd = open (path, O_RDONLY | O_CLOEXEC)) == -1 ||
+           fstat (fd, st ? st : &ignored) == -1) {
+    nbdcow_error ("--base=%s: %s: %m", base, path);
+    if (fd >= 0)
+      close (fd);
+    fd = -1;
+  }
+  free (dir);
+  free (path);
+  return fd;
+}

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
+
+/* The qcow2 file nbdcow export and backup write, and the backing file
+ * it names.
+ */
+
+#ifndef NBDCOW_OUTFILE_H
+#define NBDCOW_OUTFILE_H
+
+#include <stdbool.h>
+
+/* Where the file is written: a file with no name yet in OUT's
+ * directory (O_TMPFILE), named OUT only once it is complete, so that a
+ * run that fails or is killed leaves no file and an earlier OUT as it
+ * was.  On a filesystem without such files or without /proc, OUT
+ * itself, which a failure removes and a kill leaves behind (not yet a
+ * qcow2 file: its header is written last).
+ */
+struct out_file {
+  const char *path;             /* OUT */
+  char *dir;                    /* its directory */
+  int fd;
+  bool named;                   /* fd is OUT itself */
+};
+
+/* Opens the file for OUT.  Returns 0, or -1 after a message. */
+extern int out_create (struct out_file *o, const char *out);
+
+/* Names the complete file OUT, replacing an earlier OUT in one rename
+ * (from OUT.nbdcow-PID, the one name a kill can leave behind), and
+ * makes the name durable.  Returns 0, or -1 after a message.
+ */
+extern int out_publish (struct out_file *o);
+
+/* Closes the file; a named one that is not complete is removed.
+ * Returns 0, or -1 after a message.
+ */
+extern int out_close (struct out_file *o, bool complete);
+
+/* Opens the backing file base (--base=BASE) of the qcow2 file out,
+ * where qemu finds it: relative to out's directory unless absolute,
+ * and setting *st unless st is NULL.  Returns its descriptor, read
+ * only, or -1 after a message (also if the name is too long for the
+ * header).
+ */
+struct stat;
+extern int open_backing (const char *base, const char *out, struct stat *st);
+
+#endif /* NBDCOW_OUTFILE_H */
