@@ -98,3 +98,15 @@ start_nbdkit "$tmp/kept.sock" --filter=cow file "$tmp/base" \
 expect_exit 1 'kept in a file' "$NBDCOW" backup "$tmp/kept.ctl" \
   "nbd+unix:///?socket=$tmp/kept.sock" bad out.qcow2
 [ ! -e out.qcow2 ] || fail "a refused backup left out.qcow2"
+
+# A view that breaks (the overlay out of room for it) fails the backup.
+start_nbdkit "$tmp/full.sock" --filter=cow file "$tmp/base" cow-max-size=3M \
+  cow-control="$tmp/full.ctl" cow-view-separator=@
+full_uri="nbd+unix:///?socket=$tmp/full.sock"
+nbdsh -u "$full_uri" -c 'h.pwrite(b"h" * (2 << 20), 0)'
+overwrite="nbdsh -u '$full_uri' -c 'h.pwrite(b\"n\" * (2 << 20), 0)'"
+expect_exit 1 'Input/output error|broken' "$NBDCOW" backup \
+  --thaw="$overwrite" "$tmp/full.ctl" "$full_uri" bad out.qcow2
+[ ! -e out.qcow2 ] || fail "a backup of a broken view left out.qcow2"
+! "$NBDCOW" view show "$tmp/full.ctl" "" | grep -q . ||
+  fail "a backup of a broken view left it"

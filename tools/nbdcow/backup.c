@@ -178,6 +178,9 @@ learn_export (struct backup *b)
     nbdcow_error ("%s: %s", b->uri, nbd_get_error ());
   else if (name && strlen (name) > QCOW2_CHECKPOINT_EXPORT_MAX)
     nbdcow_error ("%s: the export's name is too long", b->uri);
+  else if (name && strchr (name, '\n'))
+    nbdcow_error ("%s: the export's name holds a newline, which the "
+                  "control socket's answers cannot carry", b->uri);
   else if (name) {
     strcpy (b->export, name);
     r = 0;
@@ -276,26 +279,58 @@ make_instant (struct backup *b)
   return r;
 }
 
+/* Whether name is prefix, one separator byte, then suffix. */
+static bool
+joins (const char *name, const char *prefix, const char *suffix)
+{
+  size_t p = strlen (prefix);
+
+  return strlen (name) == p + 1 + strlen (suffix) &&
+         strncmp (name, prefix, p) == 0 && strcmp (name + p + 1, suffix) == 0;
+}
+
+/* The view NAME as the server shows it: its state ("live", "broken"),
+ * and the names of the exports that read it and (but for an empty
+ * string, without cow-changes-separator) its changes since a
+ * checkpoint, before the checkpoint's name.  Returns 0, or -1 after a
+ * message if the export has no view NAME, or names them otherwise than
+ * EXPORT, a separator and NAME (and a separator).
+ */
+#define VIEW_EXPORT_MAX (QCOW2_CHECKPOINT_EXPORT_MAX + CHECKPOINT_NAME_MAX + 2)
+_Static_assert (VIEW_EXPORT_MAX == 4162, "the widths in show_view");
+static int
+show_view (struct backup *b, char state[static 16],
+           char view[static VIEW_EXPORT_MAX + 1],
+           char changes[static VIEW_EXPORT_MAX + 1])
+{
+  char answer[CONTROL_ANSWER_MAX], name[CHECKPOINT_NAME_MAX + 1];
+  const char *lines;
+  unsigned long long kept;
+  int n;
+
+  if (control (b, "view", NULL, answer, &lines) == -1)
+    return -1;
+  changes[0] = '\0';
+  n = sscanf (lines, "%64[^\n]\n%15[^\n]\n%llu\n%4162[^\n]\n%4162[^\n]",
+              name, state, &kept, view, changes);
+  if (n < 4 || strcmp (name, b->name) != 0 ||
+      !joins (view, b->export, b->name) ||
+      (changes[0] && !joins (changes, view, ""))) {
+    nbdcow_error ("%s: the server does not show view \"%s\" of export "
+                  "\"%s\" as made", b->control, b->name, b->export);
+    return -1;
+  }
+  return 0;
+}
+
 /* Makes the view and checkpoint, and learns the export to read. */
 static int
 make_view (struct backup *b)
 {
-  char answer[CONTROL_ANSWER_MAX], name[129], state[16], view[4200];
-  char changes[4200] = "";
-  unsigned long long kept;
-  const char *lines;
+  char state[16], view[VIEW_EXPORT_MAX + 1], changes[VIEW_EXPORT_MAX + 1];
 
-  if (make_instant (b) == -1)
+  if (make_instant (b) == -1 || show_view (b, state, view, changes) == -1)
     return -1;
-  if (control (b, "view", NULL, answer, &lines) == -1)
-    return -1;
-  if (sscanf (lines, "%128[^\n]\n%15[^\n]\n%llu\n%4199[^\n]\n%4199[^\n]",
-              name, state, &kept, view, changes) < 4 ||
-      strcmp (name, b->name) != 0) {
-    nbdcow_error ("%s: the server does not show view \"%s\" it made",
-                  b->control, b->name);
-    return -1;
-  }
   if (b->base && changes[0] == '\0') {
     nbdcow_error ("%s: the server has no cow-changes-separator, so "
                   "--base=%s cannot read the changes since checkpoint "
@@ -306,6 +341,23 @@ make_view (struct backup *b)
   snprintf (b->read_export, sizeof b->read_export, "%s%s",
             b->base ? changes : view, b->base ? b->prev.name : "");
   return 0;
+}
+
+/* After the copy: the view must still be whole (a view that broke
+ * fails the reads made after, but a backup asks no more of chance).
+ */
+static int
+check_view_live (struct backup *b)
+{
+  char state[16], view[VIEW_EXPORT_MAX + 1], changes[VIEW_EXPORT_MAX + 1];
+
+  if (show_view (b, state, view, changes) == -1)
+    return -1;
+  if (strcmp (state, "live") == 0)
+    return 0;
+  nbdcow_error ("%s: view \"%s\" is %s (the overlay ran out of room for "
+                "it): no backup made", b->out, b->name, state);
+  return -1;
 }
 
 /* Deletes the view; after a failure the checkpoint too, so that the
@@ -743,6 +795,10 @@ run_backup (struct backup *b)
   if (make_view (b) == 0 && open_handles (b) == 0 && map_view (b) == 0 &&
       out_create (&b->o, b->out) == 0) {
     r = write_file (b);
+    if (r == 0)
+      r = check_view_live (b);
+    else if (!interrupted)
+      check_view_live (b);      /* a read failed: say if the view broke */
     if (r == 0 && !stopped (b))
       r = out_publish (&b->o);
     else
