@@ -639,12 +639,13 @@ extent_type (enum blk_state state, bool view)
   return view ? NBDKIT_EXTENT_HOLE : -1;
 }
 
-/* The run of c's view of o's blocks from offset (0 if its view is gone
- * or broken).
+/* The run of o's blocks from offset as c sees them: the export's, its
+ * changes, its view's or its view's changes (0 if its view is gone or
+ * broken).
  */
 static uint64_t
-view_run (const struct conn *c, struct overlay *o, uint64_t offset,
-          uint64_t end, enum blk_state *state)
+conn_state_run (const struct conn *c, struct overlay *o, uint64_t offset,
+                uint64_t end, enum blk_state *state)
 {
   if (c->view && c->changes)
     return blk_view_change_run (o->blk, c->view, offset, end, c->since,
@@ -670,7 +671,7 @@ cow_extents (nbdkit_next *next, void *handle,
   stats_count_request (&o->requests, REQ_EXTENTS, count);
   while (offset < end) {
     enum blk_state state;
-    uint64_t run_end = view_run (c, o, offset, end, &state);
+    uint64_t run_end = conn_state_run (c, o, offset, end, &state);
     uint32_t n = run_end - offset;
     int type = extent_type (state, c->changes);
 
