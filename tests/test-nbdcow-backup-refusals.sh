@@ -6,9 +6,11 @@
 # server listens on, a server without views, without changes views (for
 # an increment) or keeping its overlay in a file, a PREV that no
 # backup made, one of another export, one at a checkpoint the export no
-# longer has, one of another size, an OUT that is PREV or a directory,
-# a --freeze command that fails, and a bad NAME are each refused, naming what is wrong, leaving no OUT
-# and no view or checkpoint behind.
+# longer has or has made again, one of another server, one whose chain
+# holds OUT or a file cut short; a URI of no NBD server or export; a
+# view that breaks; an OUT that is a directory; a --freeze command that
+# fails, and a bad NAME are each refused, naming what is wrong, leaving
+# no OUT and no view or checkpoint behind.
 . "$abs_top_srcdir/tests/functions.sh"
 
 M=$(( 1024 * 1024 ))
@@ -44,7 +46,7 @@ refused 1 'not a backup made by nbdcow backup' out.qcow2 \
   --base=other.qcow2 "$ctl" "$(uri "")" bad out.qcow2
 refused 1 'a backup of export "g~c1", not of ""' out.qcow2 \
   --base=clone.qcow2 "$ctl" "$(uri "")" bad out.qcow2
-refused 1 'is --base=full.qcow2 itself' full.qcow2 \
+refused 1 'full.qcow2, --base itself' full.qcow2 \
   --base=full.qcow2 "$ctl" "$(uri "")" bad full.qcow2
 mkdir dir.qcow2
 refused 1 'is not a regular file' dir.qcow2 "$ctl" "$(uri "")" bad dir.qcow2
@@ -54,9 +56,29 @@ refused 1 'NAME "-x" is not a checkpoint' out.qcow2 "$ctl" "$(uri "")" -- -x \
   out.qcow2
 refused 1 'it has a checkpoint "b1"|checkpoint "b1"' out.qcow2 \
   "$ctl" "$(uri "")" b1 out.qcow2
+refused 1 'unknown NBD URI scheme' out.qcow2 "$ctl" http://localhost/ bad \
+  out.qcow2
+refused 1 'does not serve export "@b1"' out.qcow2 "$ctl" "$(uri @b1)" \
+  bad out.qcow2
+
+# OUT anywhere in PREV's chain, and a PREV or a file of its chain cut
+# short.
+"$NBDCOW" backup --base=full.qcow2 "$ctl" "$(uri "")" b2 inc.qcow2 >/dev/null
+refused 1 'full.qcow2, in the backing chain of --base' full.qcow2 \
+  --base=inc.qcow2 "$ctl" "$(uri "")" bad full.qcow2
+cp full.qcow2 full-saved.qcow2
+truncate -s 65536 full.qcow2
+refused 1 'is a backup cut short: 65536 bytes' out.qcow2 \
+  --base=inc.qcow2 "$ctl" "$(uri "")" bad out.qcow2
+mv full-saved.qcow2 full.qcow2
+
+# A checkpoint deleted and made again is another checkpoint.
 "$NBDCOW" checkpoint delete "$ctl" "" b1
 refused 1 'checkpoint "b1" of export "", which the server does not have' \
   out.qcow2 --base=full.qcow2 "$ctl" "$(uri "")" bad out.qcow2
+"$NBDCOW" backup "$ctl" "$(uri "")" b1 full-again.qcow2 >/dev/null
+refused 1 'another checkpoint "b1" than the export' out.qcow2 \
+  --base=full.qcow2 "$ctl" "$(uri "")" bad out.qcow2
 refused 1 '--freeze=false: exit status 1' out.qcow2 --freeze=false \
   "$ctl" "$(uri "")" bad out.qcow2
 "$NBDCOW" view create "$ctl" "" busy >/dev/null
@@ -67,15 +89,16 @@ expect_exit 1 'it has a view "busy" already' \
 "$NBDCOW" checkpoint list "$ctl" "" | grep -qx bad &&
   fail "a refused backup left checkpoint bad"
 
-# A PREV of another size: a backup of an export of another disk.
+# A PREV of another server, with the same export and checkpoint names.
 make_base "$tmp/small" $(( 4 * M ))
 start_nbdkit "$tmp/small.sock" --filter=cow file "$tmp/small" \
   cow-control="$tmp/small.ctl" cow-view-separator=@ cow-changes-separator=+
 nbdsh -u "nbd+unix:///?socket=$tmp/small.sock" -c 'h.pwrite(b"s" * 512, 0)'
 "$NBDCOW" backup "$tmp/small.ctl" "nbd+unix:///?socket=$tmp/small.sock" \
   b1 small.qcow2 >/dev/null
+"$NBDCOW" checkpoint delete "$ctl" "" b1
 "$NBDCOW" backup "$ctl" "$(uri "")" b1 full.qcow2 >/dev/null
-expect_exit 1 'a disk of 4194304 bytes, but the export has 8388608' \
+expect_exit 1 'a backup of export "", not of ""|another checkpoint "b1"' \
   "$NBDCOW" backup --base=small.qcow2 "$ctl" "$(uri "")" bad out.qcow2
 
 # Servers without views, without changes views, with a kept overlay.

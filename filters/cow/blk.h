@@ -169,6 +169,15 @@ extern int blk_checkpoint_since (struct blk *blk, const char *name,
 extern unsigned blk_checkpoint_list (struct blk *blk,
                                      struct checkpoint *out);
 
+/* Sets *serial to the overlay's number among those this server made
+ * and *epoch to checkpoint name's: together, what names this instance
+ * of the checkpoint (a checkpoint deleted and made again, or of
+ * another overlay, has another).  Returns 0, or -1 with errno set
+ * (ENOENT: no such checkpoint).
+ */
+extern int blk_checkpoint_identity (struct blk *blk, const char *name,
+                                    uint64_t *serial, uint32_t *epoch);
+
 /* blk_state_run for the changes view since epoch since (0: since the
  * overlay began): a block not changed since then is BLK_NOT_ALLOCATED,
  * as if the overlay did not hold it.

@@ -71,6 +71,14 @@ blk_checkpoint_list (struct blk *blk, struct checkpoint *out)
   return changes_list (&blk->changes, out, NULL);
 }
 
+int
+blk_checkpoint_identity (struct blk *blk, const char *name, uint64_t *serial,
+                         uint32_t *epoch)
+{
+  *serial = blk->serial;
+  return changes_since (&blk->changes, name, epoch);
+}
+
 /* A run of blocks in the overlay (allocated or zero) is cut where
  * their marks cross since; a block outside it is reported as it is,
  * whatever its mark.

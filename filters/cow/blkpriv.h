@@ -37,6 +37,11 @@ struct blk {
   struct store *store;
   struct space *space;
 
+  /* Set once: this overlay's number among those the server made, from
+   * 1 (blk_identity).
+   */
+  uint64_t serial;
+
   /* The write locks of the stripes of the disk, one per stripe: held
    * over every write and punch of the store, and by a fast-path write
    * over its state lookup too (write_allocated).  The kernel

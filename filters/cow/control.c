@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -55,6 +57,25 @@ static struct stat socket_stat;         /* to remove only our own */
 static pthread_t thread;
 static bool thread_running;
 static int stop_pipe[2] = { -1, -1 };    /* control_stop to the thread */
+
+/* Set by control_start, before the thread: a random number naming this
+ * server, so that a checkpoint's identity (identify) differs from
+ * those of every other server and run.
+ */
+static uint64_t server_identity;
+
+static void
+make_server_identity (void)
+{
+  struct timespec now;
+
+  if (getrandom (&server_identity, sizeof server_identity, GRND_NONBLOCK)
+      == sizeof server_identity)
+    return;
+  clock_gettime (CLOCK_REALTIME, &now);
+  server_identity = (uint64_t) now.tv_sec * 1000000000 + now.tv_nsec;
+  server_identity ^= (uint64_t) getpid () << 40;
+}
 
 /* Whether a server listens on the socket at path. */
 static bool
@@ -325,6 +346,18 @@ run_on (FILE *out, struct blk *blk, const char *verb, const char *export,
       fprintf (out, "%s\n", list[i].name);
     return;
   }
+  if (strcmp (verb, "identify") == 0) {
+    uint64_t serial;
+    uint32_t epoch;
+
+    if (blk_checkpoint_identity (blk, checkpoint, &serial, &epoch) == -1) {
+      say_failure (out, errno, export, checkpoint);
+      return;
+    }
+    fprintf (out, "ok\n%016" PRIx64 "-%" PRIu64 "-%" PRIu32 "\n",
+             server_identity, serial, epoch);
+    return;
+  }
   if (strcmp (verb, "create") == 0)
     r = blk_checkpoint_create (blk, checkpoint);
   else
@@ -347,6 +380,7 @@ fields_of (const char *verb)
   if (strcmp (verb, "list") == 0 || strcmp (verb, "view") == 0)
     return 2;
   if (strcmp (verb, "create") == 0 || strcmp (verb, "delete") == 0 ||
+      strcmp (verb, "identify") == 0 ||
       strcmp (verb, "view-create") == 0 || strcmp (verb, "view-delete") == 0)
     return 3;
   return 0;
@@ -369,8 +403,9 @@ run_command (FILE *out, const char *buf, size_t n)
     }
   if (count == 0 || start != n || count != fields_of (fields[0])) {
     fputs ("error: not a command: create EXPORT CHECKPOINT, "
-           "delete EXPORT CHECKPOINT, list EXPORT, view-create EXPORT VIEW, "
-           "view-delete EXPORT VIEW or view EXPORT\n", out);
+           "delete EXPORT CHECKPOINT, list EXPORT, identify EXPORT "
+           "CHECKPOINT, view-create EXPORT VIEW, view-delete EXPORT VIEW or "
+           "view EXPORT\n", out);
     return;
   }
   if (strcmp (fields[0], "view-create") == 0 &&
@@ -572,6 +607,7 @@ control_start (void)
 
   if (listen_fd == -1)
     return 0;
+  make_server_identity ();
   if (pipe2 (stop_pipe, O_CLOEXEC) == -1) {
     nbdkit_error ("cow-control=%s: pipe: %m", socket_path);
     return -1;

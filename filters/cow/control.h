@@ -14,16 +14,19 @@
  *
  * A command is the fields VERB, EXPORT and, but for list and view,
  * NAME, each ended by a zero byte, then the end of the client's
- * writing (a shutdown): "create", "delete" or "list" (checkpoints),
- * "view-create", "view-delete" or "view" (the point-in-time view,
- * blk.h), the export's name as its clients give it ("" for the
- * default export).  The answer is "ok\n" (for list, followed by the
- * checkpoints' names, oldest first, one a line; for view-create, the
- * export name that reads the view; for view, if the export has one,
- * its name, state, bytes kept, export name, and the start of the
- * export names that read its changes since a checkpoint (the export
- * name and the changes separator; empty without one), a line each), or
- * "error: " and a message, then the server closes.
+ * writing (a shutdown): "create", "delete", "list" or "identify"
+ * (checkpoints), "view-create", "view-delete" or "view" (the
+ * point-in-time view, blk.h), the export's name as its clients give
+ * it ("" for the default export).  The answer is "ok\n" (for list,
+ * followed by the checkpoints' names, oldest first, one a line; for
+ * identify, the checkpoint's identity, numbers joined by '-' on one
+ * line, the server's own random number first, that no other
+ * checkpoint of any overlay or server has; for view-create, the export
+ * name that reads the view; for view, if the export has one, its name,
+ * state, bytes kept, export name, and the start of the export names
+ * that read its changes since a checkpoint (the export name and the
+ * changes separator; empty without one), a line each), or "error: "
+ * and a message, then the server closes.
  */
 
 #ifndef COW_CONTROL_H

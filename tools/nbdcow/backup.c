@@ -55,6 +55,8 @@ struct backup {
   const char *uri;              /* of the export */
   const char *name;             /* of the view and checkpoint */
   const char *out;              /* OUT, through its links */
+  const char *out_named;        /* OUT as named: where PREV is found from,
+                                   as qemu finds it */
   const char *base;             /* --base=PREV, or NULL */
   const char *freeze, *thaw;    /* --freeze=COMMAND, --thaw=COMMAND */
   unsigned connections;
@@ -62,7 +64,7 @@ struct backup {
 
   char export[QCOW2_CHECKPOINT_EXPORT_MAX + 1];  /* the URI's */
   struct qcow2_checkpoint prev;  /* PREV's */
-  uint64_t prev_size;            /* PREV's virtual size */
+  char identity[QCOW2_IDENTITY_MAX + 1];  /* checkpoint NAME's */
   char read_export[CONTROL_ANSWER_MAX];  /* the view, or its changes */
   bool view_made;
   bool thaw_failed;             /* the backup goes on, but exits 1 */
@@ -127,26 +129,46 @@ stopped (struct backup *b)
  * The export, the previous backup and the view.
  */
 
-/* Opens a handle on uri reading export (or the URI's own if NULL),
- * asking for block status.  Returns NULL after a message.
+/* Opens a handle on b's URI reading export (or the URI's own if
+ * NULL), asking for block status.  Returns NULL after a message, with
+ * b->status EXIT_UNUSABLE if no server answered there (a URI that
+ * names no server, a server that refuses the export: EXIT_ERROR).
  */
 static struct nbd_handle *
-connect_export (const char *uri, const char *export)
+connect_export (struct backup *b, const char *export)
 {
   struct nbd_handle *h = nbd_create ();
+  bool reached = false;
+  int err;
 
-  if (h == NULL ||
-      nbd_set_opt_mode (h, true) == -1 ||
-      nbd_add_meta_context (h, LIBNBD_CONTEXT_BASE_ALLOCATION) == -1 ||
-      nbd_connect_uri (h, uri) == -1 ||
-      (export && nbd_set_export_name (h, export) == -1) ||
-      nbd_opt_go (h) == -1) {
-    nbdcow_error ("%s%s%s: %s", uri, export ? ", export " : "",
-                  export ? export : "", nbd_get_error ());
-    nbd_close (h);
-    return NULL;
+  if (h &&
+      nbd_set_opt_mode (h, true) != -1 &&
+      nbd_add_meta_context (h, LIBNBD_CONTEXT_BASE_ALLOCATION) != -1) {
+    if (nbd_connect_uri (h, b->uri) != -1)
+      reached = true;
+    if (reached &&
+        (export == NULL || nbd_set_export_name (h, export) != -1) &&
+        nbd_opt_go (h) != -1)
+      return h;
   }
-  return h;
+  err = nbd_get_errno ();
+  if (reached) {
+    char *name = export ? NULL : nbd_get_export_name (h);
+
+    nbdcow_error ("%s: the server does not serve export \"%s\": %s", b->uri,
+                  export ? export : name ? name : "", nbd_get_error ());
+    free (name);
+  }
+  else
+    nbdcow_error ("%s: %s", b->uri, nbd_get_error ());
+  /* In option mode, connecting ends at the handshake: a server that
+   * did not answer, unless the URI itself was at fault.
+   */
+  if (!reached && err != EINVAL && err != EOPNOTSUPP && err != ENOTSUP &&
+      err != EPROTONOSUPPORT)
+    b->status = EXIT_UNUSABLE;
+  nbd_close (h);
+  return NULL;
 }
 
 /* control_command for b: a failure's exit code kept in b->status. */
@@ -168,12 +190,10 @@ control (struct backup *b, const char *verb, const char *name, char *answer,
 static int
 learn_export (struct backup *b)
 {
-  struct nbd_handle *h = connect_export (b->uri, NULL);
+  struct nbd_handle *h = connect_export (b, NULL);
   char *name = h ? nbd_get_export_name (h) : NULL;
   int r = -1;
 
-  if (h == NULL)
-    b->status = EXIT_UNUSABLE;
   if (h && name == NULL)
     nbdcow_error ("%s: %s", b->uri, nbd_get_error ());
   else if (name && strlen (name) > QCOW2_CHECKPOINT_EXPORT_MAX)
@@ -206,20 +226,48 @@ has_checkpoint (const char *list, const char *name)
   return false;
 }
 
-/* --base=PREV: a backup of this export, at a checkpoint it still has. */
+/* Sets id to the identity the server gives checkpoint name. */
 static int
-check_previous (struct backup *b)
+identify (struct backup *b, const char *name, char *id)
 {
   char answer[CONTROL_ANSWER_MAX];
   const char *lines;
-  int fd = open_backing (b->base, b->out, NULL), r = -1, found = 0;
+  size_t n;
+
+  if (control (b, "identify", name, answer, &lines) == -1)
+    return -1;
+  n = strcspn (lines, "\n");
+  if (n == 0 || n > QCOW2_IDENTITY_MAX || lines[n] != '\n') {
+    nbdcow_error ("%s: the server gives checkpoint \"%s\" no identity",
+                  b->control, name);
+    return -1;
+  }
+  memcpy (id, lines, n);
+  id[n] = '\0';
+  return 0;
+}
+
+/* --base=PREV: a backup of this export, at a checkpoint it still has
+ * (the same instance of it: one deleted and made again is another).
+ */
+static int
+check_previous (struct backup *b)
+{
+  char answer[CONTROL_ANSWER_MAX], id[QCOW2_IDENTITY_MAX + 1];
+  const char *lines;
+  uint64_t size;
+  int fd = open_backing (b->base, b->out_named, NULL, NULL), r = -1;
+  int found = 0;
 
   if (fd == -1)
     ;                           /* it said why */
-  else if (!qcow2_virtual_size (fd, &b->prev_size) ||
-           (found = qcow2_read_checkpoint (fd, &b->prev)) != 1)
+  else if (!qcow2_virtual_size (fd, &size))
+    nbdcow_error ("--base=%s: not a backup made by nbdcow backup (not a "
+                  "qcow2 image)", b->base);
+  else if ((found = qcow2_read_checkpoint (fd, &b->prev)) != 1)
     nbdcow_error ("--base=%s: %s", b->base,
-                  found == -1 ? "a qcow2 image whose header is damaged"
+                  found == -1 ? "a qcow2 image whose header is damaged, or "
+                  "whose record of its backup this nbdcow cannot read"
                   : "not a backup made by nbdcow backup (its header names "
                   "no checkpoint)");
   else if (strcmp (b->prev.export, b->export) != 0)
@@ -232,10 +280,79 @@ check_previous (struct backup *b)
                   "\"%s\", which the server does not have: make a full "
                   "backup (without --base)", b->base, b->prev.name,
                   b->export);
+  else if (identify (b, b->prev.name, id) == -1)
+    ;                           /* it said why */
+  else if (strcmp (id, b->prev.identity) != 0)
+    nbdcow_error ("--base=%s: holds the disk at another checkpoint \"%s\" "
+                  "than the export's (of another server or run, or deleted "
+                  "and made again since): make a full backup (without "
+                  "--base)", b->base, b->prev.name);
   else
     r = 0;
   if (fd >= 0)
     close (fd);
+  return r;
+}
+
+/* The backing chain of --base=PREV, PREV first, as qemu follows it:
+ * each file there that nbdcow backup made must be as long as it made
+ * it (a file cut short lost data), and none may be OUT (which the
+ * backup replaces).  At most this many files.
+ */
+#define CHAIN_MAX 1024
+static int
+check_chain (struct backup *b)
+{
+  struct stat out, st;
+  bool out_exists = stat (b->out, &out) == 0;
+  char *path = NULL, name[QCOW2_MAX_BACKING + 1];
+  const char *from = b->out_named;
+  int depth, r = -1, fd;
+
+  snprintf (name, sizeof name, "%s", b->base);
+  for (depth = 0; depth < CHAIN_MAX; ++depth) {
+    struct qcow2_checkpoint cp;
+    char *next = NULL;
+    int has;
+
+    fd = open_backing (name, from, &st, &next);
+    if (fd == -1)
+      break;
+    free (path);
+    path = next;
+    from = path;
+    if (out_exists && same_file (&out, &st)) {
+      nbdcow_error ("%s: is %s, %s: name a new file for the backup", b->out,
+                    path, depth ? "in the backing chain of --base"
+                                : "--base itself");
+      break;
+    }
+    if (qcow2_read_checkpoint (fd, &cp) == 1 &&
+        (uint64_t) st.st_size < cp.file_length) {
+      nbdcow_error ("--base=%s: %s is a backup cut short: %" PRIu64
+                    " bytes of the %" PRIu64 " written", b->base, path,
+                    (uint64_t) st.st_size, cp.file_length);
+      break;
+    }
+    has = qcow2_backing_name (fd, name);
+    close (fd);
+    fd = -1;
+    if (has == 0) {
+      r = 0;
+      break;
+    }
+    if (has == -1) {
+      nbdcow_error ("--base=%s: %s: the backing file's name in its header "
+                    "is damaged", b->base, path);
+      break;
+    }
+  }
+  if (depth == CHAIN_MAX)
+    nbdcow_error ("--base=%s: a backing chain of more than %d files (a loop?)",
+                  b->base, CHAIN_MAX);
+  if (fd >= 0)
+    close (fd);
+  free (path);
   return r;
 }
 
@@ -271,6 +388,8 @@ make_instant (struct backup *b)
     return -1;
   r = control (b, "view-create", b->name, answer, &lines);
   b->view_made = r == 0;
+  if (r == 0)
+    r = identify (b, b->name, b->identity);
   if (b->thaw && run_hook ("thaw", b->thaw) == -1) {
     nbdcow_error ("%s: the guest may still be frozen; the backup goes on",
                   b->out);
@@ -385,7 +504,7 @@ open_handles (struct backup *b)
   int64_t size;
 
   for (b->handles = 0; b->handles < b->connections; ++b->handles) {
-    b->nbd[b->handles] = connect_export (b->uri, b->read_export);
+    b->nbd[b->handles] = connect_export (b, b->read_export);
     if (b->nbd[b->handles] == NULL)
       return -1;
   }
@@ -399,9 +518,9 @@ open_handles (struct backup *b)
                   b->read_export);
     return -1;
   }
-  if (b->base && b->prev_size != div_round_up (size, 512) * 512) {
+  if (b->base && b->prev.disk_size != (uint64_t) size) {
     nbdcow_error ("--base=%s: a disk of %" PRIu64 " bytes, but the export "
-                  "has %" PRIi64, b->base, b->prev_size, size);
+                  "has %" PRIi64, b->base, b->prev.disk_size, size);
     return -1;
   }
   b->geom = blockgeom_make (UINT64_C (1) << CLUSTER_BITS, size);
@@ -732,6 +851,9 @@ write_file (struct backup *b)
   map_block_runs (b, count_run, b);
   strcpy (cp.export, b->export);
   strcpy (cp.name, b->name);
+  strcpy (cp.identity, b->identity);
+  cp.disk_size = b->geom.size;
+  cp.file_length = b->q.clusters << b->q.cluster_bits;
   if (ftruncate (b->o.fd, b->q.clusters << b->q.cluster_bits) == -1) {
     nbdcow_error ("%s: ftruncate: %m", b->out);
     return -1;
@@ -753,31 +875,15 @@ write_file (struct backup *b)
   return 0;
 }
 
-/* Refuses an OUT that is not a file the backup could replace, or that
- * is PREV itself.
- */
+/* Refuses an OUT that is not a file the backup could replace. */
 static int
 check_out (const struct backup *b)
 {
-  struct stat o, prev;
-  int fd;
+  struct stat o;
 
-  if (stat (b->out, &o) == -1)
-    return 0;                   /* a new file */
-  if (!S_ISREG (o.st_mode)) {
+  if (stat (b->out, &o) == 0 && !S_ISREG (o.st_mode)) {
     nbdcow_error ("%s: is not a regular file: name a new file for the "
                   "backup", b->out);
-    return -1;
-  }
-  if (b->base == NULL)
-    return 0;
-  fd = open_backing (b->base, b->out, &prev);
-  if (fd == -1)
-    return -1;
-  close (fd);
-  if (same_file (&o, &prev)) {
-    nbdcow_error ("%s: is --base=%s itself: name a new file for the backup",
-                  b->out, b->base);
     return -1;
   }
   return 0;
@@ -790,7 +896,7 @@ run_backup (struct backup *b)
   int r = -1;
 
   if (learn_export (b) == -1 || check_out (b) == -1 ||
-      (b->base && check_previous (b) == -1))
+      (b->base && (check_chain (b) == -1 || check_previous (b) == -1)))
     return -1;
   if (make_view (b) == 0 && open_handles (b) == 0 && map_view (b) == 0 &&
       out_create (&b->o, b->out) == 0) {
@@ -883,6 +989,7 @@ cmd_backup (int argc, char **argv)
     return EXIT_ERROR;
   }
   b->out = out;
+  b->out_named = argv[optind + 3];
   catch_signals ();
   b->status = EXIT_ERROR;
   r = check_name (b->name) == 0 && run_backup (b) == 0 ? EXIT_OK : b->status;

@@ -116,7 +116,8 @@ out_close (struct out_file *o, bool complete)
 }
 
 int
-open_backing (const char *base, const char *out, struct stat *st)
+open_backing (const char *base, const char *out, struct stat *st,
+              char **path_out)
 {
   char *dir = dir_of (out), *path = NULL;
   struct stat ignored;
@@ -139,6 +140,9 @@ open_backing (const char *base, const char *out, struct stat *st)
     fd = -1;
   }
   free (dir);
-  free (path);
+  if (fd >= 0 && path_out)
+    *path_out = path;
+  else
+    free (path);
   return fd;
 }

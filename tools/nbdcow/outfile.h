@@ -39,13 +39,15 @@ extern int out_publish (struct out_file *o);
  */
 extern int out_close (struct out_file *o, bool complete);
 
-/* Opens the backing file base (--base=BASE) of the qcow2 file out,
- * where qemu finds it: relative to out's directory unless absolute,
- * and setting *st unless st is NULL.  Returns its descriptor, read
- * only, or -1 after a message (also if the name is too long for the
- * header).
+/* Opens the backing file base (--base=BASE, or the name a qcow2 file
+ * records) of the qcow2 file out, where qemu finds it: relative to
+ * out's directory unless absolute; sets *st unless st is NULL, and
+ * *path to the path it opened (malloc'd) unless path is NULL.  Returns
+ * its descriptor, read only, or -1 after a message (also if the name
+ * is too long for a header).
  */
 struct stat;
-extern int open_backing (const char *base, const char *out, struct stat *st);
+extern int open_backing (const char *base, const char *out, struct stat *st,
+                         char **path);
 
 #endif /* NBDCOW_OUTFILE_H */

@@ -10,8 +10,10 @@
 #include <config.h>
 
 #include <endian.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -26,7 +28,8 @@
 #define EXT_BACKING_FORMAT 0xe2792acaU
 #define EXT_CHECKPOINT 0x6e626377U     /* "nbcw" */
 #define EXT_SPACE (8 + QCOW2_CHECKPOINT_EXPORT_MAX + 1 + \
-                   CHECKPOINT_NAME_MAX + 8)
+                   CHECKPOINT_NAME_MAX + 1 + QCOW2_IDENTITY_MAX + 1 + \
+                   2 * 21 + 8)
 #define REFCOUNT_ORDER 4        /* 16-bit refcounts */
 #define MAX_CLUSTER_BITS 21     /* 2M */
 #define SECTOR_SIZE 512
@@ -459,18 +462,21 @@ put_extension (uint8_t *p, uint32_t type, const void *data, size_t n)
   return 8 + div_round_up (n, 8) * 8;
 }
 
-/* The checkpoint's extension: the export's name, NUL, the
- * checkpoint's.
+/* The checkpoint's extension: the export's name, the checkpoint's,
+ * its identity, the disk's size and the file's length (in decimal),
+ * each but the last ended by a NUL.
  */
 static size_t
 put_checkpoint (uint8_t *p, const struct qcow2_checkpoint *cp)
 {
   char data[EXT_SPACE];
-  size_t e = strlen (cp->export), n = strlen (cp->name);
+  size_t e = strlen (cp->export), n = e + 1;
 
-  memcpy (data, cp->export, e + 1);
-  memcpy (data + e + 1, cp->name, n);
-  return put_extension (p, EXT_CHECKPOINT, data, e + 1 + n);
+  memcpy (data, cp->export, n);
+  n += snprintf (data + n, sizeof data - n, "%s%c%s%c%" PRIu64 "%c%" PRIu64,
+                 cp->name, 0, cp->identity, 0, cp->disk_size, 0,
+                 cp->file_length);
+  return put_extension (p, EXT_CHECKPOINT, data, n);
 }
 
 int
@@ -524,25 +530,54 @@ get32 (const uint8_t *p)
   return be32toh (v);
 }
 
+/* Copies the field of data (n bytes) at *at, ended by a NUL or the
+ * data's end, into out (max bytes at most) as a string, and moves *at
+ * past it.  Returns 0, or -1 if it is empty or too long.
+ */
+static int
+get_field (const uint8_t *data, size_t n, size_t *at, char *out, size_t max)
+{
+  const uint8_t *end = memchr (data + *at, 0, n - *at);
+  size_t len = (end ? (size_t) (end - data) : n) - *at;
+
+  if (len > max || *at > n)
+    return -1;
+  memcpy (out, data + *at, len);
+  out[len] = '\0';
+  *at += len + (end != NULL);
+  return 0;
+}
+
+/* A decimal number of the extension. */
+static int
+get_number (const uint8_t *data, size_t n, size_t *at, uint64_t *v)
+{
+  char digits[21], *end;
+
+  if (get_field (data, n, at, digits, 20) == -1 || digits[0] < '0' ||
+      digits[0] > '9')
+    return -1;
+  errno = 0;
+  *v = strtoull (digits, &end, 10);
+  return *end || errno ? -1 : 0;
+}
+
 /* Sets cp from the data of a checkpoint extension of n bytes: 0, or -1
  * if it is not one.
  */
 static int
 get_checkpoint (const uint8_t *data, size_t n, struct qcow2_checkpoint *cp)
 {
-  const uint8_t *nul = memchr (data, 0, n);
-  size_t e, c;
+  size_t at = 0;
 
-  if (nul == NULL)
+  if (get_field (data, n, &at, cp->export, QCOW2_CHECKPOINT_EXPORT_MAX) == -1 ||
+      at == n ||
+      get_field (data, n, &at, cp->name, CHECKPOINT_NAME_MAX) == -1 ||
+      get_field (data, n, &at, cp->identity, QCOW2_IDENTITY_MAX) == -1 ||
+      get_number (data, n, &at, &cp->disk_size) == -1 ||
+      get_number (data, n, &at, &cp->file_length) == -1 || at != n ||
+      cp->name[0] == '\0' || cp->identity[0] == '\0')
     return -1;
-  e = nul - data;
-  c = n - e - 1;
-  if (e > QCOW2_CHECKPOINT_EXPORT_MAX || c == 0 ||
-      c > CHECKPOINT_NAME_MAX || memchr (nul + 1, 0, c))
-    return -1;
-  memcpy (cp->export, data, e + 1);
-  memcpy (cp->name, nul + 1, c);
-  cp->name[c] = '\0';
   return 0;
 }
 
@@ -579,4 +614,26 @@ qcow2_read_checkpoint (int fd, struct qcow2_checkpoint *cp)
  out:
   free (buf);
   return r;
+}
+
+int
+qcow2_backing_name (int fd, char *name)
+{
+  uint8_t buf[20];
+  uint64_t offset;
+  uint32_t len;
+
+  if (pread (fd, buf, sizeof buf, 0) != sizeof buf ||
+      get32 (buf) != QCOW2_MAGIC)
+    return 0;                   /* raw: no backing file */
+  memcpy (&offset, buf + 8, 8);
+  offset = be64toh (offset);
+  len = get32 (buf + 16);
+  if (offset == 0)
+    return 0;
+  if (len == 0 || len > QCOW2_MAX_BACKING ||
+      pread (fd, name, len, offset) != (ssize_t) len)
+    return -1;
+  name[len] = '\0';
+  return strlen (name) == len ? 1 : -1;
 }

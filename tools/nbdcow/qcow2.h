@@ -82,12 +82,18 @@ extern bool qcow2_backing_fits (const char *backing);
 
 /* The checkpoint a backup's qcow2 file holds the disk at (nbdcow
  * backup), in a header extension of its own, which qemu keeps and
- * otherwise ignores: the export and the checkpoint, by name.
+ * otherwise ignores: the export and the checkpoint, by name and by the
+ * identity the server gave it (the control socket's identify), the
+ * disk's size in bytes, and the file's own length once written.
  */
 #define QCOW2_CHECKPOINT_EXPORT_MAX 4096
+#define QCOW2_IDENTITY_MAX 63
 struct qcow2_checkpoint {
   char export[QCOW2_CHECKPOINT_EXPORT_MAX + 1];
   char name[CHECKPOINT_NAME_MAX + 1];
+  char identity[QCOW2_IDENTITY_MAX + 1];
+  uint64_t disk_size;
+  uint64_t file_length;
 };
 
 /* Writes the header naming backing (at most QCOW2_MAX_BACKING bytes),
@@ -105,6 +111,12 @@ extern int qcow2_write_header (const struct qcow2_layout *q, int fd,
  * or its header extensions are damaged.
  */
 extern int qcow2_read_checkpoint (int fd, struct qcow2_checkpoint *cp);
+
+/* Reads the name of the backing file of the qcow2 image at fd into
+ * name (QCOW2_MAX_BACKING + 1 bytes).  Returns 1, 0 if it has none (or
+ * fd is no qcow2 image), or -1 if the name is damaged.
+ */
+extern int qcow2_backing_name (int fd, char *name);
 
 /* Sets *size to the virtual size of the qcow2 image at fd and returns
  * true, or returns false if fd does not start as a qcow2 image does.
