@@ -3,13 +3,13 @@
  */
 
 /* nbdcow backup: the disk of an export of a running nbdkit as it was
- * at one instant, while its clients go on writing.  It makes the
- * export's point-in-time view and checkpoint NAME (control socket),
- * reads the view over NBD (the whole disk, or with --base the changes
- * since the checkpoint of the previous backup), writes it as a qcow2
- * file (qcow2.c: the whole disk, or the changes over the previous
- * backup as its backing file) that names NAME in its header, and
- * deletes the view, leaving the checkpoint for the next backup.
+ * at one instant, while its clients go on writing.  It checks the
+ * previous backup (--base) against the server, makes the export's
+ * point-in-time view and checkpoint NAME (control socket), has
+ * viewcopy.c copy the view (the whole disk, or the changes since the
+ * previous backup's checkpoint) over NBD into a qcow2 file that names
+ * NAME in its header, and deletes the view, leaving the checkpoint for
+ * the next backup.
  */
 
 #include <config.h>
@@ -18,7 +18,6 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -26,29 +25,16 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <libnbd.h>
 
 #include "checkpoint.h"
-#include "checks.h"
 #include "commit.h"
 #include "dirpath.h"
-#include "divround.h"
-#include "fullio.h"
 #include "outfile.h"
-#include "progress.h"
 #include "qcow2.h"
-
-/* The clusters of the file, and the grain at which the view is mapped. */
-#define CLUSTER_BITS 16
-
-/* A piece of work is at most this many bytes. */
-#define PIECE_BYTES (4 * 1024 * 1024)
-
-/* How often the progress is drawn, in ms. */
-#define PROGRESS_MS 100
+#include "viewcopy.h"
 
 struct backup {
   const char *control;          /* SOCKET */
@@ -72,20 +58,10 @@ struct backup {
 
   struct nbd_handle *nbd[MAX_CONNECTIONS];
   unsigned handles;
-  struct blockgeom geom;        /* clusters over the disk */
-  struct statemap states;       /* each cluster's, kept.h's states */
+  uint64_t size;                /* of the disk */
   struct out_file o;
   bool published;               /* OUT is the backup */
-  struct qcow2_layout q;
-  struct progress bar;
-  uint64_t data_bytes, zero_bytes;
-
-  /* The workers': under lock. */
-  mutex_t lock;
-  uint64_t next_cluster;        /* the cursor */
-  uint64_t next_data;           /* where the next data cluster goes */
-  bool failed;
-  _Atomic unsigned finished;
+  struct view_copy copy;
 };
 
 /* Set by SIGINT, SIGTERM and SIGHUP: the copy stops, and the view and
@@ -523,7 +499,7 @@ open_handles (struct backup *b)
                   "has %" PRIi64, b->base, b->prev.disk_size, size);
     return -1;
   }
-  b->geom = blockgeom_make (UINT64_C (1) << CLUSTER_BITS, size);
+  b->size = size;
   return 0;
 }
 
@@ -537,342 +513,6 @@ close_handles (struct backup *b)
     nbd_close (b->nbd[i]);
   }
   b->handles = 0;
-}
-
-/*----------------------------------------------------------------------
- * The map: each cluster in the file (KEPT_ALLOCATED), zero (KEPT_ZERO),
- * or left to PREV (KEPT_NOT_ALLOCATED).
- */
-
-struct mapping {
-  struct backup *b;
-  uint64_t end;                 /* of what the extents have covered */
-  bool have_pending;            /* a cluster the extents cover in part */
-  uint64_t pending;
-  unsigned pending_state;
-  int err;
-};
-
-/* The state of a run of the view: a standalone file need not hold
- * zeros; a hole without the zero flag in the changes is unchanged.
- */
-static unsigned
-extent_state (const struct backup *b, uint32_t flags)
-{
-  if (flags & LIBNBD_STATE_ZERO)
-    return b->base ? KEPT_ZERO : KEPT_NOT_ALLOCATED;
-  if ((flags & LIBNBD_STATE_HOLE) && b->base)
-    return KEPT_NOT_ALLOCATED;
-  return KEPT_ALLOCATED;
-}
-
-static int
-set_clusters (struct mapping *m, uint64_t c, uint64_t n, unsigned state)
-{
-  if (state != KEPT_NOT_ALLOCATED &&
-      statemap_reserve (&m->b->states, c, n) == -1) {
-    m->err = errno;
-    return -1;
-  }
-  statemap_set (&m->b->states, c, n, state);
-  return 0;
-}
-
-/* A cluster covered by runs of several states reads from the view. */
-static int
-add_to_pending (struct mapping *m, uint64_t c, unsigned state)
-{
-  if (m->have_pending && m->pending == c) {
-    if (m->pending_state != state)
-      m->pending_state = KEPT_ALLOCATED;
-    return 0;
-  }
-  if (m->have_pending &&
-      set_clusters (m, m->pending, 1, m->pending_state) == -1)
-    return -1;
-  m->have_pending = true;
-  m->pending = c;
-  m->pending_state = state;
-  return 0;
-}
-
-/* Flushes the cluster pending, if any. */
-static int
-end_pending (struct mapping *m)
-{
-  if (!m->have_pending)
-    return 0;
-  m->have_pending = false;
-  return set_clusters (m, m->pending, 1, m->pending_state);
-}
-
-static int
-add_run (struct mapping *m, uint64_t offset, uint64_t length, unsigned state)
-{
-  const struct blockgeom *g = &m->b->geom;
-  uint64_t end = offset + length;
-
-  while (offset < end) {
-    uint64_t c = blockgeom_block (g, offset), whole_end;
-
-    /* The clusters from c that the run covers whole. */
-    whole_end = end == g->size ? blockgeom_blocks (g) : blockgeom_block (g, end);
-    if (offset > blockgeom_start (g, c) || whole_end == c) {
-      uint64_t stop = blockgeom_end (g, c) < end ? blockgeom_end (g, c) : end;
-
-      if (add_to_pending (m, c, state) == -1)
-        return -1;
-      offset = stop;
-      continue;
-    }
-    if (end_pending (m) == -1 || set_clusters (m, c, whole_end - c, state) == -1)
-      return -1;
-    offset = blockgeom_end (g, whole_end - 1);
-  }
-  return 0;
-}
-
-static int
-extent_run (void *opaque, const char *context, uint64_t offset,
-            uint32_t *entries, size_t n, int *error)
-{
-  struct mapping *m = opaque;
-  size_t i;
-
-  (void) error;
-  if (strcmp (context, LIBNBD_CONTEXT_BASE_ALLOCATION) != 0 ||
-      offset != m->end)
-    return 0;
-  for (i = 0; i + 1 < n && m->end < m->b->geom.size; i += 2) {
-    uint64_t length = entries[i];
-
-    if (length > m->b->geom.size - m->end)
-      length = m->b->geom.size - m->end;
-    if (add_run (m, m->end, length, extent_state (m->b, entries[i + 1])) == -1)
-      return -1;
-    m->end += length;
-  }
-  return 0;
-}
-
-/* Maps the view by its block status. */
-static int
-map_view (struct backup *b)
-{
-  struct mapping m = { .b = b };
-  uint64_t size = b->geom.size;
-
-  while (m.end < size && !stopped (b)) {
-    uint64_t was = m.end;
-    uint64_t count = size - m.end < (UINT64_C (1) << 30)
-      ? size - m.end : (UINT64_C (1) << 30);
-
-    if (nbd_block_status (b->nbd[0], count, m.end,
-                          (nbd_extent_callback) { .callback = extent_run,
-                                                  .user_data = &m }, 0)
-        == -1) {
-      nbdcow_error ("%s: block status at %" PRIu64 ": %s", b->read_export,
-                    was, m.err ? strerror (m.err) : nbd_get_error ());
-      return -1;
-    }
-    if (m.end == was) {
-      nbdcow_error ("%s: block status at %" PRIu64 " answers nothing",
-                    b->read_export, was);
-      return -1;
-    }
-  }
-  if (end_pending (&m) == -1) {
-    nbdcow_error ("%s: %s", b->read_export, strerror (m.err));
-    return -1;
-  }
-  return m.end < size ? -1 : 0;
-}
-
-/* The qcow2_source of the map. */
-static int
-map_block_runs (const void *disk, overlay_run_fn *fn, void *opaque)
-{
-  const struct backup *b = disk;
-
-  return each_state_run (&b->geom, &b->states, false, fn, opaque);
-}
-
-/* The overlay_run_fn that counts the bytes of data and zeros. */
-static int
-count_run (uint64_t offset, uint64_t length, unsigned state, void *opaque)
-{
-  struct backup *b = opaque;
-
-  (void) offset;
-  if (state == KEPT_ALLOCATED)
-    b->data_bytes += length;
-  else if (state == KEPT_ZERO)
-    b->zero_bytes += length;
-  return 0;
-}
-
-/*----------------------------------------------------------------------
- * The copy: workers take pieces of the runs of data clusters from a
- * shared cursor, in order, and each reads its pieces from the view on
- * its own connection into their places in the file.
- */
-
-struct worker {
-  struct backup *b;
-  struct nbd_handle *h;
-  pthread_t thread;
-};
-
-/* Takes the next piece of data clusters: sets *offset and *length (in
- * the disk) and *dest (in the file).  Returns false at the end or once
- * a worker has failed.
- */
-static bool
-take_piece (struct backup *b, uint64_t *offset, uint64_t *length,
-            uint64_t *dest)
-{
-  uint64_t blocks = blockgeom_blocks (&b->geom);
-  uint64_t piece = PIECE_BYTES >> CLUSTER_BITS;
-  bool found = false;
-
-  held_lock (&b->lock);
-  if (stopped (b))
-    b->failed = true;
-  while (!b->failed && b->next_cluster < blocks) {
-    uint64_t c = b->next_cluster;
-    unsigned state;
-    uint64_t end = statemap_run (&b->states, c, blocks, &state);
-
-    b->next_cluster = end;
-    if (state != KEPT_ALLOCATED)
-      continue;
-    if (end - c > piece)
-      b->next_cluster = end = c + piece;
-    *offset = blockgeom_start (&b->geom, c);
-    *length = blockgeom_end (&b->geom, end - 1) - *offset;
-    *dest = b->next_data;
-    b->next_data += (end - c) << CLUSTER_BITS;
-    found = true;
-    break;
-  }
-  held_unlock (&b->lock);
-  return found;
-}
-
-static void *
-worker_run (void *arg)
-{
-  struct worker *w = arg;
-  struct backup *b = w->b;
-  char *buf = malloc (PIECE_BYTES);
-  uint64_t offset, length, dest;
-  bool ok = buf != NULL;
-
-  if (buf == NULL)
-    nbdcow_error ("%s: malloc: %m", b->out);
-  while (ok && take_piece (b, &offset, &length, &dest)) {
-    if (nbd_pread (w->h, buf, length, offset, 0) == -1) {
-      nbdcow_error ("%s: read of %" PRIu64 " bytes at %" PRIu64 ": %s",
-                    b->read_export, length, offset, nbd_get_error ());
-      ok = false;
-    }
-    else if (pwrite_full (b->o.fd, buf, length, dest) == -1) {
-      nbdcow_error ("%s: write at %" PRIu64 ": %m", b->out, dest);
-      ok = false;
-    }
-    else
-      progress_add (&b->bar, length);
-  }
-  free (buf);
-  held_lock (&b->lock);
-  if (!ok)
-    b->failed = true;
-  held_unlock (&b->lock);
-  b->finished++;
-  return NULL;
-}
-
-/* Copies the data clusters into the file, a worker a connection. */
-static int
-copy_data (struct backup *b)
-{
-  struct worker w[MAX_CONNECTIONS];
-  struct timespec tick = { .tv_nsec = PROGRESS_MS * 1000000L };
-  unsigned started, i;
-  int err = 0;
-
-  progress_init (&b->bar, b->progress, "backup", b->data_bytes);
-  pthread_mutex_init (&b->lock, NULL);
-  b->next_data = b->q.data_offset;
-  for (started = 0; started < b->handles; ++started) {
-    w[started] = (struct worker) { .b = b, .h = b->nbd[started] };
-    err = pthread_create (&w[started].thread, NULL, worker_run, &w[started]);
-    if (err != 0)
-      break;
-  }
-  if (err != 0) {
-    errno = err;
-    nbdcow_error ("%s: pthread_create: %m", b->out);
-    held_lock (&b->lock);
-    b->failed = true;
-    held_unlock (&b->lock);
-  }
-  while (b->finished < started) {
-    nanosleep (&tick, NULL);
-    progress_show (&b->bar);
-  }
-  for (i = 0; i < started; ++i)
-    pthread_join (w[i].thread, NULL);
-  progress_end (&b->bar);
-  pthread_mutex_destroy (&b->lock);
-  return b->failed || started == 0 ? -1 : 0;
-}
-
-/*----------------------------------------------------------------------
- * The file.
- */
-
-/* Writes the tables, then the data, flushed, then the header, flushed:
- * the file is a qcow2 file only once all it maps is durable.
- */
-static int
-write_file (struct backup *b)
-{
-  struct qcow2_source src = { .geom = &b->geom, .each_block_run = map_block_runs,
-                              .disk = b };
-  struct qcow2_checkpoint cp = { .export = "" };
-
-  qcow2_plan (&src, &b->q);
-  if (b->q.l1_entries > QCOW2_MAX_L1_ENTRIES) {
-    nbdcow_error ("%s: a disk of %" PRIu64 " bytes needs a larger L1 table "
-                  "than qemu reads", b->read_export, b->q.virtual_size);
-    return -1;
-  }
-  map_block_runs (b, count_run, b);
-  strcpy (cp.export, b->export);
-  strcpy (cp.name, b->name);
-  strcpy (cp.identity, b->identity);
-  cp.disk_size = b->geom.size;
-  cp.file_length = b->q.clusters << b->q.cluster_bits;
-  if (ftruncate (b->o.fd, b->q.clusters << b->q.cluster_bits) == -1) {
-    nbdcow_error ("%s: ftruncate: %m", b->out);
-    return -1;
-  }
-  if (qcow2_write_tables (&b->q, &src, b->o.fd, b->out) == -1 ||
-      copy_data (b) == -1)
-    return -1;
-  if (fdatasync (b->o.fd) == -1) {
-    nbdcow_error ("%s: fdatasync: %m", b->out);
-    return -1;
-  }
-  if (qcow2_write_header (&b->q, b->o.fd, b->out, b->base,
-                          b->base ? "qcow2" : NULL, &cp) == -1)
-    return -1;
-  if (fdatasync (b->o.fd) == -1) {
-    nbdcow_error ("%s: fdatasync: %m", b->out);
-    return -1;
-  }
-  return 0;
 }
 
 /* Refuses an OUT that is not a file the backup could replace. */
@@ -889,6 +529,33 @@ check_out (const struct backup *b)
   return 0;
 }
 
+/* Whether a signal came (the view_copy's stopped). */
+static bool
+copy_stopped (void *opaque)
+{
+  return stopped (opaque);
+}
+
+/* Maps the view and writes the file: the checkpoint's record made. */
+static int
+copy_view (struct backup *b)
+{
+  struct qcow2_checkpoint cp = { .export = "" };
+
+  b->copy = (struct view_copy) {
+    .nbd = b->nbd, .handles = b->handles, .what = b->read_export,
+    .out = b->out, .fd = b->o.fd, .increment = b->base != NULL,
+    .progress = b->progress, .stopped = copy_stopped, .opaque = b,
+    .states = STATEMAP_INIT,
+  };
+  strcpy (cp.export, b->export);
+  strcpy (cp.name, b->name);
+  strcpy (cp.identity, b->identity);
+  if (view_copy_map (&b->copy, b->size) == -1)
+    return -1;
+  return view_copy_write (&b->copy, b->base, &cp);
+}
+
 /* Every step, in order; the view ends however they end. */
 static int
 run_backup (struct backup *b)
@@ -898,9 +565,9 @@ run_backup (struct backup *b)
   if (learn_export (b) == -1 || check_out (b) == -1 ||
       (b->base && (check_chain (b) == -1 || check_previous (b) == -1)))
     return -1;
-  if (make_view (b) == 0 && open_handles (b) == 0 && map_view (b) == 0 &&
+  if (make_view (b) == 0 && open_handles (b) == 0 &&
       out_create (&b->o, b->out) == 0) {
-    r = write_file (b);
+    r = copy_view (b);
     if (r == 0)
       r = check_view_live (b);
     else if (!interrupted)
@@ -998,9 +665,9 @@ cmd_backup (int argc, char **argv)
   if (b->published)
     printf ("%s: backup \"%s\" of export \"%s\": %" PRIu64 " bytes of data "
             "and %" PRIu64 " bytes of zeros, %s%s\n", argv[optind + 3],
-            b->name, b->export, b->data_bytes, b->zero_bytes,
+            b->name, b->export, b->copy.data_bytes, b->copy.zero_bytes,
             b->base ? "over " : "standalone", b->base ? b->base : "");
-  statemap_free (&b->states);
+  view_copy_free (&b->copy);
   free (out);
   free (b);
   return r;

@@ -1,0 +1,362 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
+
+/* The copy of nbdcow backup (viewcopy.h): a point-in-time view, or its
+ * changes since a checkpoint, mapped by block status in clusters, and
+ * its data clusters read by one thread per connection into their
+ * places in the qcow2 file.
+ */
+
+#include <config.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <libnbd.h>
+
+#include "checks.h"
+#include "commit.h"
+#include "fullio.h"
+#include "viewcopy.h"
+
+/* A piece of work is at most this many bytes. */
+#define PIECE_BYTES (4 * 1024 * 1024)
+
+/* How often the progress is drawn, in ms. */
+#define PROGRESS_MS 100
+
+/* The map: each cluster in the file (KEPT_ALLOCATED), zero (KEPT_ZERO),
+ * or left to PREV (KEPT_NOT_ALLOCATED).
+ */
+
+struct mapping {
+  struct view_copy *vc;
+  uint64_t end;                 /* of what the extents have covered */
+  bool have_pending;            /* a cluster the extents cover in part */
+  uint64_t pending;
+  unsigned pending_state;
+  int err;
+};
+
+/* The state of a run of the view: a standalone file need not hold
+ * zeros; a hole without the zero flag in the changes is unchanged.
+ */
+static unsigned
+extent_state (const struct view_copy *vc, uint32_t flags)
+{
+  if (flags & LIBNBD_STATE_ZERO)
+    return vc->increment ? KEPT_ZERO : KEPT_NOT_ALLOCATED;
+  if ((flags & LIBNBD_STATE_HOLE) && vc->increment)
+    return KEPT_NOT_ALLOCATED;
+  return KEPT_ALLOCATED;
+}
+
+static int
+set_clusters (struct mapping *m, uint64_t c, uint64_t n, unsigned state)
+{
+  if (state != KEPT_NOT_ALLOCATED &&
+      statemap_reserve (&m->vc->states, c, n) == -1) {
+    m->err = errno;
+    return -1;
+  }
+  statemap_set (&m->vc->states, c, n, state);
+  return 0;
+}
+
+/* A cluster covered by runs of several states reads from the view. */
+static int
+add_to_pending (struct mapping *m, uint64_t c, unsigned state)
+{
+  if (m->have_pending && m->pending == c) {
+    if (m->pending_state != state)
+      m->pending_state = KEPT_ALLOCATED;
+    return 0;
+  }
+  if (m->have_pending &&
+      set_clusters (m, m->pending, 1, m->pending_state) == -1)
+    return -1;
+  m->have_pending = true;
+  m->pending = c;
+  m->pending_state = state;
+  return 0;
+}
+
+/* Flushes the cluster pending, if any. */
+static int
+end_pending (struct mapping *m)
+{
+  if (!m->have_pending)
+    return 0;
+  m->have_pending = false;
+  return set_clusters (m, m->pending, 1, m->pending_state);
+}
+
+static int
+add_run (struct mapping *m, uint64_t offset, uint64_t length, unsigned state)
+{
+  const struct blockgeom *g = &m->vc->geom;
+  uint64_t end = offset + length;
+
+  while (offset < end) {
+    uint64_t c = blockgeom_block (g, offset), whole_end;
+
+    /* The clusters from c that the run covers whole. */
+    whole_end = end == g->size ? blockgeom_blocks (g) : blockgeom_block (g, end);
+    if (offset > blockgeom_start (g, c) || whole_end == c) {
+      uint64_t stop = blockgeom_end (g, c) < end ? blockgeom_end (g, c) : end;
+
+      if (add_to_pending (m, c, state) == -1)
+        return -1;
+      offset = stop;
+      continue;
+    }
+    if (end_pending (m) == -1 || set_clusters (m, c, whole_end - c, state) == -1)
+      return -1;
+    offset = blockgeom_end (g, whole_end - 1);
+  }
+  return 0;
+}
+
+static int
+extent_run (void *opaque, const char *context, uint64_t offset,
+            uint32_t *entries, size_t n, int *error)
+{
+  struct mapping *m = opaque;
+  size_t i;
+
+  (void) error;
+  if (strcmp (context, LIBNBD_CONTEXT_BASE_ALLOCATION) != 0 ||
+      offset != m->end)
+    return 0;
+  for (i = 0; i + 1 < n && m->end < m->vc->geom.size; i += 2) {
+    uint64_t length = entries[i];
+
+    if (length > m->vc->geom.size - m->end)
+      length = m->vc->geom.size - m->end;
+    if (add_run (m, m->end, length, extent_state (m->vc, entries[i + 1])) == -1)
+      return -1;
+    m->end += length;
+  }
+  return 0;
+}
+
+int
+view_copy_map (struct view_copy *vc, uint64_t size)
+{
+  struct mapping m = { .vc = vc };
+
+  vc->geom = blockgeom_make (UINT64_C (1) << CLUSTER_BITS, size);
+  while (m.end < size && !vc->stopped (vc->opaque)) {
+    uint64_t was = m.end;
+    uint64_t count = size - m.end < (UINT64_C (1) << 30)
+      ? size - m.end : (UINT64_C (1) << 30);
+
+    if (nbd_block_status (vc->nbd[0], count, m.end,
+                          (nbd_extent_callback) { .callback = extent_run,
+                                                  .user_data = &m }, 0)
+        == -1) {
+      nbdcow_error ("%s: block status at %" PRIu64 ": %s", vc->what,
+                    was, m.err ? strerror (m.err) : nbd_get_error ());
+      return -1;
+    }
+    if (m.end == was) {
+      nbdcow_error ("%s: block status at %" PRIu64 " answers nothing",
+                    vc->what, was);
+      return -1;
+    }
+  }
+  if (end_pending (&m) == -1) {
+    nbdcow_error ("%s: %s", vc->what, strerror (m.err));
+    return -1;
+  }
+  return m.end < size ? -1 : 0;
+}
+
+/* The qcow2_source of the map. */
+static int
+map_block_runs (const void *disk, overlay_run_fn *fn, void *opaque)
+{
+  const struct view_copy *vc = disk;
+
+  return each_state_run (&vc->geom, &vc->states, false, fn, opaque);
+}
+
+/* The overlay_run_fn that counts the bytes of data and zeros. */
+static int
+count_run (uint64_t offset, uint64_t length, unsigned state, void *opaque)
+{
+  struct view_copy *vc = opaque;
+
+  (void) offset;
+  if (state == KEPT_ALLOCATED)
+    vc->data_bytes += length;
+  else if (state == KEPT_ZERO)
+    vc->zero_bytes += length;
+  return 0;
+}
+
+/*----------------------------------------------------------------------
+ * The copy: workers take pieces of the runs of data clusters from a
+ * shared cursor, in order, and each reads its pieces from the view on
+ * its own connection into their places in the file.
+ */
+
+struct worker {
+  struct view_copy *vc;
+  struct nbd_handle *h;
+  pthread_t thread;
+};
+
+/* Takes the next piece of data clusters: sets *offset and *length (in
+ * the disk) and *dest (in the file).  Returns false at the end or once
+ * a worker has failed.
+ */
+static bool
+take_piece (struct view_copy *vc, uint64_t *offset, uint64_t *length,
+            uint64_t *dest)
+{
+  uint64_t blocks = blockgeom_blocks (&vc->geom);
+  uint64_t piece = PIECE_BYTES >> CLUSTER_BITS;
+  bool found = false;
+
+  held_lock (&vc->lock);
+  if (vc->stopped (vc->opaque))
+    vc->failed = true;
+  while (!vc->failed && vc->next_cluster < blocks) {
+    uint64_t c = vc->next_cluster;
+    unsigned state;
+    uint64_t end = statemap_run (&vc->states, c, blocks, &state);
+
+    vc->next_cluster = end;
+    if (state != KEPT_ALLOCATED)
+      continue;
+    if (end - c > piece)
+      vc->next_cluster = end = c + piece;
+    *offset = blockgeom_start (&vc->geom, c);
+    *length = blockgeom_end (&vc->geom, end - 1) - *offset;
+    *dest = vc->next_data;
+    vc->next_data += (end - c) << CLUSTER_BITS;
+    found = true;
+    break;
+  }
+  held_unlock (&vc->lock);
+  return found;
+}
+
+static void *
+worker_run (void *arg)
+{
+  struct worker *w = arg;
+  struct view_copy *vc = w->vc;
+  char *buf = malloc (PIECE_BYTES);
+  uint64_t offset, length, dest;
+  bool ok = buf != NULL;
+
+  if (buf == NULL)
+    nbdcow_error ("%s: malloc: %m", vc->out);
+  while (ok && take_piece (vc, &offset, &length, &dest)) {
+    if (nbd_pread (w->h, buf, length, offset, 0) == -1) {
+      nbdcow_error ("%s: read of %" PRIu64 " bytes at %" PRIu64 ": %s",
+                    vc->what, length, offset, nbd_get_error ());
+      ok = false;
+    }
+    else if (pwrite_full (vc->fd, buf, length, dest) == -1) {
+      nbdcow_error ("%s: write at %" PRIu64 ": %m", vc->out, dest);
+      ok = false;
+    }
+    else
+      progress_add (&vc->bar, length);
+  }
+  free (buf);
+  held_lock (&vc->lock);
+  if (!ok)
+    vc->failed = true;
+  held_unlock (&vc->lock);
+  vc->finished++;
+  return NULL;
+}
+
+/* Copies the data clusters into the file, a worker a connection. */
+static int
+copy_data (struct view_copy *vc)
+{
+  struct worker w[MAX_CONNECTIONS];
+  struct timespec tick = { .tv_nsec = PROGRESS_MS * 1000000L };
+  unsigned started, i;
+  int err = 0;
+
+  progress_init (&vc->bar, vc->progress, "backup", vc->data_bytes);
+  pthread_mutex_init (&vc->lock, NULL);
+  vc->next_data = vc->q.data_offset;
+  for (started = 0; started < vc->handles; ++started) {
+    w[started] = (struct worker) { .vc = vc, .h = vc->nbd[started] };
+    err = pthread_create (&w[started].thread, NULL, worker_run, &w[started]);
+    if (err != 0)
+      break;
+  }
+  if (err != 0) {
+    errno = err;
+    nbdcow_error ("%s: pthread_create: %m", vc->out);
+    held_lock (&vc->lock);
+    vc->failed = true;
+    held_unlock (&vc->lock);
+  }
+  while (vc->finished < started) {
+    nanosleep (&tick, NULL);
+    progress_show (&vc->bar);
+  }
+  for (i = 0; i < started; ++i)
+    pthread_join (w[i].thread, NULL);
+  progress_end (&vc->bar);
+  pthread_mutex_destroy (&vc->lock);
+  return vc->failed || started == 0 ? -1 : 0;
+}
+
+int
+view_copy_write (struct view_copy *vc, const char *backing,
+                 struct qcow2_checkpoint *cp)
+{
+  struct qcow2_source src = { .geom = &vc->geom,
+                              .each_block_run = map_block_runs, .disk = vc };
+
+  qcow2_plan (&src, &vc->q);
+  if (vc->q.l1_entries > QCOW2_MAX_L1_ENTRIES) {
+    nbdcow_error ("%s: a disk of %" PRIu64 " bytes needs a larger L1 table "
+                  "than qemu reads", vc->what, vc->q.virtual_size);
+    return -1;
+  }
+  map_block_runs (vc, count_run, vc);
+  cp->disk_size = vc->geom.size;
+  cp->file_length = vc->q.clusters << vc->q.cluster_bits;
+  if (ftruncate (vc->fd, cp->file_length) == -1) {
+    nbdcow_error ("%s: ftruncate: %m", vc->out);
+    return -1;
+  }
+  if (qcow2_write_tables (&vc->q, &src, vc->fd, vc->out) == -1 ||
+      copy_data (vc) == -1)
+    return -1;
+  if (fdatasync (vc->fd) == -1) {
+    nbdcow_error ("%s: fdatasync: %m", vc->out);
+    return -1;
+  }
+  if (qcow2_write_header (&vc->q, vc->fd, vc->out, backing,
+                          backing ? "qcow2" : NULL, cp) == -1)
+    return -1;
+  if (fdatasync (vc->fd) == -1) {
+    nbdcow_error ("%s: fdatasync: %m", vc->out);
+    return -1;
+  }
+  return 0;
+}
+
+void
+view_copy_free (struct view_copy *vc)
+{
+  statemap_free (&vc->states);
+}

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (C) 2026 the nbdkit-cow authors.
+ */
+
+/* What nbdcow backup copies: a point-in-time view read over NBD (or
+ * its changes since a checkpoint) into a qcow2 file (qcow2.h), mapped
+ * in clusters of 64K, each in the file, zero, or (for an increment)
+ * left to the backing file.
+ */
+
+#ifndef NBDCOW_VIEWCOPY_H
+#define NBDCOW_VIEWCOPY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <libnbd.h>
+
+#include "checks.h"
+#include "nbdcow.h"
+#include "progress.h"
+#include "qcow2.h"
+
+/* The clusters of the file, and the grain at which the view is mapped. */
+#define CLUSTER_BITS 16
+
+struct view_copy {
+  /* Set by the caller: */
+  struct nbd_handle **nbd;      /* handles on the export read, which
+                                   asked for block status */
+  unsigned handles;
+  const char *what;             /* the export read, in messages */
+  const char *out;              /* the file, in messages */
+  int fd;                       /* the file, empty */
+  bool increment;               /* a hole without the zero flag is
+                                   unchanged: left to the backing file */
+  bool progress;                /* --progress */
+  bool (*stopped) (void *opaque);  /* whether to stop (a signal came) */
+  void *opaque;
+
+  /* Made: */
+  struct blockgeom geom;        /* clusters over the disk */
+  struct statemap states;       /* each cluster's, kept.h's states */
+  struct qcow2_layout q;
+  uint64_t data_bytes, zero_bytes;
+  struct progress bar;
+
+  /* The workers': under lock. */
+  mutex_t lock;
+  uint64_t next_cluster;        /* the cursor */
+  uint64_t next_data;           /* where the next data cluster goes */
+  bool failed;
+  _Atomic unsigned finished;
+};
+
+/* Maps the disk of size bytes by the block status of vc->nbd[0].
+ * Returns 0, or -1 after a message.
+ */
+extern int view_copy_map (struct view_copy *vc, uint64_t size);
+
+/* Writes the file: its tables, the data read on every handle, flushed,
+ * then its header naming backing (a qcow2 file) if not NULL and the
+ * checkpoint cp (whose disk size and file length it sets), flushed:
+ * a qcow2 file only once all it maps is durable.  Returns 0, or -1
+ * after a message.
+ */
+extern int view_copy_write (struct view_copy *vc, const char *backing,
+                            struct qcow2_checkpoint *cp);
+
+extern void view_copy_free (struct view_copy *vc);
+
+#endif /* NBDCOW_VIEWCOPY_H */
