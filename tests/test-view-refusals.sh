@@ -5,8 +5,9 @@
 # No backup from a view can be silently wrong: a view the export does
 # not have, a second view, a changes view since a checkpoint not older
 # than its view, a name holding @ on a server without
-# cow-view-separator, a view of a server without it, and a view of a
-# kept overlay are each refused, naming what is wrong.  A clone has a
+# cow-view-separator, a view of a server without it, a view of a
+# kept overlay, and a command naming a view where it names an export
+# are each refused, naming what is wrong.  A clone has a
 # view of its own.
 . "$abs_top_srcdir/tests/functions.sh"
 
@@ -48,6 +49,12 @@ expect_error 'it has a view "b1" already' "$NBDCOW" view create "$ctl" "" b2
 expect_error 'it has no view "b9"' "$NBDCOW" view delete "$ctl" "" b9
 refused "@b9" 'export "" has no view "b9"'
 refused "g~c1@" "export \"g~c1@\": names no view"
+expect_error 'export "@b1": the name of a view of export ""' \
+  "$NBDCOW" view create "$ctl" "@b1" b2
+expect_error 'export "+": the name of a view of export ""' \
+  "$NBDCOW" view create "$ctl" "+" b2
+expect_error 'export "g~c1@b1+": the name of a view of export "g~c1"' \
+  "$NBDCOW" checkpoint create "$ctl" "g~c1@b1+" c9
 expect_error 'longer than the 4096 bytes NBD carries' \
   "$NBDCOW" view create "$ctl" "$(printf 'F%.0s' $(seq 4095))" b1
 refused "g~c2@b1" 'export "g~c2" has no view "b1"'

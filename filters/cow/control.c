@@ -25,6 +25,7 @@
 #include <nbdkit-filter.h>
 
 #include "blk.h"
+#include "changesname.h"
 #include "control.h"
 #include "dirpath.h"
 #include "exports.h"
@@ -386,6 +387,32 @@ fields_of (const char *verb)
   return 0;
 }
 
+/* Whether name is a view's (a changes view or a point-in-time view,
+ * which no command acts on), answering "error: " and which export it
+ * views if so.
+ */
+static bool
+refuse_view_name (FILE *out, const char *name)
+{
+  char *changed = NULL, *viewed = NULL;
+  const char *checkpoint, *view;
+  int changes = changes_view_name (name, params.changes_separator, &changed,
+                                   &checkpoint);
+  int instant = changes == -1 ? -1 :
+    instant_view_name (changed ? changed : name, params.view_separator,
+                       &viewed, &view);
+
+  if (changes == -1 || instant == -1)
+    fprintf (out, "error: export \"%s\": %s\n", name, strerror (errno));
+  else if (changes == 1 || instant == 1)
+    fprintf (out, "error: export \"%s\": the name of a view of export "
+             "\"%s\", not of an export: give the export's own name\n",
+             name, viewed ? viewed : changed);
+  free (changed);
+  free (viewed);
+  return changes != 0 || instant != 0;
+}
+
 /* Carries out the command in the n bytes of buf, writing its answer to
  * out.
  */
@@ -415,6 +442,8 @@ run_command (FILE *out, const char *buf, size_t n)
              fields[2], NBD_NAME_MAX);
     return;
   }
+  if (refuse_view_name (out, fields[1]))
+    return;
   o = exports_pin_or_start (fields[1]);
   if (o == NULL) {
     fprintf (out, "error: export \"%s\": no client has opened it\n",

@@ -383,6 +383,8 @@ cow_prepare (nbdkit_next *next, void *handle, int readonly)
     return -1;
   if (blk_set_size (blk, c->base.size) == 0) {
     c->served = true;
+    if (params.stats_path)
+      stats_connection_served ();
     return 0;
   }
   refusal_note (c->export.overlay->exportname);

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -290,15 +291,25 @@ stats_init (const char *path, stats_gather *gather)
  */
 static struct bgthread thread = BGTHREAD_INIT;
 static uint64_t next_report;
+static _Atomic bool asked;      /* a report at once (stats_connection_served) */
 
 static uint64_t
 report_due (uint64_t now, void *opaque)
 {
-  if (now >= next_report) {
+  bool due = now >= next_report;
+
+  if (atomic_exchange (&asked, false) || due)
     write_report ();
+  if (due)
     next_report += UINT64_C (1000000000) * STATS_INTERVAL;
-  }
   return next_report;
+}
+
+void
+stats_connection_served (void)
+{
+  atomic_store (&asked, true);
+  bgthread_wake (&thread);
 }
 
 int

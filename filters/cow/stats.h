@@ -29,6 +29,11 @@ extern int stats_init (const char *path, stats_gather *gather);
  */
 extern int stats_start (void);
 
+/* Has the thread write the report at once, not at its next second:
+ * a connection is served, whose export the report must list.
+ */
+extern void stats_connection_served (void);
+
 /* Stops the thread, if it runs, and writes the report once more. */
 extern void stats_finish (void);
 

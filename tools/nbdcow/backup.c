@@ -193,11 +193,10 @@ learn_export (struct backup *b)
 static bool
 has_checkpoint (const char *list, const char *name)
 {
-  size_t n = strlen (name);
-  const char *p;
+  char line[CONTROL_LINE_MAX];
 
-  for (p = list; *p; p = strchr (p, '\n') + 1)
-    if (strncmp (p, name, n) == 0 && p[n] == '\n')
+  while (control_next_line (&list, line, sizeof line))
+    if (strcmp (line, name) == 0)
       return true;
   return false;
 }
@@ -208,18 +207,15 @@ identify (struct backup *b, const char *name, char *id)
 {
   char answer[CONTROL_ANSWER_MAX];
   const char *lines;
-  size_t n;
 
   if (control (b, "identify", name, answer, &lines) == -1)
     return -1;
-  n = strcspn (lines, "\n");
-  if (n == 0 || n > QCOW2_IDENTITY_MAX || lines[n] != '\n') {
+  if (!control_next_line (&lines, id, QCOW2_IDENTITY_MAX + 1) ||
+      id[0] == '\0') {
     nbdcow_error ("%s: the server gives checkpoint \"%s\" no identity",
                   b->control, name);
     return -1;
   }
-  memcpy (id, lines, n);
-  id[n] = '\0';
   return 0;
 }
 
@@ -384,33 +380,22 @@ joins (const char *name, const char *prefix, const char *suffix)
          strncmp (name, prefix, p) == 0 && strcmp (name + p + 1, suffix) == 0;
 }
 
-/* The view NAME as the server shows it: its state ("live", "broken"),
- * and the names of the exports that read it and (but for an empty
- * string, without cow-changes-separator) its changes since a
- * checkpoint, before the checkpoint's name.  Returns 0, or -1 after a
- * message if the export has no view NAME, or names them otherwise than
- * EXPORT, a separator and NAME (and a separator).
+/* The view NAME as the server shows it (control_read_view).  Returns
+ * 0, or -1 after a message if the export has no view NAME, or names
+ * its exports otherwise than EXPORT, a separator and NAME (and a
+ * separator).
  */
-#define VIEW_EXPORT_MAX (QCOW2_CHECKPOINT_EXPORT_MAX + CHECKPOINT_NAME_MAX + 2)
-_Static_assert (VIEW_EXPORT_MAX == 4162, "the widths in show_view");
 static int
-show_view (struct backup *b, char state[static 16],
-           char view[static VIEW_EXPORT_MAX + 1],
-           char changes[static VIEW_EXPORT_MAX + 1])
+show_view (struct backup *b, struct control_view *v)
 {
-  char answer[CONTROL_ANSWER_MAX], name[CHECKPOINT_NAME_MAX + 1];
+  char answer[CONTROL_ANSWER_MAX];
   const char *lines;
-  unsigned long long kept;
-  int n;
 
   if (control (b, "view", NULL, answer, &lines) == -1)
     return -1;
-  changes[0] = '\0';
-  n = sscanf (lines, "%64[^\n]\n%15[^\n]\n%llu\n%4162[^\n]\n%4162[^\n]",
-              name, state, &kept, view, changes);
-  if (n < 4 || strcmp (name, b->name) != 0 ||
-      !joins (view, b->export, b->name) ||
-      (changes[0] && !joins (changes, view, ""))) {
+  if (control_read_view (lines, v) != 1 || strcmp (v->name, b->name) != 0 ||
+      !joins (v->export, b->export, b->name) ||
+      (v->changes[0] && !joins (v->changes, v->export, ""))) {
     nbdcow_error ("%s: the server does not show view \"%s\" of export "
                   "\"%s\" as made", b->control, b->name, b->export);
     return -1;
@@ -422,11 +407,11 @@ show_view (struct backup *b, char state[static 16],
 static int
 make_view (struct backup *b)
 {
-  char state[16], view[VIEW_EXPORT_MAX + 1], changes[VIEW_EXPORT_MAX + 1];
+  struct control_view v;
 
-  if (make_instant (b) == -1 || show_view (b, state, view, changes) == -1)
+  if (make_instant (b) == -1 || show_view (b, &v) == -1)
     return -1;
-  if (b->base && changes[0] == '\0') {
+  if (b->base && v.changes[0] == '\0') {
     nbdcow_error ("%s: the server has no cow-changes-separator, so "
                   "--base=%s cannot read the changes since checkpoint "
                   "\"%s\": make a full backup, or add the parameter",
@@ -434,7 +419,7 @@ make_view (struct backup *b)
     return -1;
   }
   snprintf (b->read_export, sizeof b->read_export, "%s%s",
-            b->base ? changes : view, b->base ? b->prev.name : "");
+            b->base ? v.changes : v.export, b->base ? b->prev.name : "");
   return 0;
 }
 
@@ -444,14 +429,14 @@ make_view (struct backup *b)
 static int
 check_view_live (struct backup *b)
 {
-  char state[16], view[VIEW_EXPORT_MAX + 1], changes[VIEW_EXPORT_MAX + 1];
+  struct control_view v;
 
-  if (show_view (b, state, view, changes) == -1)
+  if (show_view (b, &v) == -1)
     return -1;
-  if (strcmp (state, "live") == 0)
+  if (strcmp (v.state, "live") == 0)
     return 0;
   nbdcow_error ("%s: view \"%s\" is %s (the overlay ran out of room for "
-                "it): no backup made", b->out, b->name, state);
+                "it): no backup made", b->out, b->name, v.state);
   return -1;
 }
 

@@ -71,13 +71,51 @@ ask (const char *socket_path, const char *request, size_t n, char *answer)
   return EXIT_OK;
 }
 
+bool
+control_next_line (const char **lines, char *line, size_t size)
+{
+  const char *end = strchr (*lines, '\n');
+  size_t n;
+
+  if (end == NULL)
+    return false;
+  n = end - *lines;
+  if (n >= size)
+    return false;
+  memcpy (line, *lines, n);
+  line[n] = '\0';
+  *lines = end + 1;
+  return true;
+}
+
+int
+control_read_view (const char *lines, struct control_view *v)
+{
+  char kept[32], *end;
+
+  if (*lines == '\0')
+    return 0;
+  if (!control_next_line (&lines, v->name, sizeof v->name) ||
+      !control_next_line (&lines, v->state, sizeof v->state) ||
+      !control_next_line (&lines, kept, sizeof kept) ||
+      !control_next_line (&lines, v->export, sizeof v->export) ||
+      !control_next_line (&lines, v->changes, sizeof v->changes) ||
+      *lines != '\0')
+    return -1;
+  errno = 0;
+  v->kept_bytes = strtoull (kept, &end, 10);
+  if (errno || end == kept || *end)
+    return -1;
+  return 1;
+}
+
 /* Prints the names of list's answer (after "ok\n"), a line each or as
  * JSON.
  */
 static void
 print_list (const char *names, const char *export, bool json)
 {
-  const char *p, *end;
+  char name[CONTROL_LINE_MAX];
   bool first = true;
 
   if (!json) {
@@ -87,8 +125,9 @@ print_list (const char *names, const char *export, bool json)
   printf ("{\"export\": ");
   json_write_string (stdout, export);
   printf (", \"checkpoints\": [");
-  for (p = names; (end = strchr (p, '\n')) != NULL; p = end + 1) {
-    printf ("%s\"%.*s\"", first ? "" : ", ", (int) (end - p), p);
+  while (control_next_line (&names, name, sizeof name)) {
+    printf ("%s", first ? "" : ", ");
+    json_write_string (stdout, name);
     first = false;
   }
   printf ("]}\n");
@@ -186,33 +225,41 @@ cmd_checkpoint (int argc, char **argv)
   return status;
 }
 
-/* Prints the answer of view, the lines name, state, bytes kept and
- * export name, if the export has a view.
+/* Prints the answer of view: the view's name, state, bytes kept and
+ * export name, if the export has a view.  Returns EXIT_OK, or
+ * EXIT_UNUSABLE after saying the answer is not one the server gives.
  */
-static void
-print_view (const char *lines, const char *export, bool json)
+static int
+print_view (const char *socket_path, const char *lines, const char *export,
+            bool json)
 {
-  char name[129] = "", state[16] = "", view_export[4200] = "";
-  unsigned long long kept = 0;
-  bool any = sscanf (lines, "%128[^\n]\n%15[^\n]\n%llu\n%4199[^\n]", name,
-                     state, &kept, view_export) == 4;
+  struct control_view v;
+  int any = control_read_view (lines, &v);
 
+  if (any == -1) {
+    nbdcow_error ("%s: the answer does not show a view", socket_path);
+    return EXIT_UNUSABLE;
+  }
   if (!json) {
     if (any)
-      printf ("view: %s\nstate: %s\nkept_bytes: %llu\nexport: %s\n", name,
-              state, kept, view_export);
-    return;
+      printf ("view: %s\nstate: %s\nkept_bytes: %llu\nexport: %s\n", v.name,
+              v.state, v.kept_bytes, v.export);
+    return EXIT_OK;
   }
   printf ("{\"export\": ");
   json_write_string (stdout, export);
   if (any) {
-    printf (", \"view\": {\"name\": \"%s\", \"state\": \"%s\", "
-            "\"kept_bytes\": %llu, \"export\": ", name, state, kept);
-    json_write_string (stdout, view_export);
+    printf (", \"view\": {\"name\": ");
+    json_write_string (stdout, v.name);
+    printf (", \"state\": ");
+    json_write_string (stdout, v.state);
+    printf (", \"kept_bytes\": %llu, \"export\": ", v.kept_bytes);
+    json_write_string (stdout, v.export);
     printf ("}}\n");
   }
   else
     printf (", \"view\": null}\n");
+  return EXIT_OK;
 }
 
 int
@@ -233,8 +280,8 @@ cmd_view (int argc, char **argv)
   if (status != EXIT_OK)
     return status;
   if (show)
-    print_view (lines, words[2], json);
-  else if (strcmp (words[0], "create") == 0)
+    return print_view (words[1], lines, words[2], json);
+  if (strcmp (words[0], "create") == 0)
     fputs (lines, stdout);
   return EXIT_OK;
 }

@@ -87,6 +87,34 @@ extern int control_command (const char *socket_path, const char *verb,
                             const char *export, const char *name,
                             char *answer, const char **lines);
 
+/* The one reader of the lines of a control answer (checkpoint.c).
+ * Copies the line at *lines into line (size bytes, made a string
+ * without its newline) and moves *lines past it.  Returns false, with
+ * *lines unmoved, at the end of the answer or if the line has no
+ * newline or does not fit.
+ */
+extern bool control_next_line (const char **lines, char *line, size_t size);
+
+/* A view as the answer of "view" shows it: its name, state ("live",
+ * "broken"), bytes kept, the export name that reads it and the start
+ * of those that read its changes since a checkpoint (empty without
+ * cow-changes-separator).  Names are NBD's, at most 4096 bytes.
+ */
+#define CONTROL_LINE_MAX 4200
+struct control_view {
+  char name[CONTROL_LINE_MAX];
+  char state[CONTROL_LINE_MAX];
+  unsigned long long kept_bytes;
+  char export[CONTROL_LINE_MAX];
+  char changes[CONTROL_LINE_MAX];
+};
+
+/* Reads the answer of "view" (its lines after "ok\n"): 1 with *v
+ * filled if the export has a view, 0 if it has none, -1 if the answer
+ * is not one the server gives.
+ */
+extern int control_read_view (const char *lines, struct control_view *v);
+
 /* Prints ko->why and returns its exit code (damaged or unusable). */
 extern int report_kept (const struct kept_overlay *ko);
 
