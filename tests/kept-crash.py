@@ -20,6 +20,11 @@
 # $KEPT_CRASH_PARAMS adds parameters to nbdkit's (the background fill,
 # whose copy-ups must never undo a write nor invent data).
 #
+# $KEPT_CRASH_DATA_ONLY=1: every block is written whole into the
+# overlay first, then the rounds only write into blocks it holds, with
+# no zeroes and no checkpoints, so that no flush changes a state: each
+# flush makes data alone durable, which a power cut must not lose.
+#
 # usage: kept-crash.py NBDKIT BASE OVERLAY SOCKET ROUNDS SEED [POWER_SHIM]
 
 import os
@@ -46,6 +51,7 @@ IN_FLIGHT = 16
 BLOCK_UNITS = 65536 // UNIT     # units in a block (cow-block-size=64K)
 
 control = overlay + '.ctl'
+data_only = os.environ.get('KEPT_CRASH_DATA_ONLY') == '1'
 with open(base, 'rb') as f:
     base_data = f.read()
 # values[u]: what unit u has held, in write order; durable[u]: index
@@ -242,7 +248,15 @@ if power_shim and not os.path.exists(overlay):
     # filter lays a new file out when the first client connects (the
     # base's size is known then).
     p = start()
-    connect(p).shutdown()
+    h = connect(p)
+    if data_only:
+        for b in range(units // BLOCK_UNITS):
+            us = range(b * BLOCK_UNITS, (b + 1) * BLOCK_UNITS)
+            for u in us:
+                values[u] = [value(u, 0)]
+            h.pwrite(b''.join(values[u][0] for u in us), b * BLOCK_UNITS * UNIT)
+        h.flush()
+    h.shutdown()
     p.terminate()
     p.wait()
 for r in range(rounds):
@@ -261,7 +275,8 @@ for r in range(rounds):
     try:
         verify(h)
         check_checkpoints()
-        make_checkpoint('r%d' % r)
+        if not data_only:
+            make_checkpoint('r%d' % r)
     except (nbd.Error, ServerGone):
         if power_shim is None or p.wait(timeout=10) != -signal.SIGKILL:
             raise
@@ -310,7 +325,7 @@ for r in range(rounds):
                     snapshot = {u: completed[u] for u in range(units)}
                     h.aio_flush(completion=flush_done(snapshot))
                     continue
-                if rng.random() < 0.02:
+                if not data_only and rng.random() < 0.02:
                     # A whole block zeroed, so that blocks keep changing
                     # state (and the state area keeps being written).
                     first = rng.randrange(units // BLOCK_UNITS) * BLOCK_UNITS
@@ -319,7 +334,7 @@ for r in range(rounds):
                         break
                 else:
                     us = [rng.randrange(units)]
-                    if fresh and rng.random() < 0.02:
+                    if fresh and not data_only and rng.random() < 0.02:
                         us = [fresh.pop() * BLOCK_UNITS +
                               rng.randrange(BLOCK_UNITS)]
                     if us[0] in busy:
@@ -328,7 +343,7 @@ for r in range(rounds):
                 seq += 1
                 fua = rng.random() < 0.05
                 flags = nbd.CMD_FLAG_FUA if fua else 0
-                if len(us) > 1 or rng.random() < 0.1:
+                if len(us) > 1 or (not data_only and rng.random() < 0.1):
                     for u in us:
                         values[u].append(bytes(UNIT))
                     h.aio_zero(len(us) * UNIT, us[0] * UNIT,

@@ -12,9 +12,12 @@
  *   COW_FAULT_MATCH=STRING   the files faulted: those whose path holds
  *                            STRING (default "/nbdkit-cow-", the
  *                            throw-away overlay's files, unlinked)
+ *   COW_FAULT_SYNCS=1        fault the syncs (fdatasync, fsync) instead
+ *                            of the writes
  *
  * So the plugin's own files and sockets are never touched.  It covers
- * pwrite and fallocate, the calls the filter writes the overlay with.
+ * pwrite and fallocate, the calls the filter writes the overlay with,
+ * or the syncs.
  */
 
 #define _GNU_SOURCE 1
@@ -58,13 +61,22 @@ should_fail (int fd)
   return is_overlay (fd);
 }
 
+/* Whether the call is of the kind faulted: syncs or writes. */
+static int
+faults_syncs (void)
+{
+  const char *syncs = getenv ("COW_FAULT_SYNCS");
+
+  return syncs && strcmp (syncs, "1") == 0;
+}
+
 /* Whether a write to fd fails: else, if faulted, it is first delayed. */
 static int
 write_fails (int fd)
 {
   const char *delay = getenv ("COW_FAULT_DELAY_MS");
 
-  if (!should_fail (fd))
+  if (faults_syncs () || !should_fail (fd))
     return 0;
   if (delay == NULL)
     return 1;
@@ -110,4 +122,34 @@ int
 fallocate64 (int fd, int mode, off_t offset, off_t len)
 {
   return fallocate (fd, mode, offset, len);
+}
+
+/* A sync faulted fails with EIO, as a disk's failed write-back does. */
+static int
+sync_fails (int fd)
+{
+  if (!faults_syncs () || !should_fail (fd))
+    return 0;
+  errno = EIO;
+  return 1;
+}
+
+int
+fdatasync (int fd)
+{
+  static int (*real) (int);
+
+  if (!real)
+    real = dlsym (RTLD_NEXT, "fdatasync");
+  return sync_fails (fd) ? -1 : real (fd);
+}
+
+int
+fsync (int fd)
+{
+  static int (*real) (int);
+
+  if (!real)
+    real = dlsym (RTLD_NEXT, "fsync");
+  return sync_fails (fd) ? -1 : real (fd);
 }

@@ -9,7 +9,8 @@
 # and nothing never written appears.  A fixed seed first, which catches
 # a skipped sync of the state pages in each of four tries (the plain
 # suite's rounds), then a random one, which finds what it did not, with
-# the background fill copying the base in beside the writes.
+# the background fill copying the base in beside the writes; then
+# rounds whose flushes change no state, only make data durable.
 . "$abs_top_srcdir/tests/functions.sh"
 
 shim=$abs_top_builddir/tests/.libs/power-log.so
@@ -26,3 +27,12 @@ for seed in 2 "$RANDOM"; do
     "$tmp/base" "$tmp/ov" "$tmp/sock" "${KEPT_CRASH_ROUNDS:-$default_rounds}" \
     "$seed" "$shim" || fail "seed $seed: see above"
 done
+
+# Flushes that change no state (writes into blocks the overlay holds
+# whole): each still makes its data durable.
+unset KEPT_CRASH_PARAMS
+rm -f "$tmp"/ov*
+make_base "$tmp/base" $((8 * 1024 * 1024))
+KEPT_CRASH_DATA_ONLY=1 /usr/bin/python3 "$abs_top_srcdir/tests/kept-crash.py" \
+  "$NBDKIT" "$tmp/base" "$tmp/ov" "$tmp/sock" "$(rounds 8 4)" 5 "$shim" ||
+  fail "data-only flushes: see above"
