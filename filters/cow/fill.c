@@ -26,6 +26,7 @@
 
 #include <nbdkit-filter.h>
 
+#include "backoff.h"
 #include "baseio.h"
 #include "basepool.h"
 #include "bgthread.h"
@@ -74,9 +75,11 @@
 #define QUIET_POLL_NS (10 * 1000 * 1000)
 
 /* The first retry of a failed request waits this long, each next one
- * twice as long as the last.
+ * twice as long as the last, up to RETRY_FIRST_NS << RETRY_DOUBLINGS
+ * (64 s).
  */
 #define RETRY_FIRST_NS UINT64_C (1000000000)
+#define RETRY_DOUBLINGS 6
 
 /* One thread of the fill, and the request it tries again, if any. */
 struct filler {
@@ -417,7 +420,8 @@ static uint64_t
 request_failed (struct filler *f, struct overlay *o, uint64_t offset,
                 uint32_t len, int err, uint64_t now)
 {
-  uint64_t delay = RETRY_FIRST_NS << (f->tries < 6 ? f->tries : 6);
+  uint64_t delay = backoff_delay (RETRY_FIRST_NS, f->tries + 1,
+                                  RETRY_DOUBLINGS);
   char of[32] = "";
   bool limited;
 
