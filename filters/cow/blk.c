@@ -1500,19 +1500,17 @@ end_change (struct blk *blk, uint64_t first, uint64_t n)
   store_change_end (blk->store);
 }
 
-/* buf NULL means zeros (blk_zero).  The blocks are marked changed
- * even if the write failed: it may have changed some of their bytes,
- * and a mark too many only reports a block as it reads.
+/* A write of blk_write, once.  The blocks are marked changed even if
+ * it failed: it may have changed some of their bytes, and a mark too
+ * many only reports a block as it reads.
  */
-int
-blk_write (struct blk *blk, const struct blk_base *base,
-           const void *buf, uint32_t count, uint64_t offset, int *err)
+static int
+write_once (struct blk *blk, const struct blk_base *base, const void *buf,
+            uint32_t count, uint64_t offset, int *err)
 {
   uint64_t end = offset + count, first, last;
   int r;
 
-  if (count == 0)
-    return 0;
   first = blockgeom_block (&blk->map.geom, offset);
   last = blockgeom_block (&blk->map.geom, end - 1);
   gate_enter (&blk->gate);
@@ -1523,6 +1521,27 @@ blk_write (struct blk *blk, const struct blk_base *base,
   r = write_range (blk, base, buf, offset, end, first, last, err);
   end_change (blk, first, last - first + 1);
   gate_leave (&blk->gate);
+  return r;
+}
+
+/* buf NULL means zeros (blk_zero).  A write that found no room on the
+ * overlay's filesystem while a view kept places there is tried once
+ * more after the view gave them back (blk_view_give_room): a client's
+ * write never fails for a view.
+ */
+int
+blk_write (struct blk *blk, const struct blk_base *base,
+           const void *buf, uint32_t count, uint64_t offset, int *err)
+{
+  uint64_t given = blk_view_places_given (blk);
+  int r;
+
+  if (count == 0)
+    return 0;
+  r = write_once (blk, base, buf, count, offset, err);
+  if (r == -1 && no_room (*err) && blk_view_give_room (blk, given))
+    r = write_once (blk, base, buf, count, offset, err);
+  blk_view_settle (blk);
   return r;
 }
 
@@ -1673,15 +1692,13 @@ zero_ends_locked (struct blk *blk, const struct blk_base *base,
  * as blk_write marks its blocks.
  */
 static int
-discard_range (struct blk *blk, const struct blk_base *base,
-               uint32_t count, uint64_t offset, bool zero_ends, int *err)
+discard_once (struct blk *blk, const struct blk_base *base,
+              uint32_t count, uint64_t offset, bool zero_ends, int *err)
 {
   struct rangelock_range held;
   uint64_t end = offset + count, first, stop, lock_from, lock_to;
   int r = 0;
 
-  if (count == 0)
-    return 0;
   blockgeom_whole (&blk->map.geom, offset, end, &first, &stop);
   if (first >= stop && !zero_ends)
     return 0;
@@ -1701,6 +1718,23 @@ discard_range (struct blk *blk, const struct blk_base *base,
   rangelock_unlock (&blk->rmw_locks, &held);
   end_change (blk, lock_from, lock_to - lock_from);
   gate_leave (&blk->gate);
+  return r;
+}
+
+/* discard_once, tried once more as blk_write is. */
+static int
+discard_range (struct blk *blk, const struct blk_base *base,
+               uint32_t count, uint64_t offset, bool zero_ends, int *err)
+{
+  uint64_t given = blk_view_places_given (blk);
+  int r;
+
+  if (count == 0)
+    return 0;
+  r = discard_once (blk, base, count, offset, zero_ends, err);
+  if (r == -1 && no_room (*err) && blk_view_give_room (blk, given))
+    r = discard_once (blk, base, count, offset, zero_ends, err);
+  blk_view_settle (blk);
   return r;
 }
 

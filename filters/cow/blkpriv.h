@@ -103,6 +103,15 @@ struct blk {
   uint32_t view_epoch;
   uint64_t view_kept;
 
+  /* With the gate closed (atomic, to be read with it open):
+   * view_places, whether the view's records keep units in places the
+   * overlay no longer uses, from its making until they are punched
+   * (when it is deleted, or after it broke); view_places_given, how
+   * many times they were.
+   */
+  bool view_places;
+  uint64_t view_places_given;
+
   /* Atomic.  sized: set once, under start_lock, and read without it,
    * so that no one waits on the start's I/O to learn that it is not
    * done; once true, the size and the store are set.
@@ -147,6 +156,28 @@ extern bool blk_view_yield (struct blk *blk);
  */
 extern void blk_view_unkeep (struct blk *blk, uint64_t bytes);
 extern bool blk_view_yield_room (struct blk *blk);
+
+/* blkview.c, for a change (write, zero, trim) of blk.c that found no
+ * room on the overlay's filesystem: breaks the live view if it keeps
+ * any units, and gives back to the filesystem the places a broken view
+ * kept.  Returns whether places were given back since the count
+ * blk_view_places_given read before the change: it may then try once
+ * more.  Requires the gate not passed and no lock held.
+ */
+extern bool blk_view_give_room (struct blk *blk, uint64_t given_before);
+
+static inline uint64_t
+blk_view_places_given (struct blk *blk)
+{
+  return __atomic_load_n (&blk->view_places_given, __ATOMIC_SEQ_CST);
+}
+
+/* blkview.c, after a change: if the view broke (no room under
+ * cow-max-size or on the filesystem), gives back to the filesystem
+ * the places it kept, at once.  Requires the gate not passed and no
+ * lock held.
+ */
+extern void blk_view_settle (struct blk *blk);
 
 /* blk.c, for the view's reads (blkview.c).  blk_held_run: the run
  * of [offset, end) from offset, inside one block, that reads alike as

@@ -3,10 +3,11 @@
  */
 
 /* The block layer's point-in-time view (blk.h; docs/design.md,
- * "Point-in-time views"): made with its checkpoint behind the closed
- * gate, read as the overlay was then, broken when it finds no room,
- * and deleted, the places it alone kept punched.  The writes that
- * keep it are blk.c's.
+ * "Point-in-time views").  It is made together with its checkpoint
+ * while the gate is closed, and reads as the overlay was at that
+ * instant.  When there is no room for what it keeps it breaks, and the
+ * places only it kept go back to the filesystem at once; deleting it
+ * does the same.  The writes that keep it are blk.c's.
  */
 
 #include <config.h>
@@ -51,6 +52,7 @@ blk_view_create (struct blk *blk, const char *name)
     blk_checkpoint_delete (blk, name);
   }
   else {
+    __atomic_store_n (&blk->view_places, true, __ATOMIC_SEQ_CST);
     strcpy (blk->view_name, name);
     blk_checkpoint_since (blk, name, &blk->view_epoch);
     __atomic_store_n (&blk->view_kept, 0, __ATOMIC_RELAXED);
@@ -165,6 +167,21 @@ punch_kept (uint64_t b, void *opaque)
   return 0;
 }
 
+/* Gives back to the filesystem the places only the ended view's
+ * records keep, and frees the records, once.  Requires the gate
+ * closed: no change runs, and no other caller.
+ */
+static void
+give_back_places (struct blk *blk) REQUIRES (blk->gate)
+{
+  if (!__atomic_load_n (&blk->view_places, __ATOMIC_SEQ_CST))
+    return;
+  blkmap_each_record (&blk->map, punch_kept, blk);
+  blkmap_view_free (&blk->map);
+  __atomic_store_n (&blk->view_places, false, __ATOMIC_SEQ_CST);
+  __atomic_add_fetch (&blk->view_places_given, 1, __ATOMIC_SEQ_CST);
+}
+
 int
 blk_view_delete (struct blk *blk, const char *name)
 {
@@ -177,10 +194,36 @@ blk_view_delete (struct blk *blk, const char *name)
   blkmap_view_end (&blk->map);
   __atomic_store_n (&blk->view_state, BLK_VIEW_NONE, __ATOMIC_RELEASE);
   give_back_kept (blk);
+  give_back_places (blk);
   gate_open (&blk->gate);
-  blkmap_each_record (&blk->map, punch_kept, blk);
-  blkmap_view_free (&blk->map);
   return 0;
+}
+
+bool
+blk_view_give_room (struct blk *blk, uint64_t given_before)
+{
+  if (view_state (blk) == BLK_VIEW_NONE)
+    return blk_view_places_given (blk) != given_before;
+  gate_close (&blk->gate);
+  if (view_state (blk) == BLK_VIEW_LIVE &&
+      __atomic_load_n (&blk->view_kept, __ATOMIC_SEQ_CST) != 0)
+    view_break (blk);
+  if (view_state (blk) == BLK_VIEW_BROKEN)
+    give_back_places (blk);
+  gate_open (&blk->gate);
+  return blk_view_places_given (blk) != given_before;
+}
+
+void
+blk_view_settle (struct blk *blk)
+{
+  if (view_state (blk) != BLK_VIEW_BROKEN ||
+      !__atomic_load_n (&blk->view_places, __ATOMIC_SEQ_CST))
+    return;
+  gate_close (&blk->gate);
+  if (view_state (blk) == BLK_VIEW_BROKEN)
+    give_back_places (blk);
+  gate_open (&blk->gate);
 }
 
 enum blk_view_state
