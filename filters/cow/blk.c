@@ -1524,27 +1524,6 @@ write_once (struct blk *blk, const struct blk_base *base, const void *buf,
   return r;
 }
 
-/* buf NULL means zeros (blk_zero).  A write that found no room on the
- * overlay's filesystem while a view kept places there is tried once
- * more after the view gave them back (blk_view_give_room): a client's
- * write never fails for a view.
- */
-int
-blk_write (struct blk *blk, const struct blk_base *base,
-           const void *buf, uint32_t count, uint64_t offset, int *err)
-{
-  uint64_t given = blk_view_places_given (blk);
-  int r;
-
-  if (count == 0)
-    return 0;
-  r = write_once (blk, base, buf, count, offset, err);
-  if (r == -1 && no_room (*err) && blk_view_give_room (blk, given))
-    r = write_once (blk, base, buf, count, offset, err);
-  blk_view_settle (blk);
-  return r;
-}
-
 /*----------------------------------------------------------------------
  * Zero and trim.
  */
@@ -1721,34 +1700,63 @@ discard_once (struct blk *blk, const struct blk_base *base,
   return r;
 }
 
-/* discard_once, tried once more as blk_write is. */
+/*----------------------------------------------------------------------
+ * The requests that change the overlay.
+ */
+
+/* A client's change: a write (of buf, or zeros if NULL), or a discard
+ * (zero_ends: a zero with trim, else a trim).
+ */
+enum change_kind { CHANGE_WRITE, CHANGE_ZERO_TRIM, CHANGE_TRIM };
+
 static int
-discard_range (struct blk *blk, const struct blk_base *base,
-               uint32_t count, uint64_t offset, bool zero_ends, int *err)
+change_once (struct blk *blk, enum change_kind kind,
+             const struct blk_base *base, const void *buf, uint32_t count,
+             uint64_t offset, int *err)
+{
+  if (kind == CHANGE_WRITE)
+    return write_once (blk, base, buf, count, offset, err);
+  return discard_once (blk, base, count, offset, kind == CHANGE_ZERO_TRIM,
+                       err);
+}
+
+/* A change that found no room on the overlay's filesystem while a view
+ * kept places there is tried once more after the view gave them back
+ * (blk_view_give_room): a client's change never fails for a view.
+ */
+static int
+change (struct blk *blk, enum change_kind kind, const struct blk_base *base,
+        const void *buf, uint32_t count, uint64_t offset, int *err)
 {
   uint64_t given = blk_view_places_given (blk);
   int r;
 
   if (count == 0)
     return 0;
-  r = discard_once (blk, base, count, offset, zero_ends, err);
+  r = change_once (blk, kind, base, buf, count, offset, err);
   if (r == -1 && no_room (*err) && blk_view_give_room (blk, given))
-    r = discard_once (blk, base, count, offset, zero_ends, err);
+    r = change_once (blk, kind, base, buf, count, offset, err);
   blk_view_settle (blk);
   return r;
+}
+
+int
+blk_write (struct blk *blk, const struct blk_base *base,
+           const void *buf, uint32_t count, uint64_t offset, int *err)
+{
+  return change (blk, CHANGE_WRITE, base, buf, count, offset, err);
 }
 
 int
 blk_zero (struct blk *blk, const struct blk_base *base,
           uint32_t count, uint64_t offset, bool may_trim, int *err)
 {
-  if (!may_trim)
-    return blk_write (blk, base, NULL, count, offset, err);
-  return discard_range (blk, base, count, offset, true, err);
+  return change (blk, may_trim ? CHANGE_ZERO_TRIM : CHANGE_WRITE, base, NULL,
+                 count, offset, err);
 }
 
 int
 blk_trim (struct blk *blk, uint32_t count, uint64_t offset, int *err)
 {
-  return discard_range (blk, NULL, count, offset, false, err);
+  return change (blk, CHANGE_TRIM, NULL, NULL, count, offset, err);
 }
