@@ -13,12 +13,12 @@
 #include <stdint.h>
 
 /* Writes buf, or zeros if buf is NULL, at file offset at of fd,
- * allocating space.  Zeros use FALLOC_FL_ZERO_RANGE where the
- * filesystem has it, which allocates without writing; they stay
- * allocated, since the client did not allow a hole and later writes
- * into the block should not fail for want of space.  No pwrite
- * crosses a multiple of 128 KiB of the file.  Returns 0, or -1 with
- * errno set.
+ * allocating space.  Zeros of more than a page use
+ * FALLOC_FL_ZERO_RANGE where the filesystem has it, which allocates
+ * without writing; they stay allocated, since the client did not
+ * allow a hole and later writes into the block should not fail for
+ * want of space.  No pwrite crosses a multiple of 128 KiB of the file.
+ * Returns 0, or -1 with errno set.
  */
 extern int storeio_write (int fd, const void *buf, uint64_t count,
                           uint64_t at);
