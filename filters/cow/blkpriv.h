@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "basemap.h"
+#include "blk.h"
 #include "blkmap.h"
 #include "blktypes.h"
 #include "changes.h"
@@ -172,12 +173,18 @@ blk_view_places_given (struct blk *blk)
   return __atomic_load_n (&blk->view_places_given, __ATOMIC_SEQ_CST);
 }
 
-/* blkview.c, after a change: if the view broke (no room under
- * cow-max-size or on the filesystem), gives back to the filesystem
- * the places it kept, at once.  Requires the gate not passed and no
- * lock held.
+/* After a change: if the view broke (no room under cow-max-size or on
+ * the filesystem), gives back to the filesystem the places it kept,
+ * at once (blkview.c).  Requires the gate not passed and no lock held.
  */
-extern void blk_view_settle (struct blk *blk);
+extern void blk_view_give_back_broken (struct blk *blk);
+
+static inline void
+blk_view_settle (struct blk *blk)
+{
+  if (__atomic_load_n (&blk->view_state, __ATOMIC_ACQUIRE) == BLK_VIEW_BROKEN)
+    blk_view_give_back_broken (blk);
+}
 
 /* blk.c, for the view's reads (blkview.c).  blk_held_run: the run
  * of [offset, end) from offset, inside one block, that reads alike as

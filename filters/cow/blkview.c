@@ -215,10 +215,9 @@ blk_view_give_room (struct blk *blk, uint64_t given_before)
 }
 
 void
-blk_view_settle (struct blk *blk)
+blk_view_give_back_broken (struct blk *blk)
 {
-  if (view_state (blk) != BLK_VIEW_BROKEN ||
-      !__atomic_load_n (&blk->view_places, __ATOMIC_SEQ_CST))
+  if (!__atomic_load_n (&blk->view_places, __ATOMIC_SEQ_CST))
     return;
   gate_close (&blk->gate);
   if (view_state (blk) == BLK_VIEW_BROKEN)
