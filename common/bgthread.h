@@ -35,8 +35,9 @@ struct bgthread {
    */
   mutex_t lock;
   pthread_cond_t wake;          /* on CLOCK_MONOTONIC */
-  bool running;                 /* set and cleared by the owner */
-  bool stop, woken;
+  bool running FIELD_GUARDED_BY (lock);  /* set and cleared by the owner */
+  bool stop FIELD_GUARDED_BY (lock);
+  bool woken FIELD_GUARDED_BY (lock);
   pthread_t thread;
   bgthread_fn *fn;
   void *opaque;

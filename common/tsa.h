@@ -33,6 +33,14 @@
  * so a field's lock is said in a comment at the field.
  */
 #define GUARDED_BY(lock) TSA (guarded_by (lock))
+/* For a struct's field: clang cannot check it in C (it names no
+ * sibling field there), so it checks nothing; it says at the field
+ * which lock a thread holds to change it (and, unless the field's
+ * comment says it is read without, to read it), and
+ * tests/test-locks-guarded.sh holds docs/design.md's table of locks
+ * to it.
+ */
+#define FIELD_GUARDED_BY(lock)
 /* For the few functions that take or drop a lock on a path the
  * analysis cannot follow (a lock wrapper's own body, a wait that lets
  * a lock go and takes it back); each says why.

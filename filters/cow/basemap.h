@@ -37,7 +37,8 @@ struct basemap {
    * Its waits count in the layer's, as BLK_LOCK_BASE_MAP.
    */
   struct countedlock base_map_lock;
-  struct statemap known;        /* what is known of each block */
+  /* what is known of each block */
+  struct statemap known FIELD_GUARDED_BY (base_map_lock);
 };
 
 /* An empty map of the blocks of geom, whose size must be set before

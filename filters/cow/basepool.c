@@ -26,7 +26,8 @@ struct base_pool {
    * context is opened, which only connections being set up wait for.
    */
   mutex_t open_lock;
-  unsigned turn;                /* the slot of the next connection */
+  /* the slot of the next connection */
+  unsigned turn FIELD_GUARDED_BY (open_lock);
   struct base_slot slots[];
 };
 

@@ -32,12 +32,14 @@ struct blkmap {
    */
   struct blockgeom geom;
 
-  /* Protects states, and nothing else.  Held only for one lookup or
-   * one update, never over I/O, and nothing is taken inside it.  Its
-   * waits count in the layer's, as BLK_LOCK_STATE.
+  /* Protects the fields below that say so: the states, sub-blocks and
+   * places of the blocks, and the view's records.  Held only for one
+   * lookup or one update, never over I/O, and nothing is taken inside
+   * it.  Its waits count in the layer's, as BLK_LOCK_STATE.
    */
   struct countedlock state_lock;
-  struct statemap states;       /* enum blk_state of each block */
+  /* enum blk_state of each block */
+  struct statemap states FIELD_GUARDED_BY (state_lock);
 
   /* Sub-blocks of 2^sub_shift bytes (blockgeom_sub_shift), set by
    * blkmap_start (0: no block is ever BLK_PARTIAL).  subs: of each
@@ -46,7 +48,7 @@ struct blkmap {
    * nor all of them); 0 for every other block.  Under state_lock.
    */
   unsigned sub_shift;
-  struct slotmap subs;
+  struct slotmap subs FIELD_GUARDED_BY (state_lock);
 
   /* The store keeps each unit of a block (a sub-block, or the whole
    * block where there are none: 2^unit_shift bytes) in one of two
@@ -60,15 +62,18 @@ struct blkmap {
    */
   unsigned unit_shift;
   bool places;
-  struct slotmap where;
+  struct slotmap where FIELD_GUARDED_BY (state_lock);
 
   /* The view (blkview.c), under state_lock.  view_on: changes make
    * records, and keep the units recorded in their places.  Of each
    * block changed since the view was made, its record: its state then
    * plus 1 (0: no record), the units it held then and their places.
    */
-  bool view_on;
-  struct slotmap view_state, view_held, view_where, view_mark;
+  bool view_on FIELD_GUARDED_BY (state_lock);
+  struct slotmap view_state FIELD_GUARDED_BY (state_lock);
+  struct slotmap view_held FIELD_GUARDED_BY (state_lock);
+  struct slotmap view_where FIELD_GUARDED_BY (state_lock);
+  struct slotmap view_mark FIELD_GUARDED_BY (state_lock);
 };
 
 /* What a block holds: its state, the units held in the overlay (all of

@@ -2,10 +2,10 @@
  * Copyright (C) 2026 the nbdkit-cow authors.
  */
 
-/* The block layer's own state, shared by its two files and nothing
- * else: blk.c, the requests and the state machine they follow, and
- * blklife.c, an overlay made, started, flushed and freed, and its
- * statistics.  Each lock says here what it protects; docs/design.md
+/* The block layer's own state, shared by its files and nothing else:
+ * blk.c, the requests and the state machine they follow; blklife.c,
+ * an overlay made, started, flushed and freed, and its statistics;
+ * blkchanges.c, its checkpoints; blkview.c, its point-in-time view.  Each lock says here what it protects; docs/design.md
  * has the lock order.
  */
 
@@ -79,8 +79,8 @@ struct blk {
    * size.
    */
   mutex_t start_lock;
-  bool base_met;
-  uint64_t store_overhead;
+  bool base_met FIELD_GUARDED_BY (start_lock);
+  uint64_t store_overhead FIELD_GUARDED_BY (start_lock);
 
   /* Lets one flush of a kept store run at a time. */
   struct countedlock flush_lock;
@@ -100,8 +100,8 @@ struct blk {
    * cow-max-size (atomic).
    */
   int view_state;
-  char view_name[CHECKPOINT_NAME_MAX + 1];
-  uint32_t view_epoch;
+  char view_name[CHECKPOINT_NAME_MAX + 1] FIELD_GUARDED_BY (gate);
+  uint32_t view_epoch FIELD_GUARDED_BY (gate);
   uint64_t view_kept;
 
   /* With the gate closed (atomic, to be read with it open):

@@ -47,11 +47,14 @@ struct changes {
    * taken inside it.
    */
   mutex_t lock;
-  struct slotmap marks;         /* the epoch of each block's last change */
-  bool started;                 /* marks sized by changes_start */
-  struct checkpoint checkpoints[CHECKPOINTS_MAX];       /* oldest first */
-  unsigned count;
-  uint32_t last_epoch;          /* the newest epoch ever taken */
+  /* the epoch of each block's last change: its leaves reserved */
+  struct slotmap marks FIELD_GUARDED_BY (lock);
+  bool started FIELD_GUARDED_BY (lock);  /* marks sized by changes_start */
+  /* oldest first */
+  struct checkpoint checkpoints[CHECKPOINTS_MAX] FIELD_GUARDED_BY (lock);
+  unsigned count FIELD_GUARDED_BY (lock);
+  /* the newest epoch ever taken */
+  uint32_t last_epoch FIELD_GUARDED_BY (lock);
 };
 
 extern void changes_init (struct changes *ch);

@@ -93,11 +93,12 @@ struct store_kept {
    * slot lookups (lock-free) and, copying the table, the changes' lock.
    */
   mutex_t page_lock;
-  struct statemap states;       /* enum kept_state of each block */
-  struct statemap dirty_pages;  /* per state page: 1 if changed since
-                                   written */
-  bool table_dirty;
-  uint64_t table_sequence;
+  /* enum kept_state of each block */
+  struct statemap states FIELD_GUARDED_BY (page_lock);
+  /* per state page: 1 if changed since written */
+  struct statemap dirty_pages FIELD_GUARDED_BY (page_lock);
+  bool table_dirty FIELD_GUARDED_BY (page_lock);
+  uint64_t table_sequence FIELD_GUARDED_BY (page_lock);
 
   /* Under slot_lock: the slots' changes (taking, retiring; kept.slots)
    * and sized_slots, the slots the file's length spans.  Taken inside
@@ -105,7 +106,7 @@ struct store_kept {
    * nothing is taken inside it.
    */
   mutex_t slot_lock;
-  uint64_t sized_slots;
+  uint64_t sized_slots FIELD_GUARDED_BY (slot_lock);
 
   /* Serializes the header's writes while requests run: MARKS_STALE set
    * and cleared, and the plugin's facts.  Held over a header write and
@@ -118,10 +119,10 @@ struct store_kept {
    * checkpoints that held, and the error of a take that could not mark
    * the file stale.
    */
-  uint64_t ended_at_flush;
-  bool table_taken;
-  unsigned table_taken_count;
-  int flush_errno;
+  uint64_t ended_at_flush FIELD_GUARDED_BY (flush_lock);
+  bool table_taken FIELD_GUARDED_BY (flush_lock);
+  unsigned table_taken_count FIELD_GUARDED_BY (flush_lock);
+  int flush_errno FIELD_GUARDED_BY (flush_lock);
 
   /* Atomic, with no lock.  dirty_marks: per marks page, a bit set when
    * a mark of its blocks was raised since a flush last took it (the

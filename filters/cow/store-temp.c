@@ -47,7 +47,7 @@ struct store_temp {
    */
   mutex_t slot_lock;
   uint64_t chunks;
-  struct slotmap slots;
+  struct slotmap slots FIELD_GUARDED_BY (slot_lock);
 };
 
 static struct store_temp *

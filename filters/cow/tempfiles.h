@@ -33,8 +33,9 @@ struct temp_files {
   char *tmpdir;
   unsigned nr;                  /* files, one per stripe */
   unsigned chunk_shift;         /* log2 of the bytes of a slot */
-  mutex_t slots_lock;           /* protects length and slots of each file */
-  struct temp_file *files;      /* nr of them */
+  mutex_t slots_lock;
+  /* nr of them: their lengths and slots under slots_lock */
+  struct temp_file *files FIELD_GUARDED_BY (slots_lock);
   bool exiting;                 /* set by temp_files_exiting */
 };
 

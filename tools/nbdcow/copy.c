@@ -37,11 +37,13 @@ struct copy {
   /* Under lock: */
   mutex_t lock;
   pthread_cond_t finished_cond;
-  uint64_t next_block;          /* the cursor */
-  uint64_t next_data;           /* consecutive: where the next data
-                                   block goes */
-  unsigned finished;            /* workers that have returned */
-  bool failed;                  /* a worker failed: the others stop */
+  uint64_t next_block FIELD_GUARDED_BY (lock);  /* the cursor */
+  /* consecutive: where the next data block goes */
+  uint64_t next_data FIELD_GUARDED_BY (lock);
+  /* workers that have returned */
+  unsigned finished FIELD_GUARDED_BY (lock);
+  /* a worker failed: the others stop */
+  bool failed FIELD_GUARDED_BY (lock);
 };
 
 struct worker {

@@ -47,9 +47,10 @@ struct view_copy {
 
   /* The workers': under lock. */
   mutex_t lock;
-  uint64_t next_cluster;        /* the cursor */
-  uint64_t next_data;           /* where the next data cluster goes */
-  bool failed;
+  uint64_t next_cluster FIELD_GUARDED_BY (lock);  /* the cursor */
+  /* where the next data cluster goes */
+  uint64_t next_data FIELD_GUARDED_BY (lock);
+  bool failed FIELD_GUARDED_BY (lock);
   _Atomic unsigned finished;
 };
 
