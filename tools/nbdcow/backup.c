@@ -269,9 +269,8 @@ check_previous (struct backup *b)
 /* The backing chain of --base=PREV, PREV first, as qemu follows it:
  * each file there that nbdcow backup made must be as long as it made
  * it (a file cut short lost data), and none may be OUT (which the
- * backup replaces).  At most this many files.
+ * backup replaces).  At most CHAIN_MAX files.
  */
-#define CHAIN_MAX 1024
 static int
 check_chain (struct backup *b)
 {
@@ -521,11 +520,29 @@ copy_stopped (void *opaque)
   return stopped (opaque);
 }
 
-/* Maps the view and writes the file: the checkpoint's record made. */
+/* Whether the server tracks changes by blocks larger than the
+ * backup's clusters (it advertises its cow-block-size as the preferred
+ * block size), so that an increment compares its clusters with PREV's.
+ */
+static bool
+changes_coarser (const struct backup *b)
+{
+  int64_t preferred = nbd_get_block_size (b->nbd[0], LIBNBD_SIZE_PREFERRED);
+
+  return preferred > (INT64_C (1) << CLUSTER_BITS);
+}
+
+/* Maps the view and writes the file: the checkpoint's record made.  An
+ * increment from a server that tracks changes by blocks larger than a
+ * cluster leaves to PREV the clusters of a changed block that read as
+ * PREV does.
+ */
 static int
 copy_view (struct backup *b)
 {
   struct qcow2_checkpoint cp = { .export = "" };
+  struct qcow2_chain prev;
+  int opened = 0, r;
 
   b->copy = (struct view_copy) {
     .nbd = b->nbd, .handles = b->handles, .what = b->read_export,
@@ -536,9 +553,19 @@ copy_view (struct backup *b)
   strcpy (cp.export, b->export);
   strcpy (cp.name, b->name);
   strcpy (cp.identity, b->identity);
-  if (view_copy_map (&b->copy, b->size) == -1)
-    return -1;
-  return view_copy_write (&b->copy, b->base, &cp);
+  if (b->base && changes_coarser (b)) {
+    opened = qcow2_chain_open (&prev, b->base, b->out_named);
+    if (opened == -1)
+      return -1;
+    if (opened == 1)
+      b->copy.prev = &prev;
+  }
+  r = view_copy_map (&b->copy, b->size);
+  if (r == 0)
+    r = view_copy_write (&b->copy, b->base, &cp);
+  if (opened == 1)
+    qcow2_chain_close (&prev);
+  return r;
 }
 
 /* Every step, in order; the view ends however they end. */

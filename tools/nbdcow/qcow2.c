@@ -22,8 +22,6 @@
 #include "fullio.h"
 #include "qcow2.h"
 
-#define QCOW2_MAGIC 0x514649fbU
-#define QCOW2_VERSION 3
 #define HEADER_LENGTH 104       /* version 3's fields, up to header_length */
 #define EXT_BACKING_FORMAT 0xe2792acaU
 #define EXT_CHECKPOINT 0x6e626377U     /* "nbcw" */
@@ -34,14 +32,10 @@
 #define MAX_CLUSTER_BITS 21     /* 2M */
 #define SECTOR_SIZE 512
 
-#define OFLAG_COPIED (UINT64_C (1) << 63)  /* refcount exactly 1 */
-#define OFLAG_ZERO UINT64_C (1)             /* L2: the cluster reads zeros */
-
-/* Extended L2 entries (incompatible feature bit 4): each standard
- * entry followed by the bitmap of its 32 subclusters, bit i allocated,
- * bit 32 + i reading zeros.
+/* Extended L2 entries (QCOW2_INCOMPAT_EXTL2): each standard entry
+ * followed by the bitmap of its 32 subclusters, bit i allocated, bit
+ * 32 + i reading zeros.
  */
-#define INCOMPAT_EXTL2 (UINT64_C (1) << 4)
 #define SUBCLUSTERS 32
 #define SUBCLUSTERS_ALLOCATED UINT64_C (0xffffffff)
 #define SUBCLUSTERS_ZERO (UINT64_C (0xffffffff) << 32)
@@ -275,7 +269,7 @@ write_l2 (struct mapper *m)
     return 0;
   if (write_at (m->fd, m->out, m->l2, c, at) == -1)
     return -1;
-  m->l1[m->l2_index] = htobe64 (at | OFLAG_COPIED);
+  m->l1[m->l2_index] = htobe64 (at | QCOW2_OFLAG_COPIED);
   m->l2_written++;
   m->have_l2 = false;
   return 0;
@@ -313,11 +307,11 @@ set_entry (struct mapper *m, uint64_t c, unsigned state, uint64_t data)
 {
   const struct qcow2_layout *q = m->q;
   uint64_t index = c % (cluster_size (q) >> l2_entry_shift (q));
-  uint64_t entry = has_data (state) ? data | OFLAG_COPIED : 0;
+  uint64_t entry = has_data (state) ? data | QCOW2_OFLAG_COPIED : 0;
   uint64_t bitmap = 0;
 
   if (!q->extended) {
-    m->l2[index] = htobe64 (state == KEPT_ZERO ? OFLAG_ZERO : entry);
+    m->l2[index] = htobe64 (state == KEPT_ZERO ? QCOW2_OFLAG_ZERO : entry);
     return;
   }
   if (state == KEPT_ZERO)
@@ -440,14 +434,11 @@ bool
 qcow2_virtual_size (int fd, uint64_t *size)
 {
   uint8_t buf[32];
-  uint32_t magic;
 
   if (pread (fd, buf, sizeof buf, 0) != sizeof buf)
     return false;
-  memcpy (&magic, buf, 4);
-  memcpy (size, buf + 24, 8);
-  *size = be64toh (*size);
-  return be32toh (magic) == QCOW2_MAGIC;
+  *size = qcow2_be64 (buf + 24);
+  return qcow2_be32 (buf) == QCOW2_MAGIC;
 }
 
 /* Puts the extension of type with the n bytes of data at p, padded to
@@ -504,7 +495,7 @@ qcow2_write_header (const struct qcow2_layout *q, int fd, const char *out,
    * to 95 stay zero but for the incompatible features.
    */
   if (q->extended)
-    put64 (buf + 72, INCOMPAT_EXTL2);
+    put64 (buf + 72, QCOW2_INCOMPAT_EXTL2);
   put32 (buf + 96, REFCOUNT_ORDER);
   put32 (buf + 100, HEADER_LENGTH);
   if (backing)
@@ -519,15 +510,6 @@ qcow2_write_header (const struct qcow2_layout *q, int fd, const char *out,
     memcpy (buf + at, backing, name_len);
   }
   return write_at (fd, out, buf, at + name_len, 0);
-}
-
-static uint32_t
-get32 (const uint8_t *p)
-{
-  uint32_t v;
-
-  memcpy (&v, p, 4);
-  return be32toh (v);
 }
 
 /* Copies the field of data (n bytes) at *at, ended by a NUL or the
@@ -591,21 +573,21 @@ qcow2_read_checkpoint (int fd, struct qcow2_checkpoint *cp)
   size_t at, n;
   int r = -1;
 
-  if (got < HEADER_LENGTH || get32 (buf) != QCOW2_MAGIC ||
-      get32 (buf + 4) != QCOW2_VERSION)
+  if (got < HEADER_LENGTH || qcow2_be32 (buf) != QCOW2_MAGIC ||
+      qcow2_be32 (buf + 4) != QCOW2_VERSION)
     goto out;
-  at = get32 (buf + 100);
+  at = qcow2_be32 (buf + 100);
   for (;;) {
     if (at + 8 > (size_t) got)
       goto out;
-    n = get32 (buf + at + 4);
-    if (get32 (buf + at) == 0) {
+    n = qcow2_be32 (buf + at + 4);
+    if (qcow2_be32 (buf + at) == 0) {
       r = 0;
       goto out;
     }
     if (n > (size_t) got - at - 8)
       goto out;
-    if (get32 (buf + at) == EXT_CHECKPOINT) {
+    if (qcow2_be32 (buf + at) == EXT_CHECKPOINT) {
       r = get_checkpoint (buf + at + 8, n, cp) == 0 ? 1 : -1;
       goto out;
     }
@@ -624,11 +606,10 @@ qcow2_backing_name (int fd, char *name)
   uint32_t len;
 
   if (pread (fd, buf, sizeof buf, 0) != sizeof buf ||
-      get32 (buf) != QCOW2_MAGIC)
+      qcow2_be32 (buf) != QCOW2_MAGIC)
     return 0;                   /* raw: no backing file */
-  memcpy (&offset, buf + 8, 8);
-  offset = be64toh (offset);
-  len = get32 (buf + 16);
+  offset = qcow2_be64 (buf + 8);
+  len = qcow2_be32 (buf + 16);
   if (offset == 0)
     return 0;
   if (len == 0 || len > QCOW2_MAX_BACKING ||

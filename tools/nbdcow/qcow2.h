@@ -21,11 +21,45 @@
 #ifndef NBDCOW_QCOW2_H
 #define NBDCOW_QCOW2_H
 
+#include <endian.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "checkpoint.h"
 #include "nbdcow.h"
+
+/* The format's numbers that nbdcow reads and writes
+ * (docs/interop/qcow2.txt in qemu): version 3; the flags of an L1 or
+ * L2 entry, and the mask of its offset; and the incompatible features
+ * it knows.
+ */
+#define QCOW2_MAGIC 0x514649fbU
+#define QCOW2_VERSION 3
+#define QCOW2_OFLAG_COPIED (UINT64_C (1) << 63)  /* refcount exactly 1 */
+#define QCOW2_OFLAG_COMPRESSED (UINT64_C (1) << 62)
+#define QCOW2_OFLAG_ZERO UINT64_C (1)       /* L2: the cluster reads zeros */
+#define QCOW2_OFFSET_MASK UINT64_C (0x00fffffffffffe00)
+#define QCOW2_INCOMPAT_EXTL2 (UINT64_C (1) << 4)  /* extended L2 entries */
+
+/* A big-endian field of the format at p. */
+static inline uint32_t
+qcow2_be32 (const uint8_t *p)
+{
+  uint32_t v;
+
+  memcpy (&v, p, 4);
+  return be32toh (v);
+}
+
+static inline uint64_t
+qcow2_be64 (const uint8_t *p)
+{
+  uint64_t v;
+
+  memcpy (&v, p, 8);
+  return be64toh (v);
+}
 
 /* qemu's longest backing file name, and its largest L1 table (32M). */
 #define QCOW2_MAX_BACKING 1023

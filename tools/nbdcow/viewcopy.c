@@ -23,6 +23,7 @@
 #include "checks.h"
 #include "commit.h"
 #include "fullio.h"
+#include "iszero.h"
 #include "viewcopy.h"
 
 /* A piece of work is at most this many bytes. */
@@ -146,6 +147,67 @@ extent_run (void *opaque, const char *context, uint64_t offset,
   return 0;
 }
 
+/* With an increment's chain: leaves to it each data cluster of the run
+ * of clusters [c, end) that reads as the chain does, and makes a zero
+ * cluster of each that reads zeros, reading the view a piece at a time
+ * into buf (PIECE_BYTES) and the chain's cluster into old.
+ */
+static int
+leave_alike_run (struct view_copy *vc, uint64_t c, uint64_t end, char *buf,
+                 char *old)
+{
+  uint64_t piece = PIECE_BYTES >> CLUSTER_BITS, i;
+
+  for (; c < end; c += piece) {
+    uint64_t n = end - c < piece ? end - c : piece;
+    uint64_t offset = blockgeom_start (&vc->geom, c);
+    uint64_t length = blockgeom_end (&vc->geom, c + n - 1) - offset;
+
+    if (vc->stopped (vc->opaque))
+      return -1;
+    if (nbd_pread (vc->nbd[0], buf, length, offset, 0) == -1) {
+      nbdcow_error ("%s: read of %" PRIu64 " bytes at %" PRIu64 ": %s",
+                    vc->what, length, offset, nbd_get_error ());
+      return -1;
+    }
+    for (i = 0; i < n; ++i) {
+      uint64_t at = blockgeom_start (&vc->geom, c + i);
+      uint32_t len = blockgeom_end (&vc->geom, c + i) - at;
+
+      if (qcow2_chain_read (vc->prev, old, len, at) == -1)
+        return -1;
+      if (memcmp (buf + (at - offset), old, len) == 0)
+        statemap_set (&vc->states, c + i, 1, KEPT_NOT_ALLOCATED);
+      else if (is_zero (buf + (at - offset), len))
+        statemap_set (&vc->states, c + i, 1, KEPT_ZERO);
+    }
+  }
+  return 0;
+}
+
+/* leave_alike_run over every run of data clusters. */
+static int
+leave_alike (struct view_copy *vc)
+{
+  uint64_t blocks = blockgeom_blocks (&vc->geom), c, end;
+  char *buf = malloc (PIECE_BYTES), *old = malloc (1 << CLUSTER_BITS);
+  unsigned state;
+  int r = 0;
+
+  if (buf == NULL || old == NULL) {
+    nbdcow_error ("%s: malloc: %m", vc->out);
+    r = -1;
+  }
+  for (c = 0; r == 0 && c < blocks; c = end) {
+    end = statemap_run (&vc->states, c, blocks, &state);
+    if (state == KEPT_ALLOCATED)
+      r = leave_alike_run (vc, c, end, buf, old);
+  }
+  free (buf);
+  free (old);
+  return r;
+}
+
 int
 view_copy_map (struct view_copy *vc, uint64_t size)
 {
@@ -175,7 +237,9 @@ view_copy_map (struct view_copy *vc, uint64_t size)
     nbdcow_error ("%s: %s", vc->what, strerror (m.err));
     return -1;
   }
-  return m.end < size ? -1 : 0;
+  if (m.end < size)
+    return -1;
+  return vc->prev ? leave_alike (vc) : 0;
 }
 
 /* The qcow2_source of the map. */

@@ -16,6 +16,7 @@
 
 #include <libnbd.h>
 
+#include "chainread.h"
 #include "checks.h"
 #include "nbdcow.h"
 #include "progress.h"
@@ -34,6 +35,9 @@ struct view_copy {
   int fd;                       /* the file, empty */
   bool increment;               /* a hole without the zero flag is
                                    unchanged: left to the backing file */
+  const struct qcow2_chain *prev;  /* an increment's backing chain, or
+                                      NULL: a changed cluster that reads
+                                      as it does is left to it */
   bool progress;                /* --progress */
   bool (*stopped) (void *opaque);  /* whether to stop (a signal came) */
   void *opaque;
@@ -54,8 +58,9 @@ struct view_copy {
   _Atomic unsigned finished;
 };
 
-/* Maps the disk of size bytes by the block status of vc->nbd[0].
- * Returns 0, or -1 after a message.
+/* Maps the disk of size bytes by the block status of vc->nbd[0], and
+ * with vc->prev leaves to it the data clusters that read alike (read
+ * on vc->nbd[0]).  Returns 0, or -1 after a message.
  */
 extern int view_copy_map (struct view_copy *vc, uint64_t size);
 
