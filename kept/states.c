@@ -58,9 +58,9 @@ load_unpacked (struct kept_overlay *ko, const uint8_t *buf, uint64_t at,
 }
 
 /* Gives allocated block b of a packed file its slot, checking that the
- * slot is the block's alone and lies within the file.  Returns 0; or
- * if the entry is bad, counts it in *damage, or without damage returns
- * -1 after fail().
+ * slot is the block's alone and lies within the file.  Returns 0; 1 if
+ * the entry is bad and damage is not NULL, which counts it; or -1
+ * after kept_fail, for a bad entry without damage or want of memory.
  */
 static int
 load_slot (struct kept_overlay *ko, struct kept_slots *slots, uint64_t b,
@@ -94,34 +94,34 @@ load_slot (struct kept_overlay *ko, struct kept_slots *slots, uint64_t b,
   return r;
 }
 
-/* The sub-blocks entry names for block b, a block in the overlay
- * (state) of a file of version 5: returns the state they make it
- * (KEPT_PARTIAL for some of them, state for none or all), or 3 if
- * they cannot be (PARTS_BAD: the block is not in a slot, or has no
- * such sub-blocks), or PARTS_FAILED with errno set.
+/* The sub-blocks parts that the entry of block b names, a block in the
+ * overlay in *state (a file of version 5, where parts may be 0): sets
+ * *state to the state they make it, KEPT_PARTIAL for some of them, as
+ * it was for none or all.  Returns 0; 1 if the block cannot hold them
+ * (it is not in a slot, or has no such sub-blocks); or -1 with errno
+ * set.
  */
-enum { PARTS_BAD = 4, PARTS_FAILED = 5 };
-
-static unsigned
-load_parts (struct kept_overlay *ko, uint64_t b, unsigned state,
+static int
+load_parts (struct kept_overlay *ko, uint64_t b, unsigned *state,
             uint32_t parts)
 {
   const struct kept_layout *l = &ko->header.layout;
   uint32_t all;
 
   if (parts == 0)
-    return state;
-  if (state != KEPT_ALLOCATED || l->part_shift == 0)
-    return PARTS_BAD;
+    return 0;
+  if (*state != KEPT_ALLOCATED || l->part_shift == 0)
+    return 1;
   all = kept_parts_all (l, b);
   if ((parts & ~all) != 0)
-    return PARTS_BAD;
+    return 1;
   if (parts == all)
-    return KEPT_ALLOCATED;
+    return 0;
   if (kept_parts_reserve (ko, b) == -1)
-    return PARTS_FAILED;
+    return -1;
   kept_parts_set (ko, b, parts);
-  return KEPT_PARTIAL;
+  *state = KEPT_PARTIAL;
+  return 0;
 }
 
 /* A chunk of a packed state area: entries of blocks [first, first +
@@ -141,22 +141,19 @@ load_packed (struct kept_overlay *ko, const uint8_t *buf, uint64_t first,
     uint64_t b = first + i;
     uint32_t entry = kept_get_le (p, 4);
     uint32_t parts = size == 8 ? kept_get_le (p + 4, 4) : 0;
-    unsigned state = KEPT_ZERO;
-    int r;
+    unsigned state = entry >= KEPT_ENTRY_SLOT ? KEPT_ALLOCATED : KEPT_ZERO;
+    int bad, r;
 
     if (entry == KEPT_ENTRY_BASE && parts == 0)
       continue;
-    if (entry >= KEPT_ENTRY_SLOT)
-      state = KEPT_ALLOCATED;
-    state = entry == KEPT_ENTRY_BASE ? PARTS_BAD
-                                     : load_parts (ko, b, state, parts);
-    if (state == PARTS_FAILED)
+    bad = entry == KEPT_ENTRY_BASE ? 1 : load_parts (ko, b, &state, parts);
+    if (bad == -1)
       return kept_fail (ko, false, "cannot load the block states: %m");
-    if (state == PARTS_BAD && damage == NULL)
+    if (bad && damage == NULL)
       return kept_fail (ko, true, "corrupted block states (block %" PRIu64
                         " holds sub-blocks %#" PRIx32 ", which it cannot)",
                         b, parts);
-    if (state == PARTS_BAD) {
+    if (bad) {
       ++damage->bad_parts;
       continue;
     }

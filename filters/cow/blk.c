@@ -1241,7 +1241,7 @@ write_placed_or_break (struct blk *blk, const struct blk_base *base,
                             data, err) == 0)
       return 0;
     blk_view_unkeep (blk, bytes);
-    if (!no_room (*err) || kept.units == 0 || !blk_view_yield_room (blk))
+    if (!no_room (*err) || kept.units == 0 || !blk_view_break_in_place (blk))
       return -1;
   }
   return -1;
@@ -1289,7 +1289,7 @@ static int
 take_space (struct blk *blk, uint64_t *hold, uint64_t bytes, int *err)
 {
   if (space_try_take (blk->space, hold, bytes) ||
-      (blk_view_yield (blk) && space_try_take (blk->space, hold, bytes)))
+      (blk_view_break_for_cap (blk) && space_try_take (blk->space, hold, bytes)))
     return 0;
   return space_refuse (blk->space, err);
 }

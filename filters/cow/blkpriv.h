@@ -143,20 +143,21 @@ enum counter {
 /* blkview.c, for the requests of blk.c.  blk_view_keep takes bytes of
  * space for units the view alone keeps from now on: false if it
  * cannot, and then the view is broken (and keeps nothing).
- * blk_view_yield breaks the view, if it keeps any bytes, so that a
- * client's write that found no room can have them: returns whether it
- * gave any back.
+ * blk_view_break_for_cap breaks the live view if it keeps any bytes,
+ * so that a client's change that found no room under cow-max-size can
+ * have them: returns whether it broke it.
  */
 extern bool blk_view_keep (struct blk *blk, uint64_t bytes);
-extern bool blk_view_yield (struct blk *blk);
+extern bool blk_view_break_for_cap (struct blk *blk);
 
-/* blkview.c: gives back bytes blk_view_keep took for units that did
- * not move after all; and breaks the live view when the overlay's
- * filesystem has no room for the units it keeps to move, returning
- * whether it broke it (a write then goes on in place).
+/* blkview.c: blk_view_unkeep gives back bytes blk_view_keep took for
+ * units that did not move after all.  blk_view_break_in_place breaks
+ * the live view, whatever it keeps, when the overlay's filesystem has
+ * no room for the units it keeps to move: returns whether it broke it
+ * (the write then goes on in place).
  */
 extern void blk_view_unkeep (struct blk *blk, uint64_t bytes);
-extern bool blk_view_yield_room (struct blk *blk);
+extern bool blk_view_break_in_place (struct blk *blk);
 
 /* blkview.c, for a change (write, zero, trim) of blk.c that found no
  * room on the overlay's filesystem: breaks the live view if it keeps

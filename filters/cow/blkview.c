@@ -114,18 +114,18 @@ blk_view_unkeep (struct blk *blk, uint64_t bytes)
 {
   uint64_t kept = __atomic_load_n (&blk->view_kept, __ATOMIC_SEQ_CST);
 
-  /* Less than bytes: the view broke and gave them back already. */
-  do
+  do {
+    /* Less than bytes: the view broke and gave them back already. */
     if (kept < bytes || bytes == 0)
       return;
-  while (!__atomic_compare_exchange_n (&blk->view_kept, &kept, kept - bytes,
-                                       false, __ATOMIC_SEQ_CST,
-                                       __ATOMIC_SEQ_CST));
+  } while (!__atomic_compare_exchange_n (&blk->view_kept, &kept, kept - bytes,
+                                         false, __ATOMIC_SEQ_CST,
+                                         __ATOMIC_SEQ_CST));
   space_give (blk->space, bytes);
 }
 
 bool
-blk_view_yield_room (struct blk *blk)
+blk_view_break_in_place (struct blk *blk)
 {
   if (view_state (blk) != BLK_VIEW_LIVE)
     return false;
@@ -134,7 +134,7 @@ blk_view_yield_room (struct blk *blk)
 }
 
 bool
-blk_view_yield (struct blk *blk)
+blk_view_break_for_cap (struct blk *blk)
 {
   if (view_state (blk) != BLK_VIEW_LIVE ||
       __atomic_load_n (&blk->view_kept, __ATOMIC_SEQ_CST) == 0)

@@ -325,8 +325,40 @@ run_view (FILE *out, struct blk *blk, const char *verb, const char *export,
     write_view_export (out, export, view);
 }
 
-/* Carries out a command on the overlay of export, writing its answer
- * to out.
+/* The commands: each verb, how many fields its command has (the verb
+ * included), and whether it acts on the export's view (run_view) or
+ * its checkpoints (run_on).
+ */
+struct command {
+  const char *verb;
+  size_t fields;
+  bool on_view;
+};
+
+static const struct command commands[] = {
+  { "create", 3, false },       /* create EXPORT CHECKPOINT */
+  { "delete", 3, false },       /* delete EXPORT CHECKPOINT */
+  { "list", 2, false },         /* list EXPORT */
+  { "identify", 3, false },     /* identify EXPORT CHECKPOINT */
+  { "view-create", 3, true },   /* view-create EXPORT VIEW */
+  { "view-delete", 3, true },   /* view-delete EXPORT VIEW */
+  { "view", 2, true },          /* view EXPORT */
+};
+
+/* The command of verb, or NULL if there is none. */
+static const struct command *
+command_of (const char *verb)
+{
+  size_t i;
+
+  for (i = 0; i < sizeof commands / sizeof commands[0]; ++i)
+    if (strcmp (commands[i].verb, verb) == 0)
+      return &commands[i];
+  return NULL;
+}
+
+/* Carries out a command on the checkpoints of export's overlay,
+ * writing its answer to out.
  */
 static void
 run_on (FILE *out, struct blk *blk, const char *verb, const char *export,
@@ -336,10 +368,6 @@ run_on (FILE *out, struct blk *blk, const char *verb, const char *export,
   unsigned n, i;
   int r;
 
-  if (strncmp (verb, "view", 4) == 0) {
-    run_view (out, blk, verb, export, checkpoint);
-    return;
-  }
   if (strcmp (verb, "list") == 0) {
     n = blk_checkpoint_list (blk, list);
     fputs ("ok\n", out);
@@ -370,21 +398,6 @@ run_on (FILE *out, struct blk *blk, const char *verb, const char *export,
   nbdkit_debug ("cow: control: %s checkpoint \"%s\" of export \"%s\"", verb,
                 checkpoint, export);
   fputs ("ok\n", out);
-}
-
-/* The fields of a command of verb: list EXPORT, or create or delete
- * EXPORT CHECKPOINT; 0 for a verb that is none.
- */
-static size_t
-fields_of (const char *verb)
-{
-  if (strcmp (verb, "list") == 0 || strcmp (verb, "view") == 0)
-    return 2;
-  if (strcmp (verb, "create") == 0 || strcmp (verb, "delete") == 0 ||
-      strcmp (verb, "identify") == 0 ||
-      strcmp (verb, "view-create") == 0 || strcmp (verb, "view-delete") == 0)
-    return 3;
-  return 0;
 }
 
 /* Whether name is a view's (a changes view or a point-in-time view,
@@ -420,6 +433,7 @@ static void
 run_command (FILE *out, const char *buf, size_t n)
 {
   const char *fields[3] = { NULL, NULL, NULL };
+  const struct command *command;
   size_t i, count = 0, start = 0;
   struct overlay *o;
 
@@ -428,7 +442,8 @@ run_command (FILE *out, const char *buf, size_t n)
       fields[count++] = buf + start;
       start = i + 1;
     }
-  if (count == 0 || start != n || count != fields_of (fields[0])) {
+  command = count ? command_of (fields[0]) : NULL;
+  if (command == NULL || start != n || count != command->fields) {
     fputs ("error: not a command: create EXPORT CHECKPOINT, "
            "delete EXPORT CHECKPOINT, list EXPORT, identify EXPORT "
            "CHECKPOINT, view-create EXPORT VIEW, view-delete EXPORT VIEW or "
@@ -450,7 +465,10 @@ run_command (FILE *out, const char *buf, size_t n)
              fields[1]);
     return;
   }
-  run_on (out, o->blk, fields[0], fields[1], fields[2]);
+  if (command->on_view)
+    run_view (out, o->blk, fields[0], fields[1], fields[2]);
+  else
+    run_on (out, o->blk, fields[0], fields[1], fields[2]);
   registry_unpin (o);
 }
 
