@@ -263,6 +263,49 @@ bit_run (uint32_t bits, unsigned from, unsigned *end)
   return first;
 }
 
+/* The one walk of a mask of a block's pieces (its units or sub-blocks,
+ * 2^shift bytes each): the runs of pieces whose bits are set, as byte
+ * ranges clipped to [from, to).
+ *
+ *   struct piece_runs r = piece_runs (blk, b, shift, bits, from, to);
+ *   while (piece_runs_next (&r, &at, &next))
+ *     ... [at, next) ...
+ */
+struct piece_runs {
+  uint64_t start, from, to;
+  unsigned shift, i;
+  uint32_t bits;
+};
+
+static inline struct piece_runs
+piece_runs (const struct blk *blk, uint64_t b, unsigned shift, uint32_t bits,
+            uint64_t from, uint64_t to)
+{
+  return (struct piece_runs) {
+    .start = blockgeom_start (&blk->map.geom, b), .from = from, .to = to,
+    .shift = shift, .bits = bits,
+  };
+}
+
+/* The next run: true with [*at, *next) set, false after the last. */
+static inline bool
+piece_runs_next (struct piece_runs *r, uint64_t *at, uint64_t *next)
+{
+  unsigned end;
+
+  r->i = bit_run (r->bits, r->i, &end);
+  if (r->i >= 32)
+    return false;
+  *at = r->start + ((uint64_t) r->i << r->shift);
+  *next = r->start + ((uint64_t) end << r->shift);
+  r->i = end;
+  if (*at < r->from)
+    *at = r->from;
+  if (*next > r->to)
+    *next = r->to;
+  return true;
+}
+
 /* blk_state_run inside partial block b from offset: sets *state to
  * BLK_ALLOCATED over the sub-blocks the overlay holds, else
  * BLK_NOT_ALLOCATED, and returns the end of the run, at most b's end.
@@ -389,22 +432,17 @@ write_unit_runs (struct blk *blk, uint64_t b, const char *bytes,
                  uint64_t from, uint64_t to, uint32_t units, uint32_t target,
                  int *err) REQUIRES (blk->rmw_locks)
 {
-  uint64_t start = blockgeom_start (&blk->map.geom, b);
-  unsigned shift = blk->map.unit_shift, i, j;
+  uint64_t at, next;
   int place;
 
   for (place = 0; place <= 1; ++place) {
-    uint32_t bits = units & (place ? target : ~target);
+    struct piece_runs runs = piece_runs (blk, b, blk->map.unit_shift,
+                                         units & (place ? target : ~target),
+                                         from, to);
 
-    for (i = 0; (i = bit_run (bits, i, &j)) < 32; i = j) {
-      uint64_t at = start + ((uint64_t) i << shift);
-      uint64_t next = start + ((uint64_t) j << shift);
+    while (piece_runs_next (&runs, &at, &next)) {
       int r;
 
-      if (at < from)
-        at = from;
-      if (next > to)
-        next = to;
       CHECK (at < next);
       lock_stripes (blk, next - at, at);
       r = store_write (blk->store, bytes ? bytes + (at - from) : NULL,
@@ -563,9 +601,10 @@ complete_partial (struct blk *blk, const struct blk_base *base, uint64_t b,
                   enum counter kind, int *err) REQUIRES (blk->rmw_locks)
 {
   const struct blockgeom *g = &blk->map.geom;
-  unsigned shift = blk->map.sub_shift, i, j;
   uint64_t start = blockgeom_start (g, b), stop = blockgeom_end (g, b);
+  uint64_t at, end;
   struct blkmap_held now, kept;
+  struct piece_runs runs;
   uint32_t held, missing, target;
   char *buf;
   int r;
@@ -582,12 +621,8 @@ complete_partial (struct blk *blk, const struct blk_base *base, uint64_t b,
     return -1;
   }
   r = reserve_states (blk, b, 1, err);
-  for (i = 0; r == 0 && (i = bit_run (missing, i, &j)) < 32; i = j) {
-    uint64_t at = start + ((uint64_t) i << shift);
-    uint64_t end = start + ((uint64_t) j << shift);
-
-    if (end > stop)
-      end = stop;
+  runs = piece_runs (blk, b, blk->map.sub_shift, missing, start, stop);
+  while (r == 0 && piece_runs_next (&runs, &at, &end)) {
     r = kind == COPY_UPS_FILL
         ? base_read_data (blk, base, buf, end - at, at, err)
         : base_read (blk, base, buf, end - at, at, err);
@@ -1037,28 +1072,14 @@ static int
 write_subs (struct blk *blk, uint64_t b, const struct end_write *e, int *err)
   REQUIRES (blk->rmw_locks)
 {
-  uint64_t start = blockgeom_start (&blk->map.geom, b);
   uint32_t range = blkmap_subs_of (&blk->map, b, e->from, e->to);
-  unsigned shift = blk->map.sub_shift, i, j;
-  int held;
 
-  for (held = 0; held <= 1; ++held) {
-    uint32_t bits = (held ? e->held : ~e->held) & range;
-
-    for (i = 0; (i = bit_run (bits, i, &j)) < 32; i = j) {
-      uint64_t at = start + ((uint64_t) i << shift);
-      uint64_t next = start + ((uint64_t) j << shift);
-
-      if (at < e->from)
-        at = e->from;
-      if (next > e->to)
-        next = e->to;
-      if (locked_store_write (blk, e->bytes ? e->bytes + (at - e->from) : NULL,
-                              next - at, at, err) == -1)
-        return -1;
-    }
-  }
-  return 0;
+  /* Sub-blocks are the units, all in place 0 before the first view. */
+  if (write_unit_runs (blk, b, e->bytes, e->from, e->to, ~e->held & range, 0,
+                       err) == -1)
+    return -1;
+  return write_unit_runs (blk, b, e->bytes, e->from, e->to, e->held & range,
+                          0, err);
 }
 
 /* Writes block b at an end of [offset, end) as planned. */
@@ -1532,17 +1553,13 @@ write_once (struct blk *blk, const struct blk_base *base, const void *buf,
 void
 blk_punch_units (struct blk *blk, uint64_t b, unsigned place, uint32_t units)
 {
-  uint64_t start = blockgeom_start (&blk->map.geom, b);
-  uint64_t stop = blockgeom_end (&blk->map.geom, b);
-  unsigned shift = blk->map.unit_shift, i, j;
+  struct piece_runs runs = piece_runs (blk, b, blk->map.unit_shift, units,
+                                       blockgeom_start (&blk->map.geom, b),
+                                       blockgeom_end (&blk->map.geom, b));
+  uint64_t at, next;
 
   CHECK (rmw_held (blk, b, 1));
-  for (i = 0; (i = bit_run (units, i, &j)) < 32; i = j) {
-    uint64_t at = start + ((uint64_t) i << shift);
-    uint64_t next = start + ((uint64_t) j << shift);
-
-    if (next > stop)
-      next = stop;
+  while (piece_runs_next (&runs, &at, &next)) {
     lock_stripes (blk, next - at, at);
     if (store_punch (blk->store, next - at, at, place) == -1)
       nbdkit_debug ("cow: cannot punch a hole in the overlay: %m");
