@@ -279,6 +279,32 @@ separator_forgotten (const char *exportname, bool forgotten, char recipe,
   return true;
 }
 
+/* Whether exportname is refused: it holds the recipes' character of a
+ * kind of view the server has no separator for, or it was refused
+ * before (each said once).
+ */
+static bool
+name_refused (const char *exportname)
+{
+  if (separator_forgotten (exportname,
+                           changes_separator_forgotten
+                             (exportname, params.changes_separator,
+                              params.clone_separator),
+                           CHANGES_RECIPE_SEPARATOR, "what changed in an "
+                           "export", "cow-changes-separator") ||
+      separator_forgotten (exportname,
+                           view_separator_forgotten
+                             (exportname, params.view_separator,
+                              params.clone_separator),
+                           VIEW_RECIPE_SEPARATOR, "an export at an instant",
+                           "cow-view-separator"))
+    return true;
+  if (!refusal_repeated (exportname))
+    return false;
+  nbdkit_debug ("cow: export \"%s\" refused again (said above)", exportname);
+  return true;
+}
+
 /* The export's overlay, reading the plugin's export of the same name,
  * or under cow-clone-separator the one the name is a clone of; under
  * cow-changes-separator and cow-view-separator a name may name a view
@@ -309,24 +335,8 @@ cow_open (nbdkit_next_open *next, nbdkit_context *context,
     nbdkit_error ("cow: %m");
     goto out;
   }
-  if (separator_forgotten (exportname,
-                           changes_separator_forgotten
-                             (exportname, params.changes_separator,
-                              params.clone_separator),
-                           CHANGES_RECIPE_SEPARATOR, "what changed in an "
-                           "export", "cow-changes-separator") ||
-      separator_forgotten (exportname,
-                           view_separator_forgotten
-                             (exportname, params.view_separator,
-                              params.clone_separator),
-                           VIEW_RECIPE_SEPARATOR, "an export at an instant",
-                           "cow-view-separator"))
+  if (name_refused (exportname))
     goto out;
-  if (refusal_repeated (exportname)) {
-    nbdkit_debug ("cow: export \"%s\" refused again (said above)",
-                  exportname);
-    goto out;
-  }
   fill_client_connecting ();
   r = exports_connect (&c->export, name, base, shares_base (is_tls, base),
                        next, context);
