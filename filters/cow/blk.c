@@ -33,6 +33,7 @@
 #include "checks.h"
 #include "iszero.h"
 #include "monotonic.h"
+#include "pieces.h"
 #include "scratch.h"
 
 /* Copy-ups read the base in pieces of this many bytes (or one block,
@@ -244,68 +245,6 @@ set_subs (struct blk *blk, uint64_t b, uint32_t subs)
     store_set_states (blk->store, b, 1, BLK_ALLOCATED);
 }
 
-/* The first run of set bits of bits at or after bit from: returns its
- * first bit and sets *end after its last, or returns 32 if there is
- * none.
- */
-static unsigned
-bit_run (uint32_t bits, unsigned from, unsigned *end)
-{
-  unsigned first, last;
-
-  if (from >= 32 || (bits >> from) == 0)
-    return 32;
-  first = from + __builtin_ctz (bits >> from);
-  last = first;
-  while (last < 32 && (bits >> last & 1))
-    ++last;
-  *end = last;
-  return first;
-}
-
-/* The one walk of a mask of a block's pieces (its units or sub-blocks,
- * 2^shift bytes each): the runs of pieces whose bits are set, as byte
- * ranges clipped to [from, to).
- *
- *   struct piece_runs r = piece_runs (blk, b, shift, bits, from, to);
- *   while (piece_runs_next (&r, &at, &next))
- *     ... [at, next) ...
- */
-struct piece_runs {
-  uint64_t start, from, to;
-  unsigned shift, i;
-  uint32_t bits;
-};
-
-static inline struct piece_runs
-piece_runs (const struct blk *blk, uint64_t b, unsigned shift, uint32_t bits,
-            uint64_t from, uint64_t to)
-{
-  return (struct piece_runs) {
-    .start = blockgeom_start (&blk->map.geom, b), .from = from, .to = to,
-    .shift = shift, .bits = bits,
-  };
-}
-
-/* The next run: true with [*at, *next) set, false after the last. */
-static inline bool
-piece_runs_next (struct piece_runs *r, uint64_t *at, uint64_t *next)
-{
-  unsigned end;
-
-  r->i = bit_run (r->bits, r->i, &end);
-  if (r->i >= 32)
-    return false;
-  *at = r->start + ((uint64_t) r->i << r->shift);
-  *next = r->start + ((uint64_t) end << r->shift);
-  r->i = end;
-  if (*at < r->from)
-    *at = r->from;
-  if (*next > r->to)
-    *next = r->to;
-  return true;
-}
-
 /* blk_state_run inside partial block b from offset: sets *state to
  * BLK_ALLOCATED over the sub-blocks the overlay holds, else
  * BLK_NOT_ALLOCATED, and returns the end of the run, at most b's end.
@@ -432,11 +371,11 @@ write_unit_runs (struct blk *blk, uint64_t b, const char *bytes,
                  uint64_t from, uint64_t to, uint32_t units, uint32_t target,
                  int *err) REQUIRES (blk->rmw_locks)
 {
-  uint64_t at, next;
+  uint64_t start = blockgeom_start (&blk->map.geom, b), at, next;
   int place;
 
   for (place = 0; place <= 1; ++place) {
-    struct piece_runs runs = piece_runs (blk, b, blk->map.unit_shift,
+    struct piece_runs runs = piece_runs (start, blk->map.unit_shift,
                                          units & (place ? target : ~target),
                                          from, to);
 
@@ -621,7 +560,7 @@ complete_partial (struct blk *blk, const struct blk_base *base, uint64_t b,
     return -1;
   }
   r = reserve_states (blk, b, 1, err);
-  runs = piece_runs (blk, b, blk->map.sub_shift, missing, start, stop);
+  runs = piece_runs (start, blk->map.sub_shift, missing, start, stop);
   while (r == 0 && piece_runs_next (&runs, &at, &end)) {
     r = kind == COPY_UPS_FILL
         ? base_read_data (blk, base, buf, end - at, at, err)
@@ -979,7 +918,6 @@ plan_subs (struct blk *blk, const struct blk_base *base, uint32_t held,
   REQUIRES (blk->rmw_locks)
 {
   const struct blkmap *map = &blk->map;
-  uint64_t mask = (UINT64_C (1) << map->sub_shift) - 1;
   uint64_t start = blockgeom_start (&map->geom, b);
   uint64_t stop = blockgeom_end (&map->geom, b);
   uint64_t from, to, head, tail;
@@ -987,10 +925,8 @@ plan_subs (struct blk *blk, const struct blk_base *base, uint32_t held,
   int r = 0;
 
   block_part (blk, b, offset, end, &from, &to);
-  head = start + ((from - start) & ~mask);
-  tail = start + ((to - 1 - start) | mask) + 1;
-  if (tail > stop)
-    tail = stop;
+  head = piece_floor (start, map->sub_shift, from);
+  tail = piece_ceil (start, stop, map->sub_shift, to);
   read_head = from > head && !(held & blkmap_subs_of (map, b, from, from + 1));
   read_tail = to < tail && !(held & blkmap_subs_of (map, b, to - 1, to));
   e->way = END_SUBS;
@@ -1001,7 +937,8 @@ plan_subs (struct blk *blk, const struct blk_base *base, uint32_t held,
   e->bytes = buf ? buf + (from - offset) : NULL;
   if (!read_head && !read_tail)
     return 0;
-  if (read_head && read_tail && tail - head <= mask + 1)
+  if (read_head && read_tail &&
+      tail - head <= (UINT64_C (1) << map->sub_shift))
     r = base_read (blk, base, e->data, tail - head, head, err);
   else {
     if (read_head)
@@ -1127,15 +1064,6 @@ current_bytes (struct blk *blk, const struct blk_base *base,
   return base_read (blk, base, buf, len, at, err);
 }
 
-/* The unit of block b holding byte at. */
-static uint32_t
-unit_at (const struct blk *blk, uint64_t b, uint64_t at)
-{
-  uint64_t start = blockgeom_start (&blk->map.geom, b);
-
-  return UINT32_C (1) << ((at - start) >> blk->map.unit_shift);
-}
-
 /* Writes the part of [offset, end) in block b (buf's byte 0 at offset,
  * zeros if NULL) unit by unit to their places (targets), as b holds
  * now and the view keeps kept, data being a block's room.  A unit the
@@ -1152,7 +1080,7 @@ write_placed_block (struct blk *blk, const struct blk_base *base,
                     const struct blkmap_held *kept, char *data, int *err)
   REQUIRES (blk->rmw_locks)
 {
-  uint64_t mask = (UINT64_C (1) << blk->map.unit_shift) - 1;
+  unsigned shift = blk->map.unit_shift;
   uint64_t start = blockgeom_start (&blk->map.geom, b);
   uint64_t stop = blockgeom_end (&blk->map.geom, b);
   uint64_t from, to, ufrom, uto;
@@ -1173,14 +1101,11 @@ write_placed_block (struct blk *blk, const struct blk_base *base,
     ufrom = start;
     uto = stop;
   }
-  if (((ufrom - start) & mask) != 0 && !(ready & unit_at (blk, b, ufrom)))
-    ufrom = start + ((ufrom - start) & ~mask);
-  if (uto < stop && ((uto - start) & mask) != 0 &&
-      !(ready & unit_at (blk, b, uto - 1))) {
-    uto = start + ((uto - 1 - start) | mask) + 1;
-    if (uto > stop)
-      uto = stop;
-  }
+  /* A unit written in part and moved is completed from where it is. */
+  if (!(ready & piece_bit (start, shift, ufrom)))
+    ufrom = piece_floor (start, shift, ufrom);
+  if (!(ready & piece_bit (start, shift, uto - 1)))
+    uto = piece_ceil (start, stop, shift, uto);
   bytes = buf ? buf + (from - offset) : NULL;
   if (ufrom < from || uto > to) {
     if (ufrom < from &&
@@ -1315,44 +1240,24 @@ take_space (struct blk *blk, uint64_t *hold, uint64_t bytes, int *err)
   return space_refuse (blk->space, err);
 }
 
-/* Writes [offset, end) of buf (zeros if NULL) into blocks [first, last]
- * and marks them allocated, but an end block written by sub-blocks
- * (plan_end), which becomes partial, or allocated once it holds them
- * all.  The rmw locks of [first, last] keep all their states stable
- * here.  The space of the blocks the overlay does not hold yet is
- * taken first (from *hold, if not NULL, then from the budget), then
- * come base reads, overlay writes (those of new blocks first) and the
- * state change: a failure at any step changes no state and gives the
- * space back, and one that finds no room changes no byte a read sees.
+/* write_locked before the first view: the ends planned (plan_end), the
+ * bytes written (those of new blocks first), then the states changed;
+ * space, the bytes the blocks not held yet take, already taken.
  */
 static int
-write_locked (struct blk *blk, const struct blk_base *base, const char *buf,
-              uint64_t offset, uint64_t end, uint64_t first, uint64_t last,
-              uint64_t *hold, int *err) REQUIRES (blk->rmw_locks)
+write_planned (struct blk *blk, const struct blk_base *base, const char *buf,
+               uint64_t offset, uint64_t end, uint64_t first, uint64_t last,
+               uint64_t space, int *err) REQUIRES (blk->rmw_locks)
 {
   struct end_write head, tail;
   uint64_t block_size = blockgeom_block_size (&blk->map.geom);
   uint64_t from = offset, to = end, n = last - first + 1, lo, hi;
-  uint64_t space = blkmap_space_to_allocate (&blk->map, first, n);
-  char *data;
+  char *data = scratch_get (2 * block_size);  /* each end's partial block */
   int r = -1;
 
-  CHECK (rmw_held (blk, first, n));
-  if (take_space (blk, hold, space, err) == -1)
-    return -1;
-  if (blkmap_has_places (&blk->map)) {
-    /* The blocks written before one failed keep their space. */
-    r = write_placed (blk, base, buf, offset, end, first, last, err);
-    if (r == -1)
-      space_give (blk->space, blkmap_space_to_allocate (&blk->map, first, n));
-    return r;
-  }
-  /* Room for a partial block at each end, from the thread's cache. */
-  data = scratch_get (2 * block_size);
   if (data == NULL) {
     *err = errno;
     nbdkit_error ("cow: malloc: %m");
-    space_give (blk->space, space);
     return -1;
   }
   head.data = data;
@@ -1394,9 +1299,42 @@ write_locked (struct blk *blk, const struct blk_base *base, const char *buf,
     set_subs (blk, last, tail.subs);
   r = 0;
  out:
+  scratch_put (data);
+  return r;
+}
+
+/* Writes [offset, end) of buf (zeros if NULL) into blocks [first, last]
+ * and marks them allocated, but an end block written by sub-blocks
+ * (plan_end), which becomes partial, or allocated once it holds them
+ * all.  The rmw locks of [first, last] keep all their states stable
+ * here.  The space of the blocks the overlay does not hold yet is
+ * taken first (from *hold, if not NULL, then from the budget), then
+ * come base reads, overlay writes (those of new blocks first) and the
+ * state change: a failure at any step changes no state and gives the
+ * space back, and one that finds no room changes no byte a read sees.
+ */
+static int
+write_locked (struct blk *blk, const struct blk_base *base, const char *buf,
+              uint64_t offset, uint64_t end, uint64_t first, uint64_t last,
+              uint64_t *hold, int *err) REQUIRES (blk->rmw_locks)
+{
+  uint64_t n = last - first + 1;
+  uint64_t space = blkmap_space_to_allocate (&blk->map, first, n);
+  int r;
+
+  CHECK (rmw_held (blk, first, n));
+  if (take_space (blk, hold, space, err) == -1)
+    return -1;
+  if (blkmap_has_places (&blk->map)) {
+    /* The blocks written before one failed keep their space. */
+    r = write_placed (blk, base, buf, offset, end, first, last, err);
+    if (r == -1)
+      space_give (blk->space, blkmap_space_to_allocate (&blk->map, first, n));
+    return r;
+  }
+  r = write_planned (blk, base, buf, offset, end, first, last, space, err);
   if (r == -1)
     space_give (blk->space, space);
-  scratch_put (data);
   return r;
 }
 
@@ -1553,10 +1491,10 @@ write_once (struct blk *blk, const struct blk_base *base, const void *buf,
 void
 blk_punch_units (struct blk *blk, uint64_t b, unsigned place, uint32_t units)
 {
-  struct piece_runs runs = piece_runs (blk, b, blk->map.unit_shift, units,
-                                       blockgeom_start (&blk->map.geom, b),
+  uint64_t start = blockgeom_start (&blk->map.geom, b), at, next;
+  struct piece_runs runs = piece_runs (start, blk->map.unit_shift, units,
+                                       start,
                                        blockgeom_end (&blk->map.geom, b));
-  uint64_t at, next;
 
   CHECK (rmw_held (blk, b, 1));
   while (piece_runs_next (&runs, &at, &next)) {
