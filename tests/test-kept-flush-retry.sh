@@ -30,7 +30,9 @@ except nbd.Error as e:
 os.unlink('$tmp/fault')
 h.flush()
 " || fail "the flushes: see above"
-kill -9 "$(cat "$tmp/sock.pid")"
+pid=$(cat "$tmp/sock.pid")
+kill -9 "$pid"
+wait "$pid" 2>/dev/null || true         # its lock on the file gone with it
 rm -f "$tmp/sock"
 start_nbdkit "$tmp/sock" --filter=cow file "$tmp/base" cow-file="$tmp/ov.cow"
 nbdsh -u "$uri" -c "
