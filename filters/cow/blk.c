@@ -1064,6 +1064,19 @@ current_bytes (struct blk *blk, const struct blk_base *base,
   return base_read (blk, base, buf, len, at, err);
 }
 
+/* After a failed write of the units of block b that move (or are new)
+ * to their places in target: punches them there, where neither the
+ * block nor the view holds them, so that what the write got in before
+ * it failed (for want of room) holds no space.
+ */
+static void
+punch_moved (struct blk *blk, uint64_t b, uint32_t moved, uint32_t target)
+  REQUIRES (blk->rmw_locks)
+{
+  blk_punch_units (blk, b, 0, moved & ~target);
+  blk_punch_units (blk, b, 1, moved & target);
+}
+
 /* Writes the part of [offset, end) in block b (buf's byte 0 at offset,
  * zeros if NULL) unit by unit to their places (targets), as b holds
  * now and the view keeps kept, data being a block's room.  A unit the
@@ -1122,8 +1135,11 @@ write_placed_block (struct blk *blk, const struct blk_base *base,
     bytes = data;
   }
   if (write_unit_runs (blk, b, bytes, ufrom, uto, units & ~ready, target,
-                       err) == -1 ||
-      write_unit_runs (blk, b, bytes, ufrom, uto, units & ready, target,
+                       err) == -1) {
+    punch_moved (blk, b, units & ~ready, target);
+    return -1;
+  }
+  if (write_unit_runs (blk, b, bytes, ufrom, uto, units & ready, target,
                        err) == -1)
     return -1;
   set_held (blk, b, now->units | units, (now->where & ~units) | target);
