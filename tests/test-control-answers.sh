@@ -4,9 +4,10 @@
 #
 # nbdcow reads the control socket's answers through one reader, which
 # never reads past an answer's end: answers cut short (a last line
-# without its newline) or not of the shape the server gives, from a
-# socket that only looks like the server's, are refused with a
-# message, and names are written as JSON strings.
+# without its newline), too long, or not of the shape the server
+# gives, from a socket that only looks like the server's, are refused
+# with a message and exit status 3, as is a socket that never answers;
+# names are written as JSON strings.
 . "$abs_top_srcdir/tests/functions.sh"
 
 M=$(( 1024 * 1024 ))
@@ -37,7 +38,11 @@ while True:
             break
         request += got
     verb = request.split(b'\0')[0].decode()
-    c.sendall(answers.get(verb, 'error: unknown').replace('\\n', '\n').encode())
+    answer = answers.get(verb, 'error: unknown\\n')
+    if answer == 'HANG':
+        hung = c                # kept open, never answered
+        continue
+    c.sendall(answer.replace('\\n', '\n').encode())
     c.close()
 PY
   on_exit "kill $! 2>/dev/null"
@@ -45,28 +50,53 @@ PY
   fail "the fake control socket did not start"
 }
 
-# A list whose last name has no newline: checkpoint "b1" is not in it.
+# A list whose last name has no newline.
 fake 'list=ok\nb0\nb1'
-expect_exit 1 'checkpoint "b1" of export "", which the server does not have' \
+expect_exit 3 'answer is cut short' \
   "$NBDCOW" backup --base=full.qcow2 "$tmp/fake" "$uri" b2 out.qcow2
 [ ! -e out.qcow2 ] || fail "a refused backup left out.qcow2"
+expect_exit 3 'answer is cut short' "$NBDCOW" checkpoint list "$tmp/fake" ""
+fake 'list=ok\nb0\nb 1\n'
+expect_exit 3 'names no checkpoint' "$NBDCOW" checkpoint list "$tmp/fake" ""
 
-# A view cut short, or with bytes kept that are no number.
+# A view cut short, with bytes kept that are no number or negative, or
+# a state the server has none of.
 fake 'view=ok\nb1\nlive\n0\n@b1'
-expect_exit 3 'does not show a view' "$NBDCOW" view show "$tmp/fake" ""
-fake 'view=ok\nb1\nlive\nmany\n@b1\n@b1+\n'
-expect_exit 3 'does not show a view' "$NBDCOW" view show --json "$tmp/fake" ""
+expect_exit 3 'cut short' "$NBDCOW" view show "$tmp/fake" ""
+for answer in 'ok\nb1\nlive\nmany\n@b1\n@b1+\n' 'ok\nb1\nlive\n-5\n@b1\n\n' \
+              'ok\nb1\nzzz\n5\n@b1\n\n' 'ok\nb1\nlive\n5\n@b1\n'; do
+  fake "view=$answer"
+  expect_exit 3 'does not show a view' "$NBDCOW" view show --json "$tmp/fake" ""
+done
+
+# A view made, its export name missing, or an answer cut short.
+for answer in 'ok\n' 'ok\nv1\nli'; do
+  fake "view-create=$answer"
+  expect_exit 3 "does not name the view's export|cut short" \
+    "$NBDCOW" view create "$tmp/fake" "" v1
+done
 
 # An identity cut short.
-fake 'view-create=ok\n@b2\n' 'identify=ok\nabc'
+fake 'view-create=ok\n@b2\n' 'identify=ok\n\n'
 expect_exit 1 'gives checkpoint "b2" no identity' \
   "$NBDCOW" backup "$tmp/fake" "$uri" b2 out.qcow2
 
-# Names that need escaping in JSON.
-fake 'list=ok\na"b\nc\d\n' 'view=ok\nv"1\nlive\n7\n@v"1\n\n'
-"$NBDCOW" checkpoint list --json "$tmp/fake" "" > list.json
-[ "$(jq -c .checkpoints list.json)" = '["a\"b","c\\d"]' ] ||
+# An answer longer than any the server gives, an error saying nothing,
+# and no answer at all (NBDCOW_CONTROL_TIMEOUT seconds).
+fake "list=ok\\n$(head -c 20000 /dev/zero | tr '\0' a)\\n"
+expect_exit 3 'longer than' "$NBDCOW" checkpoint list "$tmp/fake" ""
+fake 'list=error: \n'
+expect_exit 1 'refused the command without saying why' \
+  "$NBDCOW" checkpoint list "$tmp/fake" ""
+fake 'list=HANG'
+NBDCOW_CONTROL_TIMEOUT=1 expect_exit 3 'no answer from the server in 1 s' \
+  "$NBDCOW" checkpoint list "$tmp/fake" ""
+
+# Export names that need escaping in JSON.
+fake 'list=ok\na.b\nc_1\n' 'view=ok\nv1\nlive\n7\nq"x\@v1\n\n'
+"$NBDCOW" checkpoint list --json "$tmp/fake" 'q"x' > list.json
+[ "$(jq -c '[.export, .checkpoints]' list.json)" = '["q\"x",["a.b","c_1"]]' ] ||
   fail "checkpoint list --json: $(cat list.json)"
 "$NBDCOW" view show --json "$tmp/fake" "" > view.json
-[ "$(jq -c '.view | [.name, .kept_bytes]' view.json)" = '["v\"1",7]' ] ||
-  fail "view show --json: $(cat view.json)"
+[ "$(jq -c '.view | [.name, .kept_bytes, .export]' view.json)" = \
+  '["v1",7,"q\"x\\@v1"]' ] || fail "view show --json: $(cat view.json)"

@@ -17,11 +17,62 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "checkpoint.h"
 #include "json.h"
 #include "nbdcow.h"
+
+/* How long the server has to answer, in seconds, unless
+ * $NBDCOW_CONTROL_TIMEOUT says otherwise (the man page).
+ */
+#define CONTROL_TIMEOUT 120
+
+static unsigned
+control_timeout (void)
+{
+  const char *s = getenv ("NBDCOW_CONTROL_TIMEOUT");
+  char *end;
+  unsigned long t;
+
+  if (s == NULL || *s == '\0')
+    return CONTROL_TIMEOUT;
+  errno = 0;
+  t = strtoul (s, &end, 10);
+  return errno || *end || t == 0 || t > 86400 ? CONTROL_TIMEOUT : t;
+}
+
+/* Reads the answer on fd into answer (CONTROL_ANSWER_MAX bytes, made a
+ * string), within the timeout.  Returns EXIT_OK, or EXIT_UNUSABLE
+ * after saying why: no answer in time, or one too long.
+ */
+static int
+read_answer (const char *socket_path, int fd, char *answer)
+{
+  struct timeval tv = { .tv_sec = control_timeout () };
+  size_t got = 0;
+  ssize_t r = 0;
+  char more;
+
+  setsockopt (fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  while (got < CONTROL_ANSWER_MAX - 1 &&
+         (r = read (fd, answer + got, CONTROL_ANSWER_MAX - 1 - got)) > 0)
+    got += r;
+  answer[got] = '\0';
+  if (r == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+    nbdcow_error ("%s: no answer from the server in %ld s", socket_path,
+                  (long) tv.tv_sec);
+    return EXIT_UNUSABLE;
+  }
+  if (got == CONTROL_ANSWER_MAX - 1 && read (fd, &more, 1) == 1) {
+    nbdcow_error ("%s: an answer longer than %d bytes, which the server "
+                  "does not give", socket_path, CONTROL_ANSWER_MAX - 1);
+    return EXIT_UNUSABLE;
+  }
+  return EXIT_OK;
+}
 
 /* Sends the command of the n bytes of request to the server at
  * socket_path and reads its answer into answer (CONTROL_ANSWER_MAX bytes, made
@@ -31,9 +82,8 @@ static int
 ask (const char *socket_path, const char *request, size_t n, char *answer)
 {
   struct sockaddr_un addr = { .sun_family = AF_UNIX };
-  size_t got = 0;
-  ssize_t r;
-  int fd;
+  struct timeval tv = { .tv_sec = control_timeout () };
+  int fd, status;
 
   if (strlen (socket_path) >= sizeof addr.sun_path) {
     nbdcow_error ("%s: too long for a socket's path", socket_path);
@@ -49,16 +99,16 @@ ask (const char *socket_path, const char *request, size_t n, char *answer)
       close (fd);
     return EXIT_UNUSABLE;
   }
+  setsockopt (fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   if (write (fd, request, n) != (ssize_t) n || shutdown (fd, SHUT_WR) == -1) {
     nbdcow_error ("%s: cannot send the command: %m", socket_path);
     close (fd);
     return EXIT_UNUSABLE;
   }
-  while (got < CONTROL_ANSWER_MAX - 1 &&
-         (r = read (fd, answer + got, CONTROL_ANSWER_MAX - 1 - got)) > 0)
-    got += r;
+  status = read_answer (socket_path, fd, answer);
   close (fd);
-  answer[got] = '\0';
+  if (status != EXIT_OK)
+    return status;
   if (strncmp (answer, "NBDMAGIC", 8) == 0) {
     nbdcow_error ("%s: an NBD server's socket (nbdkit -U), not a control "
                   "socket: give the path of cow-control=SOCKET", socket_path);
@@ -66,6 +116,10 @@ ask (const char *socket_path, const char *request, size_t n, char *answer)
   }
   if (strncmp (answer, "ok\n", 3) != 0 && strncmp (answer, "error: ", 7) != 0) {
     nbdcow_error ("%s: no answer from the server", socket_path);
+    return EXIT_UNUSABLE;
+  }
+  if (answer[strlen (answer) - 1] != '\n') {
+    nbdcow_error ("%s: the server's answer is cut short", socket_path);
     return EXIT_UNUSABLE;
   }
   return EXIT_OK;
@@ -100,27 +154,38 @@ control_read_view (const char *lines, struct control_view *v)
       !control_next_line (&lines, kept, sizeof kept) ||
       !control_next_line (&lines, v->export, sizeof v->export) ||
       !control_next_line (&lines, v->changes, sizeof v->changes) ||
-      *lines != '\0')
+      *lines != '\0' || !checkpoint_name_valid (v->name) ||
+      (strcmp (v->state, "live") != 0 && strcmp (v->state, "broken") != 0) ||
+      kept[0] < '0' || kept[0] > '9' || v->export[0] == '\0')
     return -1;
   errno = 0;
   v->kept_bytes = strtoull (kept, &end, 10);
-  if (errno || end == kept || *end)
+  if (errno || *end)
     return -1;
   return 1;
 }
 
 /* Prints the names of list's answer (after "ok\n"), a line each or as
- * JSON.
+ * JSON.  Returns EXIT_OK, or EXIT_UNUSABLE after saying that a line
+ * names no checkpoint, which the server never answers.
  */
-static void
-print_list (const char *names, const char *export, bool json)
+static int
+print_list (const char *socket_path, const char *names, const char *export,
+            bool json)
 {
   char name[CONTROL_LINE_MAX];
+  const char *p = names;
   bool first = true;
 
+  while (control_next_line (&p, name, sizeof name))
+    if (!checkpoint_name_valid (name)) {
+      nbdcow_error ("%s: the server's list holds a line that names no "
+                    "checkpoint", socket_path);
+      return EXIT_UNUSABLE;
+    }
   if (!json) {
     fputs (names, stdout);
-    return;
+    return EXIT_OK;
   }
   printf ("{\"export\": ");
   json_write_string (stdout, export);
@@ -131,6 +196,7 @@ print_list (const char *names, const char *export, bool json)
     first = false;
   }
   printf ("]}\n");
+  return EXIT_OK;
 }
 
 int
@@ -155,7 +221,9 @@ control_command (const char *socket_path, const char *verb, const char *export,
     return status;
   if (strncmp (answer, "error: ", 7) == 0) {
     answer[strcspn (answer, "\n")] = '\0';
-    nbdcow_error ("%s: %s", socket_path, answer + 7);
+    nbdcow_error ("%s: %s", socket_path,
+                  answer[7] ? answer + 7 : "the server refused the command "
+                  "without saying why");
     return EXIT_ERROR;
   }
   *lines = answer + 3;
@@ -221,7 +289,7 @@ cmd_checkpoint (int argc, char **argv)
   status = control_command (words[1], words[0], words[2],
                             list ? NULL : words[3], answer, &lines);
   if (status == EXIT_OK && list)
-    print_list (lines, words[2], json);
+    return print_list (words[1], lines, words[2], json);
   return status;
 }
 
@@ -262,6 +330,25 @@ print_view (const char *socket_path, const char *lines, const char *export,
   return EXIT_OK;
 }
 
+/* Prints the answer of view-create: the export name that reads the
+ * view, one line.  Returns EXIT_OK, or EXIT_UNUSABLE after saying the
+ * answer is not that.
+ */
+static int
+print_created (const char *socket_path, const char *lines)
+{
+  char view_export[CONTROL_LINE_MAX];
+
+  if (!control_next_line (&lines, view_export, sizeof view_export) ||
+      view_export[0] == '\0' || *lines != '\0') {
+    nbdcow_error ("%s: the answer does not name the view's export",
+                  socket_path);
+    return EXIT_UNUSABLE;
+  }
+  printf ("%s\n", view_export);
+  return EXIT_OK;
+}
+
 int
 cmd_view (int argc, char **argv)
 {
@@ -282,6 +369,6 @@ cmd_view (int argc, char **argv)
   if (show)
     return print_view (words[1], lines, words[2], json);
   if (strcmp (words[0], "create") == 0)
-    fputs (lines, stdout);
+    return print_created (words[1], lines);
   return EXIT_OK;
 }
