@@ -100,3 +100,9 @@ fake 'list=ok\na.b\nc_1\n' 'view=ok\nv1\nlive\n7\nq"x\@v1\n\n'
 "$NBDCOW" view show --json "$tmp/fake" "" > view.json
 [ "$(jq -c '.view | [.name, .kept_bytes, .export]' view.json)" = \
   '["v1",7,"q\"x\\@v1"]' ] || fail "view show --json: $(cat view.json)"
+
+# Names the answers cannot carry, refused before they are sent.
+expect_exit 1 "holds a newline, which the control socket's answers cannot carry" \
+  "$NBDCOW" checkpoint create "$tmp/ctl" "$(printf 'a\nb')" c1
+expect_exit 1 "/ctl: the export's name or the view's is too long" \
+  "$NBDCOW" view create "$tmp/ctl" "$(head -c 5000 /dev/zero | tr '\0' e)" v1

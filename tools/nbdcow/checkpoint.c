@@ -203,14 +203,20 @@ int
 control_command (const char *socket_path, const char *verb, const char *export,
          const char *name, char *answer, const char **lines)
 {
+  const char *what = strncmp (verb, "view", 4) ? "checkpoint" : "view";
   char request[4096 + 256];
   size_t n;
   int status;
 
   if (strlen (export) > 4096 || (name && strlen (name) > 128)) {
     nbdcow_error ("%s: the export's name or the %s's is too long",
-                  strncmp (verb, "view", 4) ? "checkpoint" : "view",
-                  strncmp (verb, "view", 4) ? "checkpoint" : "view");
+                  socket_path, what);
+    return EXIT_ERROR;
+  }
+  if (strchr (export, '\n') || (name && strchr (name, '\n'))) {
+    nbdcow_error ("%s: the export's name or the %s's holds a newline, which "
+                  "the control socket's answers cannot carry", socket_path,
+                  what);
     return EXIT_ERROR;
   }
   n = snprintf (request, sizeof request, "%s%c%s%c", verb, 0, export, 0);
