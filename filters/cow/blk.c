@@ -4,7 +4,8 @@
 
 /* The block layer's requests: the rules for changing the state of a
  * block, for reads, writes, zeroes, trims and copy-ups.  An overlay's
- * making, sizing, flushing and statistics are in blklife.c.
+ * making, sizing and flushing are in blklife.c, its statistics in
+ * blkstats.c.
  *
  * docs/design.md holds the state machine, what each lock protects and
  * the lock order, written once; each function here says which locks it

@@ -3,8 +3,8 @@
  */
 
 /* The life of an overlay in the block layer (blk.h): made with its
- * store, started by the first connection, flushed, freed; and its
- * statistics.  The requests are in blk.c.
+ * store, started by the first connection, flushed, freed.  The
+ * requests are in blk.c, the statistics in blkstats.c.
  */
 
 #include <config.h>
@@ -326,45 +326,4 @@ blk_flush (struct blk *blk, int *err)
   r = store_flush (blk->store, err);
   countedlock_unlock (&blk->flush_lock);
   return r;
-}
-
-/* Statistics. */
-
-const char *
-blk_lock_name (enum blk_lock lock)
-{
-  static const char *const names[BLK_LOCKS] = {
-    [BLK_LOCK_RMW] = "rmw_locks",
-    [BLK_LOCK_STATE] = "state_lock",
-    [BLK_LOCK_WRITE] = "write_lock",
-    [BLK_LOCK_FLUSH] = "flush_lock",
-    [BLK_LOCK_BASE_MAP] = "base_map_lock",
-  };
-  return names[lock];
-}
-
-void
-blk_get_stats (struct blk *blk, struct blk_stats *stats)
-{
-  unsigned i;
-
-  memset (stats, 0, sizeof *stats);
-  stats->block_size = blockgeom_block_size (&blk->map.geom);
-  stats->files = store_files (blk->store);
-  if (blk_is_sized (blk))
-    blkmap_count (&blk->map, blockgeom_blocks (&blk->map.geom), stats->blocks);
-  stats->blocks[BLK_ALLOCATED] += stats->blocks[BLK_PARTIAL];
-  stats->view_state = blk_view_get (blk, stats->view_name, &stats->view_kept);
-  stats->overlay_bytes = store_bytes (blk->store, stats->blocks[BLK_ALLOCATED]
-                                      * stats->block_size + stats->view_kept);
-  stats->copy_ups_read = shardctr_sum (&blk->counters, COPY_UPS_READ);
-  stats->copy_ups_cache = shardctr_sum (&blk->counters, COPY_UPS_CACHE);
-  stats->copy_ups_rmw = shardctr_sum (&blk->counters, COPY_UPS_RMW);
-  stats->copy_ups_fill = shardctr_sum (&blk->counters, COPY_UPS_FILL);
-  stats->base_reads = shardctr_sum (&blk->counters, BASE_READS);
-  stats->base_read_bytes = shardctr_sum (&blk->counters, BASE_READ_BYTES);
-  stats->view_copied = shardctr_sum (&blk->counters, VIEW_COPIED_BYTES);
-  for (i = 0; i < BLK_LOCKS; ++i)
-    lockwaits_sum (&blk->waits, i, &stats->lock_waits[i],
-                   &stats->lock_wait_ns[i]);
 }

@@ -4,8 +4,9 @@
 
 /* The block layer's own state, shared by its files and nothing else:
  * blk.c, the requests and the state machine they follow; blklife.c,
- * an overlay made, started, flushed and freed, and its statistics;
- * blkchanges.c, its checkpoints; blkview.c, its point-in-time view.  Each lock says here what it protects; docs/design.md
+ * an overlay made, started, flushed and freed; blkchanges.c, its
+ * checkpoints; blkview.c, its point-in-time view; blkstats.c, its
+ * statistics.  Each lock says here what it protects; docs/design.md
  * has the lock order.
  */
 
