@@ -1533,7 +1533,7 @@ discard_placed (struct blk *blk, uint64_t first, uint64_t n, int *err)
   uint64_t start = blockgeom_start (&blk->map.geom, first);
   uint64_t len = blockgeom_end (&blk->map.geom, first + n - 1) - start, b;
 
-  if (__atomic_load_n (&blk->view_state, __ATOMIC_ACQUIRE) != BLK_VIEW_LIVE) {
+  if (blk_view_state_of (blk) != BLK_VIEW_LIVE) {
     uint64_t freed = blkmap_space_held (&blk->map, first, n);
     unsigned place;
 

@@ -2,8 +2,8 @@
  * Copyright (C) 2026 the nbdkit-cow authors.
  */
 
-/* The block layer's checkpoints, and its states as the changes view
- * reports them (blk.h, changes.h).
+/* The block layer's checkpoints (blk.h, changes.h): made durable in a
+ * kept store at once, deleted, listed and named.
  */
 
 #include <config.h>
@@ -77,28 +77,4 @@ blk_checkpoint_identity (struct blk *blk, const char *name, uint64_t *serial,
 {
   *serial = blk->serial;
   return changes_since (&blk->changes, name, epoch);
-}
-
-/* A run of blocks in the overlay (allocated or zero) is cut where
- * their marks cross since; a block outside it is reported as it is,
- * whatever its mark.
- */
-uint64_t
-blk_change_run (struct blk *blk, uint64_t offset, uint64_t end,
-                uint32_t since, enum blk_state *state)
-{
-  const struct blockgeom *g = &blk->map.geom;
-  uint64_t run_end = blk_state_run (blk, offset, end, state);
-  uint64_t b, stop, changed_end;
-  bool changed;
-
-  if (*state == BLK_NOT_ALLOCATED)
-    return run_end;
-  b = blockgeom_block (g, offset);
-  stop = blockgeom_block (g, run_end - 1) + 1;
-  changed_end = blockgeom_start (g, changes_run (&blk->changes, b, stop,
-                                                 since, &changed));
-  if (!changed)
-    *state = BLK_NOT_ALLOCATED;
-  return changed_end < run_end ? changed_end : run_end;
 }

@@ -5,8 +5,8 @@
 /* The block layer's own state, shared by its files and nothing else:
  * blk.c, the requests and the state machine they follow; blklife.c,
  * an overlay made, started, flushed and freed; blkchanges.c, its
- * checkpoints; blkview.c, its point-in-time view; blkstats.c, its
- * statistics.  Each lock says here what it protects; docs/design.md
+ * checkpoints; blkview.c, its point-in-time view; blkviewread.c, the
+ * reads of its views; blkstats.c, its statistics.  Each lock says here what it protects; docs/design.md
  * has the lock order.
  */
 
@@ -181,10 +181,17 @@ blk_view_places_given (struct blk *blk)
  */
 extern void blk_view_give_back_broken (struct blk *blk);
 
+/* The view's state, read with no lock (view_state is atomic). */
+static inline enum blk_view_state
+blk_view_state_of (struct blk *blk)
+{
+  return __atomic_load_n (&blk->view_state, __ATOMIC_ACQUIRE);
+}
+
 static inline void
 blk_view_settle (struct blk *blk)
 {
-  if (__atomic_load_n (&blk->view_state, __ATOMIC_ACQUIRE) == BLK_VIEW_BROKEN)
+  if (blk_view_state_of (blk) == BLK_VIEW_BROKEN)
     blk_view_give_back_broken (blk);
 }
 

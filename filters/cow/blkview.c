@@ -21,12 +21,6 @@
 #include "blkpriv.h"
 #include "checks.h"
 
-static enum blk_view_state
-view_state (struct blk *blk)
-{
-  return __atomic_load_n (&blk->view_state, __ATOMIC_ACQUIRE);
-}
-
 int
 blk_view_create (struct blk *blk, const char *name)
 {
@@ -41,7 +35,7 @@ blk_view_create (struct blk *blk, const char *name)
     return -1;
   }
   gate_close (&blk->gate);
-  if (view_state (blk) != BLK_VIEW_NONE) {
+  if (blk_view_state_of (blk) != BLK_VIEW_NONE) {
     err = EBUSY;
     r = -1;
   }
@@ -96,14 +90,14 @@ view_break (struct blk *blk)
 bool
 blk_view_keep (struct blk *blk, uint64_t bytes)
 {
-  if (view_state (blk) != BLK_VIEW_LIVE)
+  if (blk_view_state_of (blk) != BLK_VIEW_LIVE)
     return false;
   if (!space_take_spare (blk->space, bytes)) {
     view_break (blk);
     return false;
   }
   __atomic_add_fetch (&blk->view_kept, bytes, __ATOMIC_SEQ_CST);
-  if (view_state (blk) == BLK_VIEW_LIVE)
+  if (blk_view_state_of (blk) == BLK_VIEW_LIVE)
     return true;
   give_back_kept (blk);          /* it broke meanwhile */
   return false;
@@ -127,7 +121,7 @@ blk_view_unkeep (struct blk *blk, uint64_t bytes)
 bool
 blk_view_break_in_place (struct blk *blk)
 {
-  if (view_state (blk) != BLK_VIEW_LIVE)
+  if (blk_view_state_of (blk) != BLK_VIEW_LIVE)
     return false;
   view_break (blk);
   return true;
@@ -136,7 +130,7 @@ blk_view_break_in_place (struct blk *blk)
 bool
 blk_view_break_for_cap (struct blk *blk)
 {
-  if (view_state (blk) != BLK_VIEW_LIVE ||
+  if (blk_view_state_of (blk) != BLK_VIEW_LIVE ||
       __atomic_load_n (&blk->view_kept, __ATOMIC_SEQ_CST) == 0)
     return false;
   view_break (blk);
@@ -186,7 +180,7 @@ int
 blk_view_delete (struct blk *blk, const char *name)
 {
   gate_close (&blk->gate);
-  if (view_state (blk) == BLK_VIEW_NONE || strcmp (blk->view_name, name)) {
+  if (blk_view_state_of (blk) == BLK_VIEW_NONE || strcmp (blk->view_name, name)) {
     gate_open (&blk->gate);
     errno = ENOENT;
     return -1;
@@ -202,13 +196,13 @@ blk_view_delete (struct blk *blk, const char *name)
 bool
 blk_view_give_room (struct blk *blk, uint64_t given_before)
 {
-  if (view_state (blk) == BLK_VIEW_NONE)
+  if (blk_view_state_of (blk) == BLK_VIEW_NONE)
     return blk_view_places_given (blk) != given_before;
   gate_close (&blk->gate);
-  if (view_state (blk) == BLK_VIEW_LIVE &&
+  if (blk_view_state_of (blk) == BLK_VIEW_LIVE &&
       __atomic_load_n (&blk->view_kept, __ATOMIC_SEQ_CST) != 0)
     view_break (blk);
-  if (view_state (blk) == BLK_VIEW_BROKEN)
+  if (blk_view_state_of (blk) == BLK_VIEW_BROKEN)
     give_back_places (blk);
   gate_open (&blk->gate);
   return blk_view_places_given (blk) != given_before;
@@ -220,7 +214,7 @@ blk_view_give_back_broken (struct blk *blk)
   if (!__atomic_load_n (&blk->view_places, __ATOMIC_SEQ_CST))
     return;
   gate_close (&blk->gate);
-  if (view_state (blk) == BLK_VIEW_BROKEN)
+  if (blk_view_state_of (blk) == BLK_VIEW_BROKEN)
     give_back_places (blk);
   gate_open (&blk->gate);
 }
@@ -231,75 +225,11 @@ blk_view_get (struct blk *blk, char *name, uint64_t *kept)
   enum blk_view_state state;
 
   gate_enter (&blk->gate);
-  state = view_state (blk);
+  state = blk_view_state_of (blk);
   strcpy (name, state == BLK_VIEW_NONE ? "" : blk->view_name);
   *kept = __atomic_load_n (&blk->view_kept, __ATOMIC_RELAXED);
   gate_leave (&blk->gate);
   return state;
-}
-
-/* Whether view name can be read: 0, or -1 with *err EIO (it broke, or
- * it was deleted).  Requires the gate passed.
- */
-static int
-view_readable (struct blk *blk, const char *name, int *err)
-{
-  enum blk_view_state state = view_state (blk);
-
-  if (state == BLK_VIEW_LIVE && strcmp (blk->view_name, name) == 0)
-    return 0;
-  *err = EIO;
-  return -1;
-}
-
-int
-blk_view_read (struct blk *blk, const struct blk_base *base,
-               const char *name, void *buf, uint32_t count, uint64_t offset,
-               int *err)
-{
-  int r;
-
-  gate_enter (&blk->gate);
-  r = view_readable (blk, name, err);
-  if (r == 0)
-    r = blk_read_held (blk, base, true, buf, count, offset, err);
-  /* A read the view's breaking overlapped may have met new bytes. */
-  if (r == 0)
-    r = view_readable (blk, name, err);
-  gate_leave (&blk->gate);
-  return r;
-}
-
-/* blk_view_state_run with the gate passed and the view readable. */
-static uint64_t
-view_run (struct blk *blk, uint64_t offset, uint64_t end,
-          enum blk_state *state)
-{
-  uint64_t run_end = blk_held_run (blk, true, offset, end, state, NULL);
-
-  while (run_end < end) {
-    enum blk_state next;
-    uint64_t next_end = blk_held_run (blk, true, run_end, end, &next, NULL);
-
-    if (next != *state)
-      break;
-    run_end = next_end;
-  }
-  return run_end;
-}
-
-uint64_t
-blk_view_state_run (struct blk *blk, const char *name, uint64_t offset,
-                    uint64_t end, enum blk_state *state)
-{
-  uint64_t run_end = 0;
-  int err;
-
-  gate_enter (&blk->gate);
-  if (view_readable (blk, name, &err) == 0)
-    run_end = view_run (blk, offset, end, state);
-  gate_leave (&blk->gate);
-  return run_end;
 }
 
 uint32_t
@@ -308,47 +238,8 @@ blk_view_epoch (struct blk *blk, const char *name)
   uint32_t epoch = 0;
 
   gate_enter (&blk->gate);
-  if (view_state (blk) != BLK_VIEW_NONE && strcmp (blk->view_name, name) == 0)
+  if (blk_view_state_of (blk) != BLK_VIEW_NONE && strcmp (blk->view_name, name) == 0)
     epoch = blk->view_epoch;
   gate_leave (&blk->gate);
   return epoch;
-}
-
-/* Whether block b had changed since epoch since at the view's instant. */
-static bool
-changed_then (struct blk *blk, uint64_t b, uint32_t since)
-{
-  uint32_t mark = slotmap_get (changes_marks (&blk->changes), b);
-
-  return changes_mark_since (&blk->changes,
-                             blkmap_view_mark (&blk->map, b, mark), since);
-}
-
-uint64_t
-blk_view_change_run (struct blk *blk, const char *name, uint64_t offset,
-                     uint64_t end, uint32_t since, enum blk_state *state)
-{
-  const struct blockgeom *g = &blk->map.geom;
-  uint64_t run_end = 0, b, stop, changed_end;
-  bool changed;
-  int err;
-
-  gate_enter (&blk->gate);
-  if (view_readable (blk, name, &err) == 0) {
-    run_end = view_run (blk, offset, end, state);
-    if (*state != BLK_NOT_ALLOCATED) {
-      b = blockgeom_block (g, offset);
-      stop = blockgeom_block (g, run_end - 1) + 1;
-      changed = changed_then (blk, b, since);
-      for (++b; b < stop && changed_then (blk, b, since) == changed; ++b)
-        ;
-      changed_end = blockgeom_start (g, b);
-      if (!changed)
-        *state = BLK_NOT_ALLOCATED;
-      if (changed_end < run_end)
-        run_end = changed_end;
-    }
-  }
-  gate_leave (&blk->gate);
-  return run_end;
 }
