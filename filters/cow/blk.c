@@ -13,7 +13,7 @@
  * state only with its rmw lock held, and BLK_ALLOCATED is final but
  * for a whole-block zero or trim, itself under the lock.  So a write
  * that finds all its blocks allocated goes straight to the overlay
- * with no rmw lock (write_allocated): no copy-up can be running on
+ * with no rmw lock (write_range): no copy-up can be running on
  * them.
  */
 
@@ -31,6 +31,7 @@
 
 #include "blk.h"
 #include "blkpriv.h"
+#include "blkstore.h"
 #include "checks.h"
 #include "iszero.h"
 #include "monotonic.h"
@@ -59,49 +60,6 @@ lock_rmw (struct blk *blk, struct rangelock_range *held,
 {
   lockwaits_add (&blk->waits, BLK_LOCK_RMW,
                  rangelock_lock (&blk->rmw_locks, held, first, n));
-}
-
-/* Whether the thread holds the rmw locks of blocks [first, first+n),
- * in checked builds.
- */
-static bool
-rmw_held (struct blk *blk, uint64_t first, uint64_t n)
-{
-  return rangelock_held (&blk->rmw_locks, first, n);
-}
-
-/* The write locks of the stripes of [offset, offset+count). */
-static void
-lock_stripes (struct blk *blk, uint64_t count, uint64_t offset)
-  ACQUIRE (blk->stripes)
-{
-  lockwaits_add (&blk->waits, BLK_LOCK_WRITE,
-                 stripes_lock (&blk->stripes, offset, count));
-}
-
-static void
-unlock_stripes (struct blk *blk, uint64_t count, uint64_t offset)
-  RELEASE (blk->stripes)
-{
-  stripes_unlock (&blk->stripes, offset, count);
-}
-
-/* Writes buf, or zeros if buf is NULL, into the store under the
- * write locks of the range.  A kill -9 leaves each 4K page of it old
- * or new: write(2) copies page by page and gives way to a fatal signal
- * only between pages, which a kept overlay relies on
- * (docs/overlay-format.md).
- */
-static int
-locked_store_write (struct blk *blk, const void *buf, uint64_t count,
-                    uint64_t offset, int *err)
-{
-  int r;
-
-  lock_stripes (blk, count, offset);
-  r = store_write (blk->store, buf, count, offset, 0, err);
-  unlock_stripes (blk, count, offset);
-  return r;
 }
 
 /* The clients' reads of any base started and ended, for the fill to
@@ -225,7 +183,7 @@ static inline void
 set_states (struct blk *blk, uint64_t first, uint64_t n, enum blk_state state)
   REQUIRES (blk->rmw_locks)
 {
-  CHECK (rmw_held (blk, first, n));
+  CHECK (blk_rmw_held (blk, first, n));
   blkmap_set (&blk->map, first, n, state);
   store_set_states (blk->store, first, n, state);
 }
@@ -238,7 +196,7 @@ static inline void
 set_subs (struct blk *blk, uint64_t b, uint32_t subs)
   REQUIRES (blk->rmw_locks)
 {
-  CHECK (rmw_held (blk, b, 1));
+  CHECK (blk_rmw_held (blk, b, 1));
   CHECK (store_holds_parts (blk->store));
   if (blkmap_set_subs (&blk->map, b, subs) == BLK_PARTIAL)
     store_set_part (blk->store, b, subs);
@@ -334,7 +292,7 @@ static void
 set_held (struct blk *blk, uint64_t b, uint32_t units, uint32_t where)
   REQUIRES (blk->rmw_locks)
 {
-  CHECK (rmw_held (blk, b, 1));
+  CHECK (blk_rmw_held (blk, b, 1));
   blkmap_set_held (&blk->map, b, units, where);
   if (units == blkmap_all_units (&blk->map, b))
     store_set_states (blk->store, b, 1, BLK_ALLOCATED);
@@ -362,37 +320,6 @@ static uint32_t
 in_place (uint32_t units, uint32_t target, const struct blkmap_held *now)
 {
   return units & now->units & ~(now->where ^ target);
-}
-
-/* Writes units of block b, all inside [from, to), whose bytes are at
- * bytes (zeros if NULL; byte 0 at from), each to its place in target.
- */
-static int
-write_unit_runs (struct blk *blk, uint64_t b, const char *bytes,
-                 uint64_t from, uint64_t to, uint32_t units, uint32_t target,
-                 int *err) REQUIRES (blk->rmw_locks)
-{
-  uint64_t start = blockgeom_start (&blk->map.geom, b), at, next;
-  int place;
-
-  for (place = 0; place <= 1; ++place) {
-    struct piece_runs runs = piece_runs (start, blk->map.unit_shift,
-                                         units & (place ? target : ~target),
-                                         from, to);
-
-    while (piece_runs_next (&runs, &at, &next)) {
-      int r;
-
-      CHECK (at < next);
-      lock_stripes (blk, next - at, at);
-      r = store_write (blk->store, bytes ? bytes + (at - from) : NULL,
-                       next - at, at, place, err);
-      unlock_stripes (blk, next - at, at);
-      if (r == -1)
-        return -1;
-    }
-  }
-  return 0;
 }
 
 /*----------------------------------------------------------------------
@@ -423,7 +350,7 @@ store_copy_up (struct blk *blk, const char *buf, uint64_t first, uint64_t n,
   uint64_t size = blockgeom_block_size (g), i = 0, j;
   bool zero, next = is_zero (buf, size);
 
-  CHECK (rmw_held (blk, first, n));
+  CHECK (blk_rmw_held (blk, first, n));
   while (i < n) {
     zero = next;
     for (j = i + 1; j < n; ++j) {
@@ -432,9 +359,9 @@ store_copy_up (struct blk *blk, const char *buf, uint64_t first, uint64_t n,
         break;
     }
     if (!zero &&
-        locked_store_write (blk, buf + blockgeom_start (g, i),
-                            blockgeom_start (g, j - i),
-                            blockgeom_start (g, first + i), err) == -1)
+        blk_store_write (blk, buf + blockgeom_start (g, i),
+                         blockgeom_start (g, j - i),
+                         blockgeom_start (g, first + i), 0, err) == -1)
       return -1;
     set_states (blk, first + i, j - i, zero ? BLK_ZERO : BLK_ALLOCATED);
     i = j;
@@ -458,7 +385,7 @@ copy_up_run (struct blk *blk, const struct blk_base *base,
   char *buf;
   int r = 0;
 
-  CHECK (rmw_held (blk, first, n));
+  CHECK (blk_rmw_held (blk, first, n));
   CHECK (blkmap_all_in (&blk->map, first, n, BLK_NOT_ALLOCATED));
   if (piece == 0)
     piece = 1;
@@ -549,7 +476,7 @@ complete_partial (struct blk *blk, const struct blk_base *base, uint64_t b,
   char *buf;
   int r;
 
-  CHECK (rmw_held (blk, b, 1));
+  CHECK (blk_rmw_held (blk, b, 1));
   blkmap_record (&blk->map, b, false, 0, &now, &kept);
   held = now.units;
   missing = blkmap_all_subs (&blk->map, b) & ~held;
@@ -567,7 +494,7 @@ complete_partial (struct blk *blk, const struct blk_base *base, uint64_t b,
         ? base_read_data (blk, base, buf, end - at, at, err)
         : base_read (blk, base, buf, end - at, at, err);
     if (r == 0)
-      r = write_unit_runs (blk, b, is_zero (buf, end - at) ? NULL : buf,
+      r = blk_store_write_units (blk, b, is_zero (buf, end - at) ? NULL : buf,
                            at, end, missing & blkmap_units_of (&blk->map, b,
                                                                at, end),
                            target, err);
@@ -769,7 +696,7 @@ reads_zeros_outside (struct blk *blk, const struct blk_base *base,
                      enum blk_state state, uint64_t b)
   REQUIRES (blk->rmw_locks)
 {
-  CHECK (rmw_held (blk, b, 1));
+  CHECK (blk_rmw_held (blk, b, 1));
   return state == BLK_ZERO ||
          (state == BLK_NOT_ALLOCATED &&
           basemap_reads_zeros (&blk->base_map, base, b));
@@ -837,19 +764,15 @@ write_block (struct blk *blk, uint64_t b, const char *data, bool zero_rest,
   uint64_t start = blockgeom_start (&blk->map.geom, b);
   uint64_t len = blockgeom_end (&blk->map.geom, b) - start;
   uint64_t from, to;
-  int r;
 
-  CHECK (rmw_held (blk, b, 1));
+  CHECK (blk_rmw_held (blk, b, 1));
   if (!zero_rest)
-    return locked_store_write (blk, data, len, start, err);
+    return blk_store_write (blk, data, len, start, 0, err);
   block_part (blk, b, offset, end, &from, &to);
-  lock_stripes (blk, len, start);
-  r = store_write (blk->store, NULL, len, start, 0, err);
-  if (r == 0 && !is_zero (data + (from - start), to - from))
-    r = store_write (blk->store, data + (from - start), to - from, from, 0,
-                     err);
-  unlock_stripes (blk, len, start);
-  return r;
+  return blk_store_write_over_zeros (blk, start, len,
+                                     is_zero (data + (from - start), to - from)
+                                     ? NULL : data + (from - start),
+                                     from, to, err);
 }
 
 /* Writes [from, to) of buf (whose byte 0 is at offset; zeros if NULL),
@@ -872,8 +795,8 @@ write_new_first (struct blk *blk, const char *buf, uint64_t offset,
     for (at = from; at < to; at = run_end) {
       run_end = blk_state_run (blk, at, to, &state);
       if ((state == BLK_ALLOCATED) == allocated &&
-          locked_store_write (blk, buf ? buf + (at - offset) : NULL,
-                              run_end - at, at, err) == -1)
+          blk_store_write (blk, buf ? buf + (at - offset) : NULL,
+                           run_end - at, at, 0, err) == -1)
         return -1;
     }
   return 0;
@@ -1013,10 +936,10 @@ write_subs (struct blk *blk, uint64_t b, const struct end_write *e, int *err)
   uint32_t range = blkmap_subs_of (&blk->map, b, e->from, e->to);
 
   /* Sub-blocks are the units, all in place 0 before the first view. */
-  if (write_unit_runs (blk, b, e->bytes, e->from, e->to, ~e->held & range, 0,
+  if (blk_store_write_units (blk, b, e->bytes, e->from, e->to, ~e->held & range, 0,
                        err) == -1)
     return -1;
-  return write_unit_runs (blk, b, e->bytes, e->from, e->to, e->held & range,
+  return blk_store_write_units (blk, b, e->bytes, e->from, e->to, e->held & range,
                           0, err);
 }
 
@@ -1135,12 +1058,12 @@ write_placed_block (struct blk *blk, const struct blk_base *base,
       memset (data + (from - ufrom), 0, to - from);
     bytes = data;
   }
-  if (write_unit_runs (blk, b, bytes, ufrom, uto, units & ~ready, target,
+  if (blk_store_write_units (blk, b, bytes, ufrom, uto, units & ~ready, target,
                        err) == -1) {
     punch_moved (blk, b, units & ~ready, target);
     return -1;
   }
-  if (write_unit_runs (blk, b, bytes, ufrom, uto, units & ready, target,
+  if (blk_store_write_units (blk, b, bytes, ufrom, uto, units & ready, target,
                        err) == -1)
     return -1;
   set_held (blk, b, now->units | units, (now->where & ~units) | target);
@@ -1301,8 +1224,8 @@ write_planned (struct blk *blk, const struct blk_base *base, const char *buf,
     goto out;
   if (from < to &&
       (space == blkmap_space (&blk->map, first, n)
-       ? locked_store_write (blk, buf ? buf + (from - offset) : NULL,
-                             to - from, from, err)  /* none held: all new */
+       ? blk_store_write (blk, buf ? buf + (from - offset) : NULL,
+                          to - from, from, 0, err)  /* none held: all new */
        : write_new_first (blk, buf, offset, from, to, err)) == -1)
     goto out;
 
@@ -1339,7 +1262,7 @@ write_locked (struct blk *blk, const struct blk_base *base, const char *buf,
   uint64_t space = blkmap_space_to_allocate (&blk->map, first, n);
   int r;
 
-  CHECK (rmw_held (blk, first, n));
+  CHECK (blk_rmw_held (blk, first, n));
   if (take_space (blk, hold, space, err) == -1)
     return -1;
   if (blkmap_has_places (&blk->map)) {
@@ -1352,33 +1275,6 @@ write_locked (struct blk *blk, const struct blk_base *base, const char *buf,
   r = write_planned (blk, base, buf, offset, end, first, last, space, err);
   if (r == -1)
     space_give (blk->space, space);
-  return r;
-}
-
-/* The fast path of blk_write: if blocks [first, last] are all
- * allocated, no copy-up can be running on any of them (see the top of
- * this file), so the bytes go straight to the overlay, with no rmw
- * lock, and *done is set.  The state lookup and the write hold the
- * write locks of the range together, as every punch does (discard):
- * a block that a zero or trim racing this write discards is either
- * punched after the write or seen in its new state here, never written
- * after its punch, where the bytes would hold space no state accounts
- * for.
- */
-static int
-write_allocated (struct blk *blk, const void *buf, uint64_t count,
-                 uint64_t offset, uint64_t first, uint64_t last, bool *done,
-                 int *err)
-{
-  unsigned place;
-  int r = 0;
-
-  lock_stripes (blk, count, offset);
-  *done = blkmap_holds (&blk->map, first, last, offset, offset + count,
-                        &place);
-  if (*done)
-    r = store_write (blk->store, buf, count, offset, place, err);
-  unlock_stripes (blk, count, offset);
   return r;
 }
 
@@ -1440,7 +1336,15 @@ write_rmw (struct blk *blk, const struct blk_base *base, const char *buf,
 }
 
 /* Writes [offset, end) into blocks [first, last]: the fast path, else
- * the rmw path.  A write goes the rmw path at most twice (write_rmw
+ * the rmw path.  The fast path (blk_store_write_if_held): if the blocks
+ * hold every byte of the write, no copy-up can be running on any of
+ * them (see the top of this file), so the bytes go straight to the
+ * overlay, with no rmw lock; the state lookup and the write hold the
+ * write locks of the range together, as every punch does (discard): a
+ * block that a zero or trim racing this write discards is either
+ * punched after the write or seen in its new state there, never
+ * written after its punch, where the bytes would hold space no state
+ * accounts for.  A write goes the rmw path at most twice (write_rmw
  * defers only the first time), so a block trimmed again and again
  * under it cannot keep it looping.
  */
@@ -1453,8 +1357,7 @@ write_range (struct blk *blk, const struct blk_base *base, const void *buf,
   int r;
 
   for (;;) {
-    r = write_allocated (blk, buf, end - offset, offset, first, last, &done,
-                         err);
+    r = blk_store_write_if_held (blk, buf, end - offset, offset, &done, err);
     if (done)
       return r;
     r = write_rmw (blk, base, buf, offset, end, first, last, may_defer,
@@ -1504,24 +1407,6 @@ write_once (struct blk *blk, const struct blk_base *base, const void *buf,
  * Zero and trim.
  */
 
-/* Punches units of block b out of place. */
-void
-blk_punch_units (struct blk *blk, uint64_t b, unsigned place, uint32_t units)
-{
-  uint64_t start = blockgeom_start (&blk->map.geom, b), at, next;
-  struct piece_runs runs = piece_runs (start, blk->map.unit_shift, units,
-                                       start,
-                                       blockgeom_end (&blk->map.geom, b));
-
-  CHECK (rmw_held (blk, b, 1));
-  while (piece_runs_next (&runs, &at, &next)) {
-    lock_stripes (blk, next - at, at);
-    if (store_punch (blk->store, next - at, at, place) == -1)
-      nbdkit_debug ("cow: cannot punch a hole in the overlay: %m");
-    unlock_stripes (blk, next - at, at);
-  }
-}
-
 /* discard_locked from the first view on: both places punched; while
  * the view lives, block by block, its record made first, and the units
  * it keeps left where they are.
@@ -1539,11 +1424,8 @@ discard_placed (struct blk *blk, uint64_t first, uint64_t n, int *err)
 
     set_states (blk, first, n, BLK_ZERO);
     space_give (blk->space, freed);
-    lock_stripes (blk, len, start);
     for (place = 0; place <= 1; ++place)
-      if (store_punch (blk->store, len, start, place) == -1)
-        nbdkit_debug ("cow: cannot punch a hole in the overlay: %m");
-    unlock_stripes (blk, len, start);
+      blk_store_punch (blk, len, start, place);
     return 0;
   }
   for (b = first; b < first + n; ++b)
@@ -1578,7 +1460,6 @@ discard_locked (struct blk *blk, uint64_t first, uint64_t n, int *err)
 {
   uint64_t start = blockgeom_start (&blk->map.geom, first);
   uint64_t len = blockgeom_end (&blk->map.geom, first + n - 1) - start, freed;
-  int r;
 
   if (reserve_states (blk, first, n, err) == -1)
     return -1;
@@ -1587,11 +1468,7 @@ discard_locked (struct blk *blk, uint64_t first, uint64_t n, int *err)
   freed = blkmap_space_held (&blk->map, first, n);
   set_states (blk, first, n, BLK_ZERO);
   space_give (blk->space, freed);
-  lock_stripes (blk, len, start);
-  r = store_punch (blk->store, len, start, 0);
-  unlock_stripes (blk, len, start);
-  if (r == -1)
-    nbdkit_debug ("cow: cannot punch a hole in the overlay: %m");
+  blk_store_punch (blk, len, start, 0);
   return 0;
 }
 
@@ -1615,7 +1492,7 @@ zero_ends_locked (struct blk *blk, const struct blk_base *base,
   uint64_t hold = 0, from, to;
   int r = 0;
 
-  CHECK (rmw_held (blk, ends[0], ends[n - 1] - ends[0] + 1));
+  CHECK (blk_rmw_held (blk, ends[0], ends[n - 1] - ends[0] + 1));
   for (i = 0; i < n; i++) {
     to_write[i] = is_partial (blk, ends[i], offset, end) &&
                   !reads_zeros_outside (blk, base,

@@ -6,7 +6,8 @@
  * blk.c, the requests and the state machine they follow; blklife.c,
  * an overlay made, started, flushed and freed; blkchanges.c, its
  * checkpoints; blkview.c, its point-in-time view; blkviewread.c, the
- * reads of its views; blkstats.c, its statistics.  Each lock says here what it protects; docs/design.md
+ * reads of its views; blkstore.h, its writes and punches of its store;
+ * blkstats.c, its statistics.  Each lock says here what it protects; docs/design.md
  * has the lock order.
  */
 
@@ -46,7 +47,7 @@ struct blk {
 
   /* The write locks of the stripes of the disk, one per stripe: held
    * over every write and punch of the store, and by a fast-path write
-   * over its state lookup too (write_allocated).  The kernel
+   * over its state lookup too (blk_store_write_if_held).  The kernel
    * serializes the writes of one file anyway (the inode lock), but its
    * waiters spin, which on few cores starved the threads doing useful
    * work; a mutex waits asleep.  Taken a range's together, in
@@ -210,11 +211,15 @@ extern int blk_read_held (struct blk *blk, const struct blk_base *base,
                           bool in_view, void *buf, uint32_t count,
                           uint64_t offset, int *err);
 
-/* blk.c: punches units of block b out of place.  Requires b's rmw
- * lock.
+/* Whether the thread holds the rmw locks of blocks [first, first+n),
+ * in checked builds.
  */
-extern void blk_punch_units (struct blk *blk, uint64_t b, unsigned place,
-                             uint32_t units) REQUIRES (blk->rmw_locks);
+static inline bool
+blk_rmw_held (struct blk *blk, uint64_t first, uint64_t n)
+{
+  return rangelock_held (&blk->rmw_locks, first, n);
+}
+
 
 static inline void
 stat_add (struct blk *blk, enum counter counter, uint64_t n)

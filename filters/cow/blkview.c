@@ -19,6 +19,7 @@
 
 #include "blk.h"
 #include "blkpriv.h"
+#include "blkstore.h"
 #include "checks.h"
 
 int
