@@ -495,9 +495,10 @@ complete_partial (struct blk *blk, const struct blk_base *base, uint64_t b,
         : base_read (blk, base, buf, end - at, at, err);
     if (r == 0)
       r = blk_store_write_units (blk, b, is_zero (buf, end - at) ? NULL : buf,
-                           at, end, missing & blkmap_units_of (&blk->map, b,
-                                                               at, end),
-                           target, err);
+                                 at, end,
+                                 missing & blkmap_units_of (&blk->map, b, at,
+                                                            end),
+                                 target, err);
   }
   if (r == 0 && blkmap_has_places (&blk->map))
     set_held (blk, b, held | missing, now.where | target);
@@ -936,11 +937,11 @@ write_subs (struct blk *blk, uint64_t b, const struct end_write *e, int *err)
   uint32_t range = blkmap_subs_of (&blk->map, b, e->from, e->to);
 
   /* Sub-blocks are the units, all in place 0 before the first view. */
-  if (blk_store_write_units (blk, b, e->bytes, e->from, e->to, ~e->held & range, 0,
-                       err) == -1)
+  if (blk_store_write_units (blk, b, e->bytes, e->from, e->to,
+                             ~e->held & range, 0, err) == -1)
     return -1;
-  return blk_store_write_units (blk, b, e->bytes, e->from, e->to, e->held & range,
-                          0, err);
+  return blk_store_write_units (blk, b, e->bytes, e->from, e->to,
+                                e->held & range, 0, err);
 }
 
 /* Writes block b at an end of [offset, end) as planned. */
@@ -1058,13 +1059,13 @@ write_placed_block (struct blk *blk, const struct blk_base *base,
       memset (data + (from - ufrom), 0, to - from);
     bytes = data;
   }
-  if (blk_store_write_units (blk, b, bytes, ufrom, uto, units & ~ready, target,
-                       err) == -1) {
+  if (blk_store_write_units (blk, b, bytes, ufrom, uto, units & ~ready,
+                             target, err) == -1) {
     punch_moved (blk, b, units & ~ready, target);
     return -1;
   }
-  if (blk_store_write_units (blk, b, bytes, ufrom, uto, units & ready, target,
-                       err) == -1)
+  if (blk_store_write_units (blk, b, bytes, ufrom, uto, units & ready,
+                             target, err) == -1)
     return -1;
   set_held (blk, b, now->units | units, (now->where & ~units) | target);
   return 0;
@@ -1175,7 +1176,8 @@ static int
 take_space (struct blk *blk, uint64_t *hold, uint64_t bytes, int *err)
 {
   if (space_try_take (blk->space, hold, bytes) ||
-      (blk_view_break_for_cap (blk) && space_try_take (blk->space, hold, bytes)))
+      (blk_view_break_if_keeping (blk) &&
+       space_try_take (blk->space, hold, bytes)))
     return 0;
   return space_refuse (blk->space, err);
 }

@@ -7,8 +7,8 @@
  * an overlay made, started, flushed and freed; blkchanges.c, its
  * checkpoints; blkview.c, its point-in-time view; blkviewread.c, the
  * reads of its views; blkstore.h, its writes and punches of its store;
- * blkstats.c, its statistics.  Each lock says here what it protects; docs/design.md
- * has the lock order.
+ * blkstats.c, its statistics.  Each lock says here what it protects;
+ * docs/design.md has the lock order.
  */
 
 #ifndef COW_BLKPRIV_H
@@ -145,12 +145,13 @@ enum counter {
 /* blkview.c, for the requests of blk.c.  blk_view_keep takes bytes of
  * space for units the view alone keeps from now on: false if it
  * cannot, and then the view is broken (and keeps nothing).
- * blk_view_break_for_cap breaks the live view if it keeps any bytes,
- * so that a client's change that found no room under cow-max-size can
- * have them: returns whether it broke it.
+ * blk_view_break_if_keeping breaks the live view if it keeps any
+ * bytes, so that a client's change that found no room (under
+ * cow-max-size, or on the filesystem) can have them: returns whether
+ * it broke it.
  */
 extern bool blk_view_keep (struct blk *blk, uint64_t bytes);
-extern bool blk_view_break_for_cap (struct blk *blk);
+extern bool blk_view_break_if_keeping (struct blk *blk);
 
 /* blkview.c: blk_view_unkeep gives back bytes blk_view_keep took for
  * units that did not move after all.  blk_view_break_in_place breaks
@@ -219,7 +220,6 @@ blk_rmw_held (struct blk *blk, uint64_t first, uint64_t n)
 {
   return rangelock_held (&blk->rmw_locks, first, n);
 }
-
 
 static inline void
 stat_add (struct blk *blk, enum counter counter, uint64_t n)

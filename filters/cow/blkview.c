@@ -129,7 +129,7 @@ blk_view_break_in_place (struct blk *blk)
 }
 
 bool
-blk_view_break_for_cap (struct blk *blk)
+blk_view_break_if_keeping (struct blk *blk)
 {
   if (blk_view_state_of (blk) != BLK_VIEW_LIVE ||
       __atomic_load_n (&blk->view_kept, __ATOMIC_SEQ_CST) == 0)
@@ -181,7 +181,8 @@ int
 blk_view_delete (struct blk *blk, const char *name)
 {
   gate_close (&blk->gate);
-  if (blk_view_state_of (blk) == BLK_VIEW_NONE || strcmp (blk->view_name, name)) {
+  if (blk_view_state_of (blk) == BLK_VIEW_NONE ||
+      strcmp (blk->view_name, name) != 0) {
     gate_open (&blk->gate);
     errno = ENOENT;
     return -1;
@@ -197,15 +198,8 @@ blk_view_delete (struct blk *blk, const char *name)
 bool
 blk_view_give_room (struct blk *blk, uint64_t given_before)
 {
-  if (blk_view_state_of (blk) == BLK_VIEW_NONE)
-    return blk_view_places_given (blk) != given_before;
-  gate_close (&blk->gate);
-  if (blk_view_state_of (blk) == BLK_VIEW_LIVE &&
-      __atomic_load_n (&blk->view_kept, __ATOMIC_SEQ_CST) != 0)
-    view_break (blk);
-  if (blk_view_state_of (blk) == BLK_VIEW_BROKEN)
-    give_back_places (blk);
-  gate_open (&blk->gate);
+  blk_view_break_if_keeping (blk);
+  blk_view_give_back_broken (blk);
   return blk_view_places_given (blk) != given_before;
 }
 
@@ -239,7 +233,8 @@ blk_view_epoch (struct blk *blk, const char *name)
   uint32_t epoch = 0;
 
   gate_enter (&blk->gate);
-  if (blk_view_state_of (blk) != BLK_VIEW_NONE && strcmp (blk->view_name, name) == 0)
+  if (blk_view_state_of (blk) != BLK_VIEW_NONE &&
+      strcmp (blk->view_name, name) == 0)
     epoch = blk->view_epoch;
   gate_leave (&blk->gate);
   return epoch;

@@ -45,25 +45,25 @@ control_timeout (void)
 }
 
 /* Reads the answer on fd into answer (CONTROL_ANSWER_MAX bytes, made a
- * string), within the timeout.  Returns EXIT_OK, or EXIT_UNUSABLE
+ * string), within the timeout tv.  Returns EXIT_OK, or EXIT_UNUSABLE
  * after saying why: no answer in time, or one too long.
  */
 static int
-read_answer (const char *socket_path, int fd, char *answer)
+read_answer (const char *socket_path, int fd, const struct timeval *tv,
+             char *answer)
 {
-  struct timeval tv = { .tv_sec = control_timeout () };
   size_t got = 0;
   ssize_t r = 0;
   char more;
 
-  setsockopt (fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  setsockopt (fd, SOL_SOCKET, SO_RCVTIMEO, tv, sizeof *tv);
   while (got < CONTROL_ANSWER_MAX - 1 &&
          (r = read (fd, answer + got, CONTROL_ANSWER_MAX - 1 - got)) > 0)
     got += r;
   answer[got] = '\0';
   if (r == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
     nbdcow_error ("%s: no answer from the server in %ld s", socket_path,
-                  (long) tv.tv_sec);
+                  (long) tv->tv_sec);
     return EXIT_UNUSABLE;
   }
   if (got == CONTROL_ANSWER_MAX - 1 && read (fd, &more, 1) == 1) {
@@ -105,7 +105,7 @@ ask (const char *socket_path, const char *request, size_t n, char *answer)
     close (fd);
     return EXIT_UNUSABLE;
   }
-  status = read_answer (socket_path, fd, answer);
+  status = read_answer (socket_path, fd, &tv, answer);
   close (fd);
   if (status != EXIT_OK)
     return status;
