@@ -169,7 +169,7 @@ static inline int
 reserve_states (struct blk *blk, uint64_t first, uint64_t n, int *err)
 {
   if (blkmap_reserve (&blk->map, first, n) == 0 &&
-      store_reserve_states (blk->store, first, n) == 0)
+      store_reserve_blocks (blk->store, first, n, false) == 0)
     return 0;
   *err = errno;
   nbdkit_error ("cow: cannot grow the block state map: %m");
@@ -185,45 +185,8 @@ set_states (struct blk *blk, uint64_t first, uint64_t n, enum blk_state state)
 {
   CHECK (blk_rmw_held (blk, first, n));
   blkmap_set (&blk->map, first, n, state);
-  store_set_states (blk->store, first, n, state);
-}
-
-/* Block b, partial or not allocated, holds sub-blocks subs in the
- * overlay, all of them making it allocated: in the map and then in
- * the store.  Requires reserve_states and reserve_end of b.
- */
-static inline void
-set_subs (struct blk *blk, uint64_t b, uint32_t subs)
-  REQUIRES (blk->rmw_locks)
-{
-  CHECK (blk_rmw_held (blk, b, 1));
-  CHECK (store_holds_parts (blk->store));
-  if (blkmap_set_subs (&blk->map, b, subs) == BLK_PARTIAL)
-    store_set_part (blk->store, b, subs);
-  else
-    store_set_states (blk->store, b, 1, BLK_ALLOCATED);
-}
-
-/* blk_state_run inside partial block b from offset: sets *state to
- * BLK_ALLOCATED over the sub-blocks the overlay holds, else
- * BLK_NOT_ALLOCATED, and returns the end of the run, at most b's end.
- */
-static uint64_t
-sub_run (struct blk *blk, uint64_t b, uint64_t offset, enum blk_state *state)
-{
-  const struct blockgeom *g = &blk->map.geom;
-  uint64_t start = blockgeom_start (g, b), stop = blockgeom_end (g, b);
-  uint64_t run_end;
-  uint32_t subs;
-  unsigned i = (offset - start) >> blk->map.sub_shift, j = 32;
-
-  *state = blkmap_get_subs (&blk->map, b, &subs);
-  if (*state != BLK_PARTIAL)        /* changed since blkmap_run */
-    return stop;
-  *state = subs >> i & 1 ? BLK_ALLOCATED : BLK_NOT_ALLOCATED;
-  bit_run (*state == BLK_ALLOCATED ? subs : ~subs, i, &j);
-  run_end = start + ((uint64_t) j << blk->map.sub_shift);
-  return run_end < stop ? run_end : stop;
+  store_set_blocks (blk->store, &(struct store_blocks) {
+    .first = first, .n = n, .state = state });
 }
 
 uint64_t
@@ -275,8 +238,8 @@ blk_state_run (struct blk *blk, uint64_t offset, uint64_t end,
 
   CHECK (offset < end && end <= g->size);
   run_end = blockgeom_start (g, blkmap_run (&blk->map, b, stop, state));
-  if (*state == BLK_PARTIAL)
-    run_end = sub_run (blk, b, offset, state);
+  if (*state == BLK_PARTIAL)     /* its runs of units */
+    return blk_held_run (blk, false, offset, end, state, NULL);
   return run_end < end ? run_end : end;
 }
 
@@ -285,19 +248,39 @@ blk_state_run (struct blk *blk, uint64_t offset, uint64_t end,
  * "Point-in-time views").
  */
 
-/* Block b holds units, those of where in place 1: in the map, then in
- * the store.  Requires blkmap_reserve_held and reserve_states of b.
+/* Makes room for block b to hold units in part and in places, in the
+ * map and the store, before its I/O.  Returns 0, or -1 with *err set
+ * after nbdkit_error.
+ */
+static int
+reserve_held (struct blk *blk, uint64_t b, int *err)
+{
+  if (blkmap_reserve_held (&blk->map, b) == 0 &&
+      store_reserve_blocks (blk->store, b, 1,
+                            blkmap_holds_parts (&blk->map)) == 0)
+    return 0;
+  *err = errno;
+  nbdkit_error ("cow: cannot grow the block state map: %m");
+  return -1;
+}
+
+/* Block b holds units (not 0), those of where in place 1: allocated if
+ * they are all of its own, else partial; in the map, then in the
+ * store.  Requires reserve_held of b.
  */
 static void
 set_held (struct blk *blk, uint64_t b, uint32_t units, uint32_t where)
   REQUIRES (blk->rmw_locks)
 {
+  struct store_blocks r = { .first = b, .n = 1, .state = BLK_ALLOCATED };
+
   CHECK (blk_rmw_held (blk, b, 1));
   blkmap_set_held (&blk->map, b, units, where);
-  if (units == blkmap_all_units (&blk->map, b))
-    store_set_states (blk->store, b, 1, BLK_ALLOCATED);
-  else
-    store_set_part (blk->store, b, units);
+  if (units != blkmap_all_units (&blk->map, b)) {
+    r.state = BLK_PARTIAL;
+    r.units = units;
+  }
+  store_set_blocks (blk->store, &r);
 }
 
 /* The places units of a block go to when written (bit set: place 1),
@@ -458,8 +441,8 @@ fill_run (struct blk *blk, const struct blk_base *base, uint64_t first,
 }
 
 /* Completes partial block b: copies from the base the runs of
- * sub-blocks the overlay does not hold, each with one read (nothing it
- * holds is read again), writes them (and only them: the sub-blocks it
+ * units the overlay does not hold, each with one read (nothing it
+ * holds is read again), writes them (and only them: the units it
  * holds have writes no copy-up may undo) and marks b allocated,
  * counting it in kind.  Its space was taken at its first write.
  */
@@ -479,7 +462,7 @@ complete_partial (struct blk *blk, const struct blk_base *base, uint64_t b,
   CHECK (blk_rmw_held (blk, b, 1));
   blkmap_record (&blk->map, b, false, 0, &now, &kept);
   held = now.units;
-  missing = blkmap_all_subs (&blk->map, b) & ~held;
+  missing = blkmap_all_units (&blk->map, b) & ~held;
   target = targets (missing, &now, &kept);
   buf = scratch_get (stop - start);
   if (buf == NULL) {
@@ -487,8 +470,8 @@ complete_partial (struct blk *blk, const struct blk_base *base, uint64_t b,
     nbdkit_error ("cow: malloc: %m");
     return -1;
   }
-  r = reserve_states (blk, b, 1, err);
-  runs = piece_runs (start, blk->map.sub_shift, missing, start, stop);
+  r = reserve_held (blk, b, err);
+  runs = piece_runs (start, blk->map.unit_shift, missing, start, stop);
   while (r == 0 && piece_runs_next (&runs, &at, &end)) {
     r = kind == COPY_UPS_FILL
         ? base_read_data (blk, base, buf, end - at, at, err)
@@ -809,7 +792,7 @@ write_new_first (struct blk *blk, const char *buf, uint64_t offset,
 enum end_way {
   END_HELD,                     /* it does, or the range covers it */
   END_WHOLE,                    /* written whole, merged with what it read */
-  END_SUBS,                     /* only the sub-blocks the range touches */
+  END_UNITS,                    /* only the units the range touches */
 };
 struct end_write {
   enum end_way way;
@@ -819,25 +802,25 @@ struct end_write {
    */
   bool zero_rest;
   char *data;
-  /* END_SUBS: [from, to) is written with bytes (zeros if NULL): the
+  /* END_UNITS: [from, to) is written with bytes (zeros if NULL): the
    * range's, or data, which merges them with the base's bytes of the
-   * sub-blocks the range touches in part and the overlay lacks.  held:
-   * the sub-blocks held before the write, subs: after.
+   * units the range touches in part and the overlay lacks.  held: the
+   * units held before the write, units: after.
    */
   uint64_t from, to;
   const char *bytes;
-  uint32_t held, subs;
+  uint32_t held, units;
 };
 
-/* Plans an END_SUBS write of the part of [offset, end) in block b,
- * which holds sub-blocks held: reads from the base the rest of
- * each sub-block the range touches in part that the overlay does not
+/* Plans an END_UNITS write of the part of [offset, end) in block b,
+ * which holds units held: reads from the base the rest of
+ * each unit the range touches in part that the overlay does not
  * hold, into data (a block's room), with one read if the range lies
- * inside one sub-block.  Nothing else is read: the sub-blocks the
+ * inside one unit.  Nothing else is read: the units the
  * range covers are the client's, the others stay where they are.
  */
 static int
-plan_subs (struct blk *blk, const struct blk_base *base, uint32_t held,
+plan_units (struct blk *blk, const struct blk_base *base, uint32_t held,
            uint64_t b, const char *buf, uint64_t offset, uint64_t end,
            struct end_write *e, int *err)
   REQUIRES (blk->rmw_locks)
@@ -850,20 +833,20 @@ plan_subs (struct blk *blk, const struct blk_base *base, uint32_t held,
   int r = 0;
 
   block_part (blk, b, offset, end, &from, &to);
-  head = piece_floor (start, map->sub_shift, from);
-  tail = piece_ceil (start, stop, map->sub_shift, to);
-  read_head = from > head && !(held & blkmap_subs_of (map, b, from, from + 1));
-  read_tail = to < tail && !(held & blkmap_subs_of (map, b, to - 1, to));
-  e->way = END_SUBS;
+  head = piece_floor (start, map->unit_shift, from);
+  tail = piece_ceil (start, stop, map->unit_shift, to);
+  read_head = from > head && !(held & blkmap_units_of (map, b, from, from + 1));
+  read_tail = to < tail && !(held & blkmap_units_of (map, b, to - 1, to));
+  e->way = END_UNITS;
   e->from = read_head ? head : from;
   e->to = read_tail ? tail : to;
   e->held = held;
-  e->subs = held | blkmap_subs_of (map, b, from, to);
+  e->units = held | blkmap_units_of (map, b, from, to);
   e->bytes = buf ? buf + (from - offset) : NULL;
   if (!read_head && !read_tail)
     return 0;
   if (read_head && read_tail &&
-      tail - head <= (UINT64_C (1) << map->sub_shift))
+      tail - head <= (UINT64_C (1) << map->unit_shift))
     r = base_read (blk, base, e->data, tail - head, head, err);
   else {
     if (read_head)
@@ -883,7 +866,7 @@ plan_subs (struct blk *blk, const struct blk_base *base, uint32_t held,
 }
 
 /* Plans the write of block b at an end of [offset, end), e->data being
- * a block's room: END_SUBS into a block the overlay holds in part, or
+ * a block's room: END_UNITS into a block the overlay holds in part, or
  * that it lacks over base data, where the overlay holds partial
  * blocks; else END_WHOLE, read-modify-written (rmw_fill); END_HELD if
  * the range covers b or the overlay holds it whole.
@@ -893,50 +876,47 @@ plan_end (struct blk *blk, const struct blk_base *base, uint64_t b,
           const char *buf, uint64_t offset, uint64_t end,
           struct end_write *e, int *err) REQUIRES (blk->rmw_locks)
 {
-  uint32_t held;
-  enum blk_state state;
+  struct blkmap_held now;
 
   e->way = END_HELD;
   if (!is_partial (blk, b, offset, end))
     return 0;
-  state = blkmap_get_subs (&blk->map, b, &held);
-  if (state == BLK_ALLOCATED)
+  blkmap_get_held (&blk->map, b, false, &now);
+  if (now.state == BLK_ALLOCATED)
     return 0;
-  if (blk->map.sub_shift != 0 &&
-      (state == BLK_PARTIAL || !reads_zeros_outside (blk, base, state, b)))
-    return plan_subs (blk, base, held, b, buf, offset, end, e, err);
+  if (blkmap_holds_parts (&blk->map) &&
+      (now.state == BLK_PARTIAL ||
+       !reads_zeros_outside (blk, base, now.state, b)))
+    return plan_units (blk, base, now.units, b, buf, offset, end, e, err);
   e->way = END_WHOLE;
-  return rmw_fill (blk, base, state, b, buf, offset, end, e->data,
+  return rmw_fill (blk, base, now.state, b, buf, offset, end, e->data,
                    &e->zero_rest, err);
 }
 
-/* Makes room for the sub-blocks of an END_SUBS end.  Returns 0, or -1
- * with *err set after nbdkit_error.
+/* Makes room for block b to become partial at an END_UNITS end.
+ * Returns 0, or -1 with *err set after nbdkit_error.
  */
 static int
 reserve_end (struct blk *blk, uint64_t b, const struct end_write *e, int *err)
 {
-  if (e->way != END_SUBS || (blkmap_reserve_subs (&blk->map, b) == 0 &&
-                             store_reserve_part (blk->store, b) == 0))
-    return 0;
-  *err = errno;
-  nbdkit_error ("cow: cannot grow the map of partial blocks: %m");
-  return -1;
+  return e->way == END_UNITS ? reserve_held (blk, b, err) : 0;
 }
 
-/* Writes an END_SUBS end, block b: first the runs of sub-blocks it
- * did not hold, then those it held, so that a write that finds no room
- * (only the sub-blocks written take space in the store) fails before
- * it changes a byte a read sees.  A block new to the overlay is one
- * run, one pwrite.
+/* Writes an END_UNITS end, block b: first the runs of units it did
+ * not hold, then those it held, so that a write that finds no room
+ * (only the units written take space in the store) fails before it
+ * changes a byte a read sees.  A block new to the overlay is one run,
+ * one pwrite.
  */
 static int
-write_subs (struct blk *blk, uint64_t b, const struct end_write *e, int *err)
+write_units (struct blk *blk, uint64_t b, const struct end_write *e, int *err)
   REQUIRES (blk->rmw_locks)
 {
-  uint32_t range = blkmap_subs_of (&blk->map, b, e->from, e->to);
+  uint32_t range = blkmap_units_of (&blk->map, b, e->from, e->to);
 
-  /* Sub-blocks are the units, all in place 0 before the first view. */
+  /* All in place 0: the block layer writes by ends only before the
+   * first view.
+   */
   if (blk_store_write_units (blk, b, e->bytes, e->from, e->to,
                              ~e->held & range, 0, err) == -1)
     return -1;
@@ -954,10 +934,10 @@ write_end (struct blk *blk, uint64_t b, const struct end_write *e,
     return 0;
   case END_WHOLE:
     return write_block (blk, b, e->data, e->zero_rest, offset, end, err);
-  case END_SUBS:
+  case END_UNITS:
     break;
   }
-  return write_subs (blk, b, e, err);
+  return write_units (blk, b, e, err);
 }
 
 /*----------------------------------------------------------------------
@@ -1152,17 +1132,9 @@ write_placed (struct blk *blk, const struct blk_base *base, const char *buf,
     return -1;
   }
   for (b = first; b <= last && r == 0; ++b) {
-    if (blkmap_reserve_held (&blk->map, b) == -1) {
-      *err = errno;
-      nbdkit_error ("cow: cannot grow the block state map: %m");
-      r = -1;
-      break;
-    }
-    if (reserve_states (blk, b, 1, err) == -1) {
-      r = -1;
-      break;
-    }
-    r = write_placed_or_break (blk, base, buf, offset, end, b, data, err);
+    r = reserve_held (blk, b, err);
+    if (r == 0)
+      r = write_placed_or_break (blk, base, buf, offset, end, b, data, err);
   }
   scratch_put (data);
   return r;
@@ -1231,14 +1203,14 @@ write_planned (struct blk *blk, const struct blk_base *base, const char *buf,
        : write_new_first (blk, buf, offset, from, to, err)) == -1)
     goto out;
 
-  lo = first + (head.way == END_SUBS);
-  hi = last + 1 - (tail.way == END_SUBS);
+  lo = first + (head.way == END_UNITS);
+  hi = last + 1 - (tail.way == END_UNITS);
   if (lo < hi)
     set_states (blk, lo, hi - lo, BLK_ALLOCATED);
-  if (head.way == END_SUBS)
-    set_subs (blk, first, head.subs);
-  if (tail.way == END_SUBS)
-    set_subs (blk, last, tail.subs);
+  if (head.way == END_UNITS)
+    set_held (blk, first, head.units, 0);
+  if (tail.way == END_UNITS)
+    set_held (blk, last, tail.units, 0);
   r = 0;
  out:
   scratch_put (data);
@@ -1246,7 +1218,7 @@ write_planned (struct blk *blk, const struct blk_base *base, const char *buf,
 }
 
 /* Writes [offset, end) of buf (zeros if NULL) into blocks [first, last]
- * and marks them allocated, but an end block written by sub-blocks
+ * and marks them allocated, but an end block written by units
  * (plan_end), which becomes partial, or allocated once it holds them
  * all.  The rmw locks of [first, last] keep all their states stable
  * here.  The space of the blocks the overlay does not hold yet is
@@ -1431,11 +1403,8 @@ discard_placed (struct blk *blk, uint64_t first, uint64_t n, int *err)
     return 0;
   }
   for (b = first; b < first + n; ++b)
-    if (blkmap_reserve_held (&blk->map, b) == -1) {
-      *err = errno;
-      nbdkit_error ("cow: cannot grow the block state map: %m");
+    if (reserve_held (blk, b, err) == -1)
       return -1;
-    }
   for (b = first; b < first + n; ++b) {
     uint32_t all = blkmap_all_units (&blk->map, b);
     uint64_t freed = blkmap_space_held (&blk->map, b, 1);

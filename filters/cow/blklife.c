@@ -90,31 +90,21 @@ blk_new (uint32_t block_size, unsigned stripes, struct temp_files *files,
   return with_store (blk, store_temp_new (files, &blk->stripes));
 }
 
-/* A run of states a kept store loaded, into the map, before the
- * overlay serves.
- */
+/* A record a kept store loaded, into the map, at the start. */
 static int
-load_run (void *opaque, uint64_t first, uint64_t n, enum blk_state state)
+load_blocks (void *opaque, const struct store_blocks *r)
 {
   struct blkmap *map = opaque;
 
-  if (blkmap_reserve (map, first, n) == -1)
+  if (r->state == BLK_PARTIAL) {
+    if (blkmap_reserve_held (map, r->first) == -1)
+      return -1;
+    blkmap_set_held (map, r->first, r->units, 0);
+    return 0;
+  }
+  if (blkmap_reserve (map, r->first, r->n) == -1)
     return -1;
-  blkmap_set (map, first, n, state);
-  return 0;
-}
-
-/* A partial block a kept store loaded, into the map, once it has room
- * for sub-blocks.
- */
-static int
-load_part (void *opaque, uint64_t b, uint32_t subs)
-{
-  struct blkmap *map = opaque;
-
-  if (blkmap_reserve_subs (map, b) == -1)
-    return -1;
-  blkmap_set_subs (map, b, subs);
+  blkmap_set (map, r->first, r->n, r->state);
   return 0;
 }
 
@@ -126,17 +116,8 @@ blk_new_kept (uint32_t block_size, unsigned stripes, const char *path,
 
   if (blk == NULL)
     return NULL;
-  blk = with_store (blk, store_kept_open (path, name, block_size,
-                                          &blk->stripes, &blk->changes));
-  if (blk == NULL)
-    return NULL;
-  if (store_loaded_states (blk->store, load_run, &blk->map) == -1) {
-    nbdkit_error ("cow-file=%s: cannot hold the block states in memory: %m",
-                  path);
-    blk_free (blk);
-    return NULL;
-  }
-  return blk;
+  return with_store (blk, store_kept_open (path, name, block_size,
+                                           &blk->stripes, &blk->changes));
 }
 
 /* Gives back what the overlay holds against cow-max-size: its store's
@@ -199,8 +180,8 @@ start_store (struct blk *blk, uint64_t size) REQUIRES (blk->start_lock)
     return 0;
   if (store_start (blk->store, size, &overhead) == -1)
     return -1;
-  if (store_loaded_parts (blk->store, load_part, &blk->map) == -1) {
-    nbdkit_error ("cow: cannot hold the map of partial blocks: %m");
+  if (store_loaded_blocks (blk->store, load_blocks, &blk->map) == -1) {
+    nbdkit_error ("cow: cannot hold the block states in memory: %m");
     return -1;
   }
   blk->store_overhead = overhead;

@@ -19,9 +19,8 @@ blkmap_init (struct blkmap *map, uint32_t block_size, struct lockwaits *waits)
   countedlock_init (&map->state_lock, waits, BLK_LOCK_STATE,
                     LOCK_RANK_STATE);
   map->states = (struct statemap) STATEMAP_INIT;
-  map->sub_shift = 0;
-  map->subs = (struct slotmap) SLOTMAP_INIT;
   map->unit_shift = map->geom.shift;
+  map->units = (struct slotmap) SLOTMAP_INIT;
   map->places = false;
   map->where = (struct slotmap) SLOTMAP_INIT;
   map->view_on = false;
@@ -35,7 +34,7 @@ void
 blkmap_free (struct blkmap *map)
 {
   statemap_free (&map->states);
-  slotmap_free (&map->subs);
+  slotmap_free (&map->units);
   slotmap_free (&map->where);
   blkmap_view_free (map);
   countedlock_destroy (&map->state_lock);
@@ -48,9 +47,8 @@ blkmap_start (struct blkmap *map, bool sub_blocks)
   unsigned sub_shift = blockgeom_sub_shift (&map->geom);
   if (!sub_blocks || sub_shift >= shift)
     return 0;
-  if (slotmap_init (&map->subs, blockgeom_blocks (&map->geom)) == -1)
+  if (slotmap_init (&map->units, blockgeom_blocks (&map->geom)) == -1)
     return -1;
-  map->sub_shift = sub_shift;
   map->unit_shift = sub_shift;
   return 0;
 }
@@ -62,7 +60,7 @@ held_units_locked (struct blkmap *map, uint64_t b, enum blk_state state)
 {
   if (state == BLK_ALLOCATED)
     return blkmap_all_units (map, b);
-  return state == BLK_PARTIAL ? slotmap_get (&map->subs, b) : 0;
+  return state == BLK_PARTIAL ? slotmap_get (&map->units, b) : 0;
 }
 
 static void
@@ -107,8 +105,8 @@ blkmap_reserve_held (struct blkmap *map, uint64_t b)
 
   blkmap_lock (map);
   r = statemap_reserve (&map->states, b, 1);
-  if (r == 0 && map->sub_shift)
-    r = slotmap_reserve (&map->subs, b, 1);
+  if (r == 0 && blkmap_holds_parts (map))
+    r = slotmap_reserve (&map->units, b, 1);
   if (r == 0 && map->places)
     r = slotmap_reserve (&map->where, b, 1);
   if (r == 0 && map->view_on)
@@ -127,11 +125,12 @@ blkmap_set_held (struct blkmap *map, uint64_t b, uint32_t units,
   enum blk_state state = units == blkmap_all_units (map, b)
                          ? BLK_ALLOCATED : BLK_PARTIAL;
 
-  CHECK (units != 0 && (state == BLK_ALLOCATED || map->sub_shift));
+  CHECK (units != 0 &&
+         (state == BLK_ALLOCATED || blkmap_holds_parts (map)));
   CHECK ((where & ~units) == 0 && (map->places || where == 0));
   blkmap_lock (map);
-  if (map->sub_shift)
-    slotmap_set (&map->subs, b, state == BLK_PARTIAL ? units : 0);
+  if (blkmap_holds_parts (map))
+    slotmap_set (&map->units, b, state == BLK_PARTIAL ? units : 0);
   if (map->places)
     slotmap_set (&map->where, b, where);
   statemap_set (&map->states, b, 1, state);
@@ -269,26 +268,12 @@ blkmap_set (struct blkmap *map, uint64_t first, uint64_t n,
 {
   CHECK (state != BLK_PARTIAL);
   blkmap_lock (map);
-  if (map->sub_shift)
-    clear_locked (map, &map->subs, false, first, first + n);
+  if (blkmap_holds_parts (map))
+    clear_locked (map, &map->units, false, first, first + n);
   if (map->places && state != BLK_ALLOCATED)
     clear_locked (map, &map->where, true, first, first + n);
   statemap_set (&map->states, first, n, state);
   blkmap_unlock (map);
-}
-
-enum blk_state
-blkmap_set_subs (struct blkmap *map, uint64_t b, uint32_t subs)
-{
-  enum blk_state state = subs == blkmap_all_subs (map, b)
-                         ? BLK_ALLOCATED : BLK_PARTIAL;
-
-  CHECK (map->sub_shift && subs != 0);
-  blkmap_lock (map);
-  slotmap_set (&map->subs, b, state == BLK_PARTIAL ? subs : 0);
-  statemap_set (&map->states, b, 1, state);
-  blkmap_unlock (map);
-  return state;
 }
 
 /* Whether a write may change units of b, which holds them as held

@@ -3,8 +3,8 @@
  */
 
 /* The block map: the disk's geometry in blocks and the state of every
- * block (enum blk_state), with the sub-blocks the overlay holds of
- * each partial block, under state_lock, and what the blocks in a state
+ * block (enum blk_state), with the units the overlay holds of each
+ * partial block and their places, under state_lock, and what the blocks in a state
  * are charged against cow-max-size.  The block layer (blk.c) decides
  * when a block changes state and tells its store; this unit only keeps
  * the states.
@@ -32,7 +32,7 @@ struct blkmap {
    */
   struct blockgeom geom;
 
-  /* Protects the fields below that say so: the states, sub-blocks and
+  /* Protects the fields below that say so: the states, units and
    * places of the blocks, and the view's records.  Held only for one
    * lookup or one update, never over I/O, and nothing is taken inside
    * it.  Its waits count in the layer's, as BLK_LOCK_STATE.
@@ -41,26 +41,24 @@ struct blkmap {
   /* enum blk_state of each block */
   struct statemap states FIELD_GUARDED_BY (state_lock);
 
-  /* Sub-blocks of 2^sub_shift bytes (blockgeom_sub_shift), set by
-   * blkmap_start (0: no block is ever BLK_PARTIAL).  subs: of each
-   * BLK_PARTIAL block, which of
-   * its sub-blocks the overlay holds, bit i for sub-block i (never 0
-   * nor all of them); 0 for every other block.  Under state_lock.
-   */
-  unsigned sub_shift;
-  struct slotmap subs FIELD_GUARDED_BY (state_lock);
-
-  /* The store keeps each unit of a block (a sub-block, or the whole
-   * block where there are none: 2^unit_shift bytes) in one of two
-   * places (store.h), so that a point-in-time view keeps the bytes a
-   * unit had at its instant while the export's new bytes of it go to
-   * the other place (docs/design.md, "Point-in-time views").  Under
-   * state_lock.  where: of each block, bit i set if its unit i is held
-   * in place 1; 0 for the units not held.  It exists from the first
-   * view on (places, atomic: set once, read without the lock); before,
-   * every unit is in place 0.
+  /* The units of a block: its sub-blocks of 2^unit_shift bytes
+   * (blockgeom_sub_shift) where the overlay holds blocks in part
+   * (blkmap_start), else the whole block (2^unit_shift bytes too).  A
+   * block holds all its units (BLK_ALLOCATED), some (BLK_PARTIAL) or
+   * none, and the store keeps each unit it holds in one of two places
+   * (store.h), so that a point-in-time view keeps the bytes a unit had
+   * at its instant while the export's new bytes of it go to the other
+   * place (docs/design.md, "Point-in-time views").
+   *
+   * units: of each BLK_PARTIAL block, which of its units the overlay
+   * holds, bit i for unit i (never 0 nor all of them); 0 for every
+   * other block.  where: of each block, bit i set if its unit i is
+   * held in place 1; 0 for the units not held.  where exists from the
+   * first view on (places, atomic: set once, read without the lock);
+   * before, every unit is in place 0.
    */
   unsigned unit_shift;
+  struct slotmap units FIELD_GUARDED_BY (state_lock);
   bool places;
   struct slotmap where FIELD_GUARDED_BY (state_lock);
 
@@ -90,23 +88,17 @@ extern void blkmap_init (struct blkmap *map, uint32_t block_size,
 extern void blkmap_free (struct blkmap *map);
 
 /* Once the disk's size is set, before any request: with sub_blocks,
- * blocks larger than a sub-block may become BLK_PARTIAL.  Returns 0, or
- * -1 with errno set (ENOMEM).
+ * the units of blocks larger than a sub-block are their sub-blocks,
+ * and such blocks may become BLK_PARTIAL.  Returns 0, or -1 with errno
+ * set (ENOMEM).
  */
 extern int blkmap_start (struct blkmap *map, bool sub_blocks);
 
-/* The bits of the sub-blocks of block b that [from, to), inside b,
- * touches.  Requires sub_shift.
- */
-static inline uint32_t
-blkmap_subs_of (const struct blkmap *map, uint64_t b, uint64_t from,
-                uint64_t to)
+/* Whether a block may be held in part: its units are sub-blocks. */
+static inline bool
+blkmap_holds_parts (const struct blkmap *map)
 {
-  uint64_t start = blockgeom_start (&map->geom, b);
-  unsigned first = (from - start) >> map->sub_shift;
-  unsigned last = (to - 1 - start) >> map->sub_shift;
-
-  return (uint32_t) ((UINT64_C (2) << last) - (UINT64_C (1) << first));
+  return map->unit_shift < map->geom.shift;
 }
 
 /* The bits of the units of block b that [from, to), inside b,
@@ -136,16 +128,6 @@ static inline bool
 blkmap_has_places (const struct blkmap *map)
 {
   return __atomic_load_n (&map->places, __ATOMIC_ACQUIRE);
-}
-
-/* The bits of all the sub-blocks of block b (the last block may have
- * fewer).
- */
-static inline uint32_t
-blkmap_all_subs (const struct blkmap *map, uint64_t b)
-{
-  return blkmap_subs_of (map, b, blockgeom_start (&map->geom, b),
-                         blockgeom_end (&map->geom, b));
 }
 
 static inline void
@@ -218,44 +200,6 @@ blkmap_reserve (struct blkmap *map, uint64_t first, uint64_t n)
 extern void blkmap_set (struct blkmap *map, uint64_t first, uint64_t n,
                         enum blk_state state);
 
-/* The state of block b, and in *subs the sub-blocks the overlay holds
- * of it if it is BLK_PARTIAL (else 0), read together.
- */
-static inline enum blk_state
-blkmap_get_subs (struct blkmap *map, uint64_t b, uint32_t *subs)
-{
-  enum blk_state state;
-
-  blkmap_lock (map);
-  state = statemap_get (&map->states, b);
-  *subs = state == BLK_PARTIAL ? slotmap_get (&map->subs, b) : 0;
-  blkmap_unlock (map);
-  return state;
-}
-
-/* Makes room for block b to become BLK_PARTIAL, before its I/O, and
- * for blkmap_reserve's change.  Returns 0, or -1 with errno set.
- */
-static inline int
-blkmap_reserve_subs (struct blkmap *map, uint64_t b)
-{
-  int r;
-
-  blkmap_lock (map);
-  r = statemap_reserve (&map->states, b, 1);
-  if (r == 0)
-    r = slotmap_reserve (&map->subs, b, 1);
-  blkmap_unlock (map);
-  return r;
-}
-
-/* Block b holds sub-blocks subs in the overlay: BLK_ALLOCATED if they
- * are all of its own, else BLK_PARTIAL.  Requires blkmap_reserve_subs
- * of b.  Returns the state set.
- */
-extern enum blk_state blkmap_set_subs (struct blkmap *map, uint64_t b,
-                                       uint32_t subs);
-
 /* Whether the overlay holds every byte of [offset, end), in blocks
  * [first, last], where a write may change them in place: they are
  * allocated, or partial holding the units the range touches, all in
@@ -306,7 +250,7 @@ extern int blkmap_reserve_held (struct blkmap *map, uint64_t b);
 
 /* Block b holds units (not 0) with those of where in place 1: its
  * state becomes allocated if they are all of its own, else partial
- * (which requires sub-blocks).  Requires blkmap_reserve_held of b.
+ * (which requires blkmap_holds_parts).  Requires blkmap_reserve_held of b.
  */
 extern void blkmap_set_held (struct blkmap *map, uint64_t b, uint32_t units,
                              uint32_t where);

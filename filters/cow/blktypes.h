@@ -23,7 +23,7 @@ enum blk_state {
   BLK_NOT_ALLOCATED = 0,        /* reads come from the base */
   BLK_ALLOCATED = 1,            /* the whole block is in the overlay */
   BLK_ZERO = 2,                 /* reads as zeros, a hole in the overlay */
-  BLK_PARTIAL = 3,              /* some sub-blocks in the overlay, the
+  BLK_PARTIAL = 3,              /* some units in the overlay, the
                                  * others read from the base (blkmap.h);
                                  * never reported by blk_state_run */
 };

@@ -6,10 +6,11 @@
  * (kept/kept.h, docs/overlay-format.md), opened, started, flushed and
  * closed in the order that format makes crash-safe, each failure
  * reported by nbdkit_error naming the file.  The store keeps its own
- * copy of the block states, which its state pages are made of, and
- * which pages changed since they were written; the block layer tells
- * it of every change (set_states) and learns the states loaded from
- * the file through loaded_states, as dm-snapshot's persistent store
+ * copy of the records of blocks (store.h: a state, and the sub-blocks
+ * of a partial block), which its state pages are made of, and which
+ * pages changed since they were written; the block layer tells it of
+ * every change (set_blocks) and learns the records loaded from the
+ * file through loaded_blocks, as dm-snapshot's persistent store
  * keeps its metadata and reports it through read_metadata.
  *
  * A packed file (format version 3) keeps block b in a slot, at
@@ -381,42 +382,30 @@ kept_start (struct store *st, uint64_t size, uint64_t *overhead)
   return 0;
 }
 
-/* The states loaded from an existing file, in runs of blocks in the
- * overlay or zero, and the blocks held in part.  Only before any
+/* The records loaded from an existing file: runs of blocks in the
+ * overlay or zero, and each block held in part.  Only before any
  * request: no lock.
  */
 static int
-kept_loaded_states (struct store *st, store_found_states *found, void *opaque)
+kept_loaded_blocks (struct store *st, store_found_blocks *found,
+                    void *opaque)
 {
   struct store_kept *k = kept_of (st);
-  uint64_t blocks = k->kept.has_header ? kept_blocks (&k->kept) : 0, b = 0;
+  uint64_t blocks = k->kept.has_header ? kept_blocks (&k->kept) : 0;
+  struct store_blocks r = { .first = 0 };
 
-  while (b < blocks) {
+  for (; r.first < blocks; r.first += r.n) {
     unsigned state;
-    uint64_t end = statemap_run (&k->states, b, blocks, &state);
 
-    if (state != KEPT_NOT_ALLOCATED && state != KEPT_PARTIAL &&
-        found (opaque, b, end - b, state) == -1)
+    r.n = statemap_run (&k->states, r.first, blocks, &state) - r.first;
+    r.state = state;
+    r.units = 0;
+    if (state == KEPT_PARTIAL) {
+      r.n = 1;
+      r.units = kept_parts_get (&k->kept, r.first);
+    }
+    if (state != KEPT_NOT_ALLOCATED && found (opaque, &r) == -1)
       return -1;
-    b = end;
-  }
-  return 0;
-}
-
-static int
-kept_loaded_parts (struct store *st, store_found_part *found, void *opaque)
-{
-  struct store_kept *k = kept_of (st);
-  uint64_t blocks = k->kept.has_header ? kept_blocks (&k->kept) : 0, b = 0;
-
-  while (b < blocks) {
-    unsigned state;
-    uint64_t end = statemap_run (&k->states, b, blocks, &state);
-
-    for (; state == KEPT_PARTIAL && b < end; ++b)
-      if (found (opaque, b, kept_parts_get (&k->kept, b)) == -1)
-        return -1;
-    b = end;
   }
   return 0;
 }
@@ -619,7 +608,8 @@ state_pages_of (const struct store_kept *k, uint64_t first, uint64_t n,
 }
 
 static int
-kept_reserve_states (struct store *st, uint64_t first, uint64_t n)
+kept_reserve_blocks (struct store *st, uint64_t first, uint64_t n,
+                     bool in_part)
 {
   struct store_kept *k = kept_of (st);
   uint64_t page, pages;
@@ -630,21 +620,26 @@ kept_reserve_states (struct store *st, uint64_t first, uint64_t n)
   r = statemap_reserve (&k->states, first, n);
   if (r == 0)
     r = statemap_reserve (&k->dirty_pages, page, pages);
+  if (r == 0 && in_part)
+    r = kept_parts_reserve (&k->kept, first);
   held_unlock (&k->page_lock);
   return r;
 }
 
-/* Requires kept_reserve_states of the blocks. */
+/* Requires kept_reserve_blocks of the blocks (in part, of a partial
+ * one).
+ */
 static void
-kept_set_states (struct store *st, uint64_t first, uint64_t n,
-                 enum blk_state state)
+kept_set_blocks (struct store *st, const struct store_blocks *r)
 {
   struct store_kept *k = kept_of (st);
   uint64_t page, pages;
 
-  state_pages_of (k, first, n, &page, &pages);
+  state_pages_of (k, r->first, r->n, &page, &pages);
   held_lock (&k->page_lock);
-  statemap_set (&k->states, first, n, state);
+  if (r->state == BLK_PARTIAL)
+    kept_parts_set (&k->kept, r->first, r->units);
+  statemap_set (&k->states, r->first, r->n, r->state);
   statemap_set (&k->dirty_pages, page, pages, 1);
   held_unlock (&k->page_lock);
 }
@@ -661,33 +656,6 @@ kept_holds_parts (struct store *st)
   if (!k->kept.has_header)
     return k->block_size >= KEPT_PARTS_MIN_BLOCK;
   return k->kept.header.layout.part_shift != 0;
-}
-
-static int
-kept_reserve_part (struct store *st, uint64_t b)
-{
-  struct store_kept *k = kept_of (st);
-  int r;
-
-  held_lock (&k->page_lock);
-  r = kept_parts_reserve (&k->kept, b);
-  held_unlock (&k->page_lock);
-  return r;
-}
-
-/* Requires kept_reserve_states and kept_reserve_part of b. */
-static void
-kept_set_part (struct store *st, uint64_t b, uint32_t subs)
-{
-  struct store_kept *k = kept_of (st);
-  uint64_t page, pages;
-
-  state_pages_of (k, b, 1, &page, &pages);
-  held_lock (&k->page_lock);
-  kept_parts_set (&k->kept, b, subs);
-  statemap_set (&k->states, b, 1, KEPT_PARTIAL);
-  statemap_set (&k->dirty_pages, page, pages, 1);
-  held_unlock (&k->page_lock);
 }
 
 /*----------------------------------------------------------------------
@@ -1062,13 +1030,10 @@ static const struct store_ops kept_ops = {
   .read = kept_read,
   .write = kept_write,
   .punch = kept_punch,
-  .loaded_states = kept_loaded_states,
-  .reserve_states = kept_reserve_states,
-  .set_states = kept_set_states,
-  .loaded_parts = kept_loaded_parts,
+  .loaded_blocks = kept_loaded_blocks,
+  .reserve_blocks = kept_reserve_blocks,
+  .set_blocks = kept_set_blocks,
   .holds_parts = kept_holds_parts,
-  .reserve_part = kept_reserve_part,
-  .set_part = kept_set_part,
   .allows_checkpoints = kept_allows_checkpoints,
   .note_checkpoints = kept_note_checkpoints,
   .note_marks = kept_note_marks,

@@ -36,13 +36,19 @@
 
 struct store;
 
-/* A run of blocks in one state, as a kept store loaded it, never
- * BLK_PARTIAL; and a BLK_PARTIAL block with the sub-blocks it holds.
- * Return 0, or -1 to stop.
+/* The one record a store keeps of what the overlay holds of blocks:
+ * blocks [first, first+n) in state, and of a BLK_PARTIAL block (n is
+ * 1) the units it holds (blkmap.h: its sub-blocks, bit i for unit i);
+ * units is 0 in any other state.
  */
-typedef int store_found_states (void *opaque, uint64_t first, uint64_t n,
-                                enum blk_state state);
-typedef int store_found_part (void *opaque, uint64_t b, uint32_t subs);
+struct store_blocks {
+  uint64_t first, n;
+  enum blk_state state;
+  uint32_t units;
+};
+
+/* A record a kept store loaded.  Returns 0, or -1 to stop. */
+typedef int store_found_blocks (void *opaque, const struct store_blocks *r);
 
 struct store_ops {
   /* Makes the store ready for a base of size bytes (> 0): throw-away,
@@ -96,46 +102,33 @@ struct store_ops {
   int (*punch) (struct store *st, uint64_t count, uint64_t offset,
                 unsigned place);
 
-  /* Kept: the states of the blocks loaded from the file when it was
-   * opened, in runs, skipping blocks not in the overlay; returns what
-   * found first returned that was not 0, or 0.  NULL for a throw-away
-   * store, which starts empty.
+  /* Kept: what the overlay held when the file was opened, a record
+   * for each run of blocks in the overlay or zero and for each block in
+   * part, in order; called once, by the block layer's start, after
+   * start.  Returns what found first returned that was not 0, or 0.
+   * NULL for a throw-away store, which starts empty.
    */
-  int (*loaded_states) (struct store *st, store_found_states *found,
+  int (*loaded_blocks) (struct store *st, store_found_blocks *found,
                         void *opaque);
-  /* Kept, holding parts: the partial blocks loaded, in order, once the
-   * block layer's map has room for them (blkmap_start); returns as
-   * loaded_states.  NULL for a throw-away store.
-   */
-  int (*loaded_parts) (struct store *st, store_found_part *found,
-                       void *opaque);
 
-  /* Kept: makes room for, then notes, a change of the states of
-   * blocks [first, first+n), so that the next flush writes them; the
-   * store's copy of the states is its own, under its own lock.
-   * reserve_states returns 0, or -1 with errno set.  NULL for a
-   * throw-away store.
+  /* Kept: makes room for, then notes, a record of blocks, so that the
+   * next flush writes it; the store's copy of the records is its own,
+   * under its own lock.  reserve_blocks makes room for any record of
+   * blocks [first, first+n), with in_part a BLK_PARTIAL one too (n is
+   * 1), before the change's I/O: returns 0, or -1 with errno set.
+   * set_blocks requires it.  NULL for a throw-away store.
    */
-  int (*reserve_states) (struct store *st, uint64_t first, uint64_t n);
-  void (*set_states) (struct store *st, uint64_t first, uint64_t n,
-                      enum blk_state state);
+  int (*reserve_blocks) (struct store *st, uint64_t first, uint64_t n,
+                         bool in_part);
+  void (*set_blocks) (struct store *st, const struct store_blocks *r);
 
   /* Whether a block can be in the overlay in part (BLK_PARTIAL), the
-   * sub-blocks it does not hold read from the base: NULL, it can (a
+   * units it does not hold read from the base: NULL, it can (a
    * throw-away store holds whatever bytes are written); a kept file
    * only where its format keeps which sub-blocks each block holds, in
    * sub-blocks of the block layer's size (blkmap_start).
    */
   bool (*holds_parts) (struct store *st);
-
-  /* Kept, holding parts: makes room for block b to become BLK_PARTIAL
-   * (0, or -1 with errno set), then notes that it is, holding
-   * sub-blocks subs (not all of its own), as set_states does a
-   * state.  Requires reserve_states of b too.  NULL: the store keeps
-   * no states.
-   */
-  int (*reserve_part) (struct store *st, uint64_t b);
-  void (*set_part) (struct store *st, uint64_t b, uint32_t subs);
 
   /* Kept: whether the overlay can have checkpoints: only if its file
    * keeps them (format version 4), with the marks of changed blocks,
@@ -199,9 +192,10 @@ extern struct store *store_temp_new (struct temp_files *files,
 /* The kept store at path for export name, the file created if it is
  * missing, and locked against other processes; its writes are cut as
  * stripes says.  An existing file must have been made for this block
- * size and name, and be sound: its states are loaded now, before its
+ * size and name, and be sound: its records are loaded now, before its
  * base size is known (checked by start), so that a damaged file is
- * refused as soon as it is opened.  A file of format version 4 keeps
+ * refused as soon as it is opened; loaded_blocks gives them to the
+ * block layer at its start.  A file of format version 4 keeps
  * the checkpoints and marks of changes, the block layer's: start
  * restores them there (after changes_start), flushes write them.
  * Returns NULL after nbdkit_error.
@@ -272,51 +266,32 @@ store_punch (struct store *st, uint64_t count, uint64_t offset,
 }
 
 static inline int
-store_loaded_states (struct store *st, store_found_states *found,
+store_loaded_blocks (struct store *st, store_found_blocks *found,
                      void *opaque)
 {
-  return st->ops->loaded_states ? st->ops->loaded_states (st, found, opaque)
+  return st->ops->loaded_blocks ? st->ops->loaded_blocks (st, found, opaque)
                                 : 0;
 }
 
 static inline int
-store_loaded_parts (struct store *st, store_found_part *found, void *opaque)
+store_reserve_blocks (struct store *st, uint64_t first, uint64_t n,
+                      bool in_part)
 {
-  return st->ops->loaded_parts ? st->ops->loaded_parts (st, found, opaque)
-                               : 0;
-}
-
-static inline int
-store_reserve_states (struct store *st, uint64_t first, uint64_t n)
-{
-  return st->ops->reserve_states ? st->ops->reserve_states (st, first, n) : 0;
+  return st->ops->reserve_blocks
+         ? st->ops->reserve_blocks (st, first, n, in_part) : 0;
 }
 
 static inline void
-store_set_states (struct store *st, uint64_t first, uint64_t n,
-                  enum blk_state state)
+store_set_blocks (struct store *st, const struct store_blocks *r)
 {
-  if (st->ops->set_states)
-    st->ops->set_states (st, first, n, state);
+  if (st->ops->set_blocks)
+    st->ops->set_blocks (st, r);
 }
 
 static inline bool
 store_holds_parts (struct store *st)
 {
   return st->ops->holds_parts == NULL || st->ops->holds_parts (st);
-}
-
-static inline int
-store_reserve_part (struct store *st, uint64_t b)
-{
-  return st->ops->reserve_part ? st->ops->reserve_part (st, b) : 0;
-}
-
-static inline void
-store_set_part (struct store *st, uint64_t b, uint32_t subs)
-{
-  if (st->ops->set_part)
-    st->ops->set_part (st, b, subs);
 }
 
 static inline bool
