@@ -2,10 +2,12 @@
  * Copyright (C) 2026 the nbdkit-cow authors.
  */
 
-/* The block layer's requests: the rules for changing the state of a
- * block, for reads, writes, zeroes, trims and copy-ups.  An overlay's
- * making, sizing and flushing are in blklife.c, its statistics in
- * blkstats.c.
+/* The block layer's requests: reads, writes, zeroes and trims, and the
+ * rules by which they change what a block holds.  The copy-ups are in
+ * blkcopy.c, the changes by units in places (from the first view on)
+ * in blkplaced.c, the locks and records they change in blkheld.h, an
+ * overlay's making, sizing and flushing in blklife.c, its statistics
+ * in blkstats.c.
  *
  * docs/design.md holds the state machine, what each lock protects and
  * the lock order, written once; each function here says which locks it
@@ -30,6 +32,7 @@
 #include <nbdkit-filter.h>
 
 #include "blk.h"
+#include "blkheld.h"
 #include "blkpriv.h"
 #include "blkstore.h"
 #include "checks.h"
@@ -38,156 +41,9 @@
 #include "pieces.h"
 #include "scratch.h"
 
-/* Copy-ups read the base in pieces of this many bytes (or one block,
- * if larger), so that one request costs few base calls.
- */
-#define COPY_UP_PIECE (4 * 1024 * 1024)
-
-/* After a read's copy-up found no room, reads copy nothing up for this
- * long: each try on a full filesystem costs a failed write and a
- * message.
- */
-#define NO_ROOM_PAUSE_NS UINT64_C (1000000000)
-
 /*----------------------------------------------------------------------
- * The layer's locks, their waits counted (lockwaits.h); the base, its
- * reads counted; and the states, in the map and the store.
+ * The runs of bytes that read alike, and reads.
  */
-
-static void
-lock_rmw (struct blk *blk, struct rangelock_range *held,
-          uint64_t first, uint64_t n) ACQUIRE (blk->rmw_locks)
-{
-  lockwaits_add (&blk->waits, BLK_LOCK_RMW,
-                 rangelock_lock (&blk->rmw_locks, held, first, n));
-}
-
-/* The clients' reads of any base started and ended, for the fill to
- * give way to (atomic, wrapping).
- */
-static unsigned client_reads_started, client_reads_ended;
-
-/* Every read of the base goes through here, to be counted. */
-static int
-base_read (struct blk *blk, const struct blk_base *base, void *buf,
-           uint32_t len, uint64_t offset, int *err)
-{
-  int r;
-
-  stat_add (blk, BASE_READS, 1);
-  stat_add (blk, BASE_READ_BYTES, len);
-  if (base->background_bytes) {
-    *base->background_bytes += len;
-    return base->pread (base->opaque, buf, len, offset, err);
-  }
-  __atomic_add_fetch (&client_reads_started, 1, __ATOMIC_RELAXED);
-  r = base->pread (base->opaque, buf, len, offset, err);
-  __atomic_add_fetch (&client_reads_ended, 1, __ATOMIC_RELAXED);
-  return r;
-}
-
-unsigned
-blk_client_base_reads (void)
-{
-  return __atomic_load_n (&client_reads_started, __ATOMIC_RELAXED);
-}
-
-bool
-blk_client_base_reads_under_way (void)
-{
-  /* A read that starts or ends between the loads is seen next time. */
-  return __atomic_load_n (&client_reads_started, __ATOMIC_RELAXED) !=
-    __atomic_load_n (&client_reads_ended, __ATOMIC_RELAXED);
-}
-
-/* The runs of the base that read as zeros in a range the fill reads,
- * as far as HOLES_MAX of them, in order, as describe tells them.
- */
-#define HOLES_MAX 32
-struct holes {
-  uint64_t from, to;            /* the range asked about */
-  unsigned n;
-  uint64_t start[HOLES_MAX], end[HOLES_MAX];
-};
-
-/* The blk_found_run of base_read_data: notes the runs of zeros inside
- * the range, joining those that touch.
- */
-static void
-note_hole (void *opaque, uint64_t offset, uint64_t length, bool zero)
-{
-  struct holes *h = opaque;
-  uint64_t start = offset > h->from ? offset : h->from;
-  uint64_t end = offset + length < h->to ? offset + length : h->to;
-
-  if (!zero || start >= end)
-    return;
-  if (h->n > 0 && h->end[h->n - 1] == start)
-    h->end[h->n - 1] = end;
-  else if (h->n < HOLES_MAX) {
-    h->start[h->n] = start;
-    h->end[h->n++] = end;
-  }
-}
-
-/* As base_read, but the runs the base's extents say read as zeros are
- * zeroed in buf, not read: the fill reads no hole, even inside a
- * block.  A base that cannot tell is read whole.
- */
-static int
-base_read_data (struct blk *blk, const struct blk_base *base, char *buf,
-                uint32_t len, uint64_t offset, int *err)
-{
-  struct holes h = { .from = offset, .to = offset + len, .n = 0 };
-  uint64_t at = offset;
-  unsigned i;
-
-  if (base->describe == NULL ||
-      base->describe (base->opaque, len, offset, note_hole, &h) == -1)
-    h.n = 0;
-  for (i = 0; i <= h.n; ++i) {
-    uint64_t data_end = i < h.n ? h.start[i] : offset + len;
-
-    if (data_end > at &&
-        base_read (blk, base, buf + (at - offset), data_end - at, at,
-                   err) == -1)
-      return -1;
-    if (i == h.n)
-      break;
-    memset (buf + (h.start[i] - offset), 0, h.end[i] - h.start[i]);
-    at = h.end[i];
-  }
-  return 0;
-}
-
-/* Makes room for a change of the states of blocks [first, first+n), in
- * the map and the store, before its I/O, so that set_states cannot
- * fail after the data is written.  Returns 0, or -1 with *err set after
- * nbdkit_error.
- */
-static inline int
-reserve_states (struct blk *blk, uint64_t first, uint64_t n, int *err)
-{
-  if (blkmap_reserve (&blk->map, first, n) == 0 &&
-      store_reserve_blocks (blk->store, first, n, false) == 0)
-    return 0;
-  *err = errno;
-  nbdkit_error ("cow: cannot grow the block state map: %m");
-  return -1;
-}
-
-/* Sets blocks [first, first+n) to state, in the map and then in the
- * store.  Requires reserve_states of them.
- */
-static inline void
-set_states (struct blk *blk, uint64_t first, uint64_t n, enum blk_state state)
-  REQUIRES (blk->rmw_locks)
-{
-  CHECK (blk_rmw_held (blk, first, n));
-  blkmap_set (&blk->map, first, n, state);
-  store_set_blocks (blk->store, &(struct store_blocks) {
-    .first = first, .n = n, .state = state });
-}
 
 uint64_t
 blk_held_run (struct blk *blk, bool in_view, uint64_t offset, uint64_t end,
@@ -243,367 +99,6 @@ blk_state_run (struct blk *blk, uint64_t offset, uint64_t end,
   return run_end < end ? run_end : end;
 }
 
-/*----------------------------------------------------------------------
- * Units in places, from the first view on (docs/design.md,
- * "Point-in-time views").
- */
-
-/* Makes room for block b to hold units in part and in places, in the
- * map and the store, before its I/O.  Returns 0, or -1 with *err set
- * after nbdkit_error.
- */
-static int
-reserve_held (struct blk *blk, uint64_t b, int *err)
-{
-  if (blkmap_reserve_held (&blk->map, b) == 0 &&
-      store_reserve_blocks (blk->store, b, 1,
-                            blkmap_holds_parts (&blk->map)) == 0)
-    return 0;
-  *err = errno;
-  nbdkit_error ("cow: cannot grow the block state map: %m");
-  return -1;
-}
-
-/* Block b holds units (not 0), those of where in place 1: allocated if
- * they are all of its own, else partial; in the map, then in the
- * store.  Requires reserve_held of b.
- */
-static void
-set_held (struct blk *blk, uint64_t b, uint32_t units, uint32_t where)
-  REQUIRES (blk->rmw_locks)
-{
-  struct store_blocks r = { .first = b, .n = 1, .state = BLK_ALLOCATED };
-
-  CHECK (blk_rmw_held (blk, b, 1));
-  blkmap_set_held (&blk->map, b, units, where);
-  if (units != blkmap_all_units (&blk->map, b)) {
-    r.state = BLK_PARTIAL;
-    r.units = units;
-  }
-  store_set_blocks (blk->store, &r);
-}
-
-/* The places units of a block go to when written (bit set: place 1),
- * the block holding now and the view keeping kept: a unit the view
- * keeps to its other place, one the block holds where it is, a new
- * one to place 0.
- */
-static uint32_t
-targets (uint32_t units, const struct blkmap_held *now,
-         const struct blkmap_held *kept)
-{
-  return (units & kept->units & ~kept->where) |
-         (units & ~kept->units & now->units & now->where);
-}
-
-/* The units of those a write of the block changes in place: it holds
- * them in the place they are written to.
- */
-static uint32_t
-in_place (uint32_t units, uint32_t target, const struct blkmap_held *now)
-{
-  return units & now->units & ~(now->where ^ target);
-}
-
-/*----------------------------------------------------------------------
- * Copy-up: base data into the overlay.
- */
-
-/* Whether err says a copy into the overlay found no room: the space
- * cap's share of copies spent, the overlay's filesystem full, or its
- * file at its largest.
- */
-static bool
-no_room (int err)
-{
-  return err == ENOSPC || err == EDQUOT || err == EFBIG;
-}
-
-/* Stores blocks [first, first+n), whose base data is in buf, in the
- * overlay.  Blocks that read as zeros only become BLK_ZERO: a copy-up
- * of a sparse image then costs no space and no writes.  The others are
- * written, a run of them with one system call, and become allocated.
- * Requires their states reserved.
- */
-static int
-store_copy_up (struct blk *blk, const char *buf, uint64_t first, uint64_t n,
-               int *err) REQUIRES (blk->rmw_locks)
-{
-  const struct blockgeom *g = &blk->map.geom;
-  uint64_t size = blockgeom_block_size (g), i = 0, j;
-  bool zero, next = is_zero (buf, size);
-
-  CHECK (blk_rmw_held (blk, first, n));
-  while (i < n) {
-    zero = next;
-    for (j = i + 1; j < n; ++j) {
-      next = is_zero (buf + blockgeom_start (g, j), size);
-      if (next != zero)
-        break;
-    }
-    if (!zero &&
-        blk_store_write (blk, buf + blockgeom_start (g, i),
-                         blockgeom_start (g, j - i),
-                         blockgeom_start (g, first + i), 0, err) == -1)
-      return -1;
-    set_states (blk, first + i, j - i, zero ? BLK_ZERO : BLK_ALLOCATED);
-    i = j;
-  }
-  return 0;
-}
-
-/* Copies blocks [first, first+n), all BLK_NOT_ALLOCATED, from the base
- * into the overlay and marks them allocated, counting them in kind.  A
- * copy-up is one the overlay can do without: it takes space only if it
- * leaves the clients' writes their share (space_take_spare), and
- * fails with ENOSPC otherwise.
- */
-static int
-copy_up_run (struct blk *blk, const struct blk_base *base,
-             uint64_t first, uint64_t n, enum counter kind, int *err)
-  REQUIRES (blk->rmw_locks)
-{
-  const struct blockgeom *g = &blk->map.geom;
-  uint64_t piece = COPY_UP_PIECE >> g->shift;
-  char *buf;
-  int r = 0;
-
-  CHECK (blk_rmw_held (blk, first, n));
-  CHECK (blkmap_all_in (&blk->map, first, n, BLK_NOT_ALLOCATED));
-  if (piece == 0)
-    piece = 1;
-  if (piece > n)
-    piece = n;
-  buf = scratch_get (blockgeom_start (g, piece));
-  if (buf == NULL) {
-    *err = errno;
-    nbdkit_error ("cow: malloc: %m");
-    return -1;
-  }
-  while (n > 0 && r == 0) {
-    uint64_t c = n < piece ? n : piece;
-    uint64_t start = blockgeom_start (g, first);
-    uint64_t len = blockgeom_end (g, first + c - 1) - start;
-    uint64_t space = blkmap_space (&blk->map, first, c);
-
-    if (!space_take_spare (blk->space, space)) {
-      *err = ENOSPC;
-      r = -1;
-      break;
-    }
-    if (kind == COPY_UPS_FILL)
-      r = base_read_data (blk, base, buf, len, start, err);
-    else
-      r = base_read (blk, base, buf, len, start, err);
-    if (r == 0)
-      r = reserve_states (blk, first, c, err);
-    if (r == 0)
-      r = store_copy_up (blk, buf, first, c, err);
-    if (r == 0)
-      stat_add (blk, kind, c);
-    /* Blocks that stayed out of the overlay or became zero take none. */
-    space_give (blk->space,
-                space - blkmap_space_held (&blk->map, first, c));
-    first += c;
-    n -= c;
-  }
-  scratch_put (buf);
-  return r;
-}
-
-/* The fill's copy-up of blocks [first, first+n), all
- * BLK_NOT_ALLOCATED: runs the base map knows read as zeros become
- * BLK_ZERO unread (no space, no write); the others are copied up.
- */
-static int
-fill_run (struct blk *blk, const struct blk_base *base, uint64_t first,
-          uint64_t n, int *err) REQUIRES (blk->rmw_locks)
-{
-  uint64_t b = first, end = first + n, e;
-  int r = 0;
-
-  while (b < end && r == 0) {
-    bool zero = basemap_reads_zeros (&blk->base_map, base, b);
-
-    for (e = b + 1;
-         e < end && basemap_reads_zeros (&blk->base_map, base, e) == zero;
-         ++e)
-      ;
-    if (!zero)
-      r = copy_up_run (blk, base, b, e - b, COPY_UPS_FILL, err);
-    else if ((r = reserve_states (blk, b, e - b, err)) == 0) {
-      set_states (blk, b, e - b, BLK_ZERO);
-      stat_add (blk, COPY_UPS_FILL, e - b);
-    }
-    b = e;
-  }
-  return r;
-}
-
-/* Completes partial block b: copies from the base the runs of
- * units the overlay does not hold, each with one read (nothing it
- * holds is read again), writes them (and only them: the units it
- * holds have writes no copy-up may undo) and marks b allocated,
- * counting it in kind.  Its space was taken at its first write.
- */
-static int
-complete_partial (struct blk *blk, const struct blk_base *base, uint64_t b,
-                  enum counter kind, int *err) REQUIRES (blk->rmw_locks)
-{
-  const struct blockgeom *g = &blk->map.geom;
-  uint64_t start = blockgeom_start (g, b), stop = blockgeom_end (g, b);
-  uint64_t at, end;
-  struct blkmap_held now, kept;
-  struct piece_runs runs;
-  uint32_t held, missing, target;
-  char *buf;
-  int r;
-
-  CHECK (blk_rmw_held (blk, b, 1));
-  blkmap_record (&blk->map, b, false, 0, &now, &kept);
-  held = now.units;
-  missing = blkmap_all_units (&blk->map, b) & ~held;
-  target = targets (missing, &now, &kept);
-  buf = scratch_get (stop - start);
-  if (buf == NULL) {
-    *err = errno;
-    nbdkit_error ("cow: malloc: %m");
-    return -1;
-  }
-  r = reserve_held (blk, b, err);
-  runs = piece_runs (start, blk->map.unit_shift, missing, start, stop);
-  while (r == 0 && piece_runs_next (&runs, &at, &end)) {
-    r = kind == COPY_UPS_FILL
-        ? base_read_data (blk, base, buf, end - at, at, err)
-        : base_read (blk, base, buf, end - at, at, err);
-    if (r == 0)
-      r = blk_store_write_units (blk, b, is_zero (buf, end - at) ? NULL : buf,
-                                 at, end,
-                                 missing & blkmap_units_of (&blk->map, b, at,
-                                                            end),
-                                 target, err);
-  }
-  if (r == 0 && blkmap_has_places (&blk->map))
-    set_held (blk, b, held | missing, now.where | target);
-  else if (r == 0)
-    set_states (blk, b, 1, BLK_ALLOCATED);
-  if (r == 0)
-    stat_add (blk, kind, 1);
-  scratch_put (buf);
-  return r;
-}
-
-/* Completes the partial blocks [first, stop). */
-static int
-complete_run (struct blk *blk, const struct blk_base *base, uint64_t first,
-              uint64_t stop, enum counter kind, int *err)
-  REQUIRES (blk->rmw_locks)
-{
-  int r = 0;
-
-  for (; first < stop && r == 0; ++first)
-    r = complete_partial (blk, base, first, kind, err);
-  return r;
-}
-
-/* Copies the blocks touching the range that the overlay does not hold
- * whole, counting them in kind (cow-on-read, cow-on-cache or the fill).
- */
-static int
-copy_up (struct blk *blk, const struct blk_base *base,
-         uint32_t count, uint64_t offset, enum counter kind, int *err)
-{
-  struct rangelock_range held;
-  uint64_t first, stop, b;
-  int r = 0;
-
-  if (count == 0)
-    return 0;
-  first = blockgeom_block (&blk->map.geom, offset);
-  stop = blockgeom_block (&blk->map.geom, offset + count - 1) + 1;
-
-  /* Nothing to copy, the usual case once data is in: take no lock. */
-  for (b = first; b < stop; ) {
-    enum blk_state state;
-    uint64_t end = blkmap_run (&blk->map, b, stop, &state);
-    if (state == BLK_NOT_ALLOCATED || state == BLK_PARTIAL)
-      break;
-    b = end;
-  }
-  if (b == stop)
-    return 0;
-
-  /* Under the rmw locks the states are stable: look again and copy. */
-  lock_rmw (blk, &held, first, stop - first);
-  for (b = first; b < stop && r == 0; ) {
-    enum blk_state state;
-    uint64_t end = blkmap_run (&blk->map, b, stop, &state);
-    if (state == BLK_NOT_ALLOCATED && kind == COPY_UPS_FILL)
-      r = fill_run (blk, base, b, end - b, err);
-    else if (state == BLK_NOT_ALLOCATED)
-      r = copy_up_run (blk, base, b, end - b, kind, err);
-    else if (state == BLK_PARTIAL)
-      r = complete_run (blk, base, b, end, kind, err);
-    b = end;
-  }
-  rangelock_unlock (&blk->rmw_locks, &held);
-  return r;
-}
-
-int
-blk_fill (struct blk *blk, const struct blk_base *base,
-          uint32_t count, uint64_t offset, int *err)
-{
-  return copy_up (blk, base, count, offset, COPY_UPS_FILL, err);
-}
-
-int
-blk_copy_up (struct blk *blk, const struct blk_base *base,
-             uint32_t count, uint64_t offset, int *err)
-{
-  if (copy_up (blk, base, count, offset, COPY_UPS_CACHE, err) == -1 &&
-      !no_room (*err))
-    return -1;
-  return 0;
-}
-
-/*----------------------------------------------------------------------
- * Reads.
- */
-
-/* Whether a read may copy up now: not within NO_ROOM_PAUSE_NS of a
- * read's copy-up that found no room.
- */
-static bool
-reads_copy_up (struct blk *blk)
-{
-  uint64_t resume = __atomic_load_n (&blk->copy_ups_resume, __ATOMIC_RELAXED);
-
-  return resume == 0 || monotonic_ns () >= resume;
-}
-
-/* A read's copy-up of the range: one that finds no room is given up,
- * and the blocks it did not copy read from the base, since a read
- * never needs the overlay.  Returns 0, or -1 with *err set.
- */
-static int
-read_copy_up (struct blk *blk, const struct blk_base *base,
-              uint32_t count, uint64_t offset, enum blk_read_mode mode,
-              int *err)
-{
-  if (!reads_copy_up (blk))
-    return 0;
-  if (copy_up (blk, base, count, offset,
-               mode == BLK_READ_FILL ? COPY_UPS_FILL : COPY_UPS_READ,
-               err) == 0)
-    return 0;
-  if (!no_room (*err))
-    return -1;
-  __atomic_store_n (&blk->copy_ups_resume, monotonic_ns () + NO_ROOM_PAUSE_NS,
-                    __ATOMIC_RELAXED);
-  return 0;
-}
-
 int
 blk_read_held (struct blk *blk, const struct blk_base *base, bool in_view,
                void *buf, uint32_t count, uint64_t offset, int *err)
@@ -629,7 +124,7 @@ blk_read_held (struct blk *blk, const struct blk_base *base, bool in_view,
       memset (p, 0, n);
     else if (state == BLK_NOT_ALLOCATED)
       /* Exactly the bytes asked for: no whole-block bounce. */
-      r = base_read (blk, base, p, n, offset, err);
+      r = blk_base_read (blk, base, p, n, offset, err);
     if (r == -1)
       return -1;
     p += n;
@@ -648,7 +143,7 @@ blk_read (struct blk *blk, const struct blk_base *base,
    * given up for want of room leaves blocks to read from the base.
    */
   if (mode != BLK_READ_ONLY &&
-      read_copy_up (blk, base, count, offset, mode, err) == -1)
+      blk_read_copy_up (blk, base, count, offset, mode, err) == -1)
     return -1;
   return blk_read_held (blk, base, false, buf, count, offset, err);
 }
@@ -657,34 +152,6 @@ blk_read (struct blk *blk, const struct blk_base *base,
  * Writes: the blocks of a write, the read-modify-write of a partial
  * block, the rmw path and the fast path.
  */
-
-/* The part [from, to) of block b that the range [offset, end) covers. */
-static void
-block_part (const struct blk *blk, uint64_t b, uint64_t offset, uint64_t end,
-            uint64_t *from, uint64_t *to)
-{
-  uint64_t start = blockgeom_start (&blk->map.geom, b);
-  uint64_t stop = blockgeom_end (&blk->map.geom, b);
-
-  *from = offset > start ? offset : start;
-  *to = end < stop ? end : stop;
-}
-
-/* Whether block b, in the given state, reads as zeros without being in
- * the overlay: zeroed before, or over a part of the base its extents
- * say reads as zeros (basemap.h).  Holds no lock but b's rmw lock: it
- * may ask the base.
- */
-static bool
-reads_zeros_outside (struct blk *blk, const struct blk_base *base,
-                     enum blk_state state, uint64_t b)
-  REQUIRES (blk->rmw_locks)
-{
-  CHECK (blk_rmw_held (blk, b, 1));
-  return state == BLK_ZERO ||
-         (state == BLK_NOT_ALLOCATED &&
-          basemap_reads_zeros (&blk->base_map, base, b));
-}
 
 /* Builds in data the new content of partial block b: its current
  * content (base or zeros) with the bytes of [offset, end) from buf
@@ -707,9 +174,9 @@ rmw_fill (struct blk *blk, const struct blk_base *base, enum blk_state state,
   uint64_t from, to;
 
   CHECK (state != BLK_ALLOCATED);
-  block_part (blk, b, offset, end, &from, &to);
-  if (!reads_zeros_outside (blk, base, state, b)) {
-    if (base_read (blk, base, data, len, start, err) == -1)
+  blk_block_part (blk, b, offset, end, &from, &to);
+  if (!blk_reads_zeros_outside (blk, base, state, b)) {
+    if (blk_base_read (blk, base, data, len, start, err) == -1)
       return -1;
     stat_add (blk, COPY_UPS_RMW, 1);
     *zero_rest = is_zero (data, len);
@@ -752,7 +219,7 @@ write_block (struct blk *blk, uint64_t b, const char *data, bool zero_rest,
   CHECK (blk_rmw_held (blk, b, 1));
   if (!zero_rest)
     return blk_store_write (blk, data, len, start, 0, err);
-  block_part (blk, b, offset, end, &from, &to);
+  blk_block_part (blk, b, offset, end, &from, &to);
   return blk_store_write_over_zeros (blk, start, len,
                                      is_zero (data + (from - start), to - from)
                                      ? NULL : data + (from - start),
@@ -821,8 +288,8 @@ struct end_write {
  */
 static int
 plan_units (struct blk *blk, const struct blk_base *base, uint32_t held,
-           uint64_t b, const char *buf, uint64_t offset, uint64_t end,
-           struct end_write *e, int *err)
+            uint64_t b, const char *buf, uint64_t offset, uint64_t end,
+            struct end_write *e, int *err)
   REQUIRES (blk->rmw_locks)
 {
   const struct blkmap *map = &blk->map;
@@ -832,10 +299,11 @@ plan_units (struct blk *blk, const struct blk_base *base, uint32_t held,
   bool read_head, read_tail;
   int r = 0;
 
-  block_part (blk, b, offset, end, &from, &to);
+  blk_block_part (blk, b, offset, end, &from, &to);
   head = piece_floor (start, map->unit_shift, from);
   tail = piece_ceil (start, stop, map->unit_shift, to);
-  read_head = from > head && !(held & blkmap_units_of (map, b, from, from + 1));
+  read_head = from > head &&
+              !(held & blkmap_units_of (map, b, from, from + 1));
   read_tail = to < tail && !(held & blkmap_units_of (map, b, to - 1, to));
   e->way = END_UNITS;
   e->from = read_head ? head : from;
@@ -847,12 +315,13 @@ plan_units (struct blk *blk, const struct blk_base *base, uint32_t held,
     return 0;
   if (read_head && read_tail &&
       tail - head <= (UINT64_C (1) << map->unit_shift))
-    r = base_read (blk, base, e->data, tail - head, head, err);
+    r = blk_base_read (blk, base, e->data, tail - head, head, err);
   else {
     if (read_head)
-      r = base_read (blk, base, e->data, from - head, head, err);
+      r = blk_base_read (blk, base, e->data, from - head, head, err);
     if (r == 0 && read_tail)
-      r = base_read (blk, base, e->data + (to - e->from), tail - to, to, err);
+      r = blk_base_read (blk, base, e->data + (to - e->from), tail - to, to,
+                         err);
   }
   if (r == -1)
     return -1;
@@ -886,7 +355,7 @@ plan_end (struct blk *blk, const struct blk_base *base, uint64_t b,
     return 0;
   if (blkmap_holds_parts (&blk->map) &&
       (now.state == BLK_PARTIAL ||
-       !reads_zeros_outside (blk, base, now.state, b)))
+       !blk_reads_zeros_outside (blk, base, now.state, b)))
     return plan_units (blk, base, now.units, b, buf, offset, end, e, err);
   e->way = END_WHOLE;
   return rmw_fill (blk, base, now.state, b, buf, offset, end, e->data,
@@ -899,7 +368,7 @@ plan_end (struct blk *blk, const struct blk_base *base, uint64_t b,
 static int
 reserve_end (struct blk *blk, uint64_t b, const struct end_write *e, int *err)
 {
-  return e->way == END_UNITS ? reserve_held (blk, b, err) : 0;
+  return e->way == END_UNITS ? blk_reserve_held (blk, b, err) : 0;
 }
 
 /* Writes an END_UNITS end, block b: first the runs of units it did
@@ -938,206 +407,6 @@ write_end (struct blk *blk, uint64_t b, const struct end_write *e,
     break;
   }
   return write_units (blk, b, e, err);
-}
-
-/*----------------------------------------------------------------------
- * Writes by units in places.
- */
-
-/* The bytes of [at, at+len), inside one unit of block b, as b holds
- * them now (the overlay's place, zeros, or the base), into buf.  Those
- * of the overlay are copied because a view keeps the unit (the write
- * would change them in place otherwise): counted.
- */
-static int
-current_bytes (struct blk *blk, const struct blk_base *base,
-               const struct blkmap_held *now, uint64_t b, char *buf,
-               uint64_t len, uint64_t at, int *err) REQUIRES (blk->rmw_locks)
-{
-  uint64_t start = blockgeom_start (&blk->map.geom, b);
-  unsigned i = (at - start) >> blk->map.unit_shift;
-
-  if (now->units >> i & 1) {
-    stat_add (blk, VIEW_COPIED_BYTES, len);
-    return store_read (blk->store, buf, len, at, now->where >> i & 1, err);
-  }
-  if (reads_zeros_outside (blk, base, now->state, b)) {
-    memset (buf, 0, len);
-    return 0;
-  }
-  stat_add (blk, COPY_UPS_RMW, 1);
-  return base_read (blk, base, buf, len, at, err);
-}
-
-/* After a failed write of the units of block b that move (or are new)
- * to their places in target: punches them there, where neither the
- * block nor the view holds them, so that what the write got in before
- * it failed (for want of room) holds no space.
- */
-static void
-punch_moved (struct blk *blk, uint64_t b, uint32_t moved, uint32_t target)
-  REQUIRES (blk->rmw_locks)
-{
-  blk_punch_units (blk, b, 0, moved & ~target);
-  blk_punch_units (blk, b, 1, moved & target);
-}
-
-/* Writes the part of [offset, end) in block b (buf's byte 0 at offset,
- * zeros if NULL) unit by unit to their places (targets), as b holds
- * now and the view keeps kept, data being a block's room.  A unit the
- * write covers in part and whose bytes are not in its place yet is
- * completed in data from where they are.  Writes that land where no
- * read looks (new units, units moving) come before those in place, so
- * that one that finds no room fails before it changes a byte a read
- * sees.  Sets b's units and places after.
- */
-static int
-write_placed_block (struct blk *blk, const struct blk_base *base,
-                    const char *buf, uint64_t offset, uint64_t end,
-                    uint64_t b, const struct blkmap_held *now,
-                    const struct blkmap_held *kept, char *data, int *err)
-  REQUIRES (blk->rmw_locks)
-{
-  unsigned shift = blk->map.unit_shift;
-  uint64_t start = blockgeom_start (&blk->map.geom, b);
-  uint64_t stop = blockgeom_end (&blk->map.geom, b);
-  uint64_t from, to, ufrom, uto;
-  uint32_t units, target, ready;
-  const char *bytes;
-
-  block_part (blk, b, offset, end, &from, &to);
-  /* A zeroed block is written whole: the units it would not hold would
-   * read the base.
-   */
-  units = now->state == BLK_ZERO ? blkmap_all_units (&blk->map, b)
-                                 : blkmap_units_of (&blk->map, b, from, to);
-  target = targets (units, now, kept);
-  ready = in_place (units, target, now);
-  ufrom = from;
-  uto = to;
-  if (now->state == BLK_ZERO) {
-    ufrom = start;
-    uto = stop;
-  }
-  /* A unit written in part and moved is completed from where it is. */
-  if (!(ready & piece_bit (start, shift, ufrom)))
-    ufrom = piece_floor (start, shift, ufrom);
-  if (!(ready & piece_bit (start, shift, uto - 1)))
-    uto = piece_ceil (start, stop, shift, uto);
-  bytes = buf ? buf + (from - offset) : NULL;
-  if (ufrom < from || uto > to) {
-    if (ufrom < from &&
-        current_bytes (blk, base, now, b, data, from - ufrom, ufrom, err) == -1)
-      return -1;
-    if (uto > to &&
-        current_bytes (blk, base, now, b, data + (to - ufrom), uto - to, to,
-                       err) == -1)
-      return -1;
-    if (buf)
-      memcpy (data + (from - ufrom), buf + (from - offset), to - from);
-    else
-      memset (data + (from - ufrom), 0, to - from);
-    bytes = data;
-  }
-  if (blk_store_write_units (blk, b, bytes, ufrom, uto, units & ~ready,
-                             target, err) == -1) {
-    punch_moved (blk, b, units & ~ready, target);
-    return -1;
-  }
-  if (blk_store_write_units (blk, b, bytes, ufrom, uto, units & ready,
-                             target, err) == -1)
-    return -1;
-  set_held (blk, b, now->units | units, (now->where & ~units) | target);
-  return 0;
-}
-
-/* The bytes of the units of block b that a change of units moves out
- * of the places where the view keeps them and b held them, so that
- * only the view keeps them from then on.
- */
-static uint64_t
-newly_kept (const struct blk *blk, uint32_t units,
-            const struct blkmap_held *now, const struct blkmap_held *kept)
-{
-  uint32_t shared = kept->units & now->units & ~(now->where ^ kept->where);
-
-  return (uint64_t) __builtin_popcount (units & shared) << blk->map.unit_shift;
-}
-
-/* What the view keeps of block b, about to change, and what b holds,
- * the view's record made: if the view cannot have the space for what
- * the change of units makes it keep alone, it breaks and keeps
- * nothing.  Returns the bytes it took for them.
- */
-static uint64_t
-record_change (struct blk *blk, uint64_t b, uint32_t units,
-               struct blkmap_held *now, struct blkmap_held *kept)
-  REQUIRES (blk->rmw_locks)
-{
-  uint64_t bytes;
-
-  blkmap_record (&blk->map, b, true,
-                 slotmap_get (changes_marks (&blk->changes), b), now, kept);
-  bytes = newly_kept (blk, units, now, kept);
-  if (bytes == 0 || blk_view_keep (blk, bytes))
-    return bytes;
-  blkmap_record (&blk->map, b, false, 0, now, kept);
-  return 0;
-}
-
-/* Writes block b's part of [offset, end) as write_placed does: if the
- * overlay's filesystem has no room for the units the view keeps to
- * move, the view breaks and the write goes on in place.  The space
- * taken for those units goes back if they did not move.
- */
-static int
-write_placed_or_break (struct blk *blk, const struct blk_base *base,
-                       const char *buf, uint64_t offset, uint64_t end,
-                       uint64_t b, char *data, int *err)
-  REQUIRES (blk->rmw_locks)
-{
-  struct blkmap_held now, kept;
-  uint64_t from, to, bytes;
-  int tries;
-
-  block_part (blk, b, offset, end, &from, &to);
-  for (tries = 0; tries < 2; ++tries) {
-    bytes = record_change (blk, b, blkmap_units_of (&blk->map, b, from, to),
-                           &now, &kept);
-    if (write_placed_block (blk, base, buf, offset, end, b, &now, &kept,
-                            data, err) == 0)
-      return 0;
-    blk_view_unkeep (blk, bytes);
-    if (!no_room (*err) || kept.units == 0 || !blk_view_break_in_place (blk))
-      return -1;
-  }
-  return -1;
-}
-
-/* write_locked from the first view on: each block of [first, last]
- * written by units in places (write_placed_block).
- */
-static int
-write_placed (struct blk *blk, const struct blk_base *base, const char *buf,
-              uint64_t offset, uint64_t end, uint64_t first, uint64_t last,
-              int *err) REQUIRES (blk->rmw_locks)
-{
-  uint64_t block_size = blockgeom_block_size (&blk->map.geom), b;
-  char *data = scratch_get (block_size);
-  int r = 0;
-
-  if (data == NULL) {
-    *err = errno;
-    nbdkit_error ("cow: malloc: %m");
-    return -1;
-  }
-  for (b = first; b <= last && r == 0; ++b) {
-    r = reserve_held (blk, b, err);
-    if (r == 0)
-      r = write_placed_or_break (blk, base, buf, offset, end, b, data, err);
-  }
-  scratch_put (data);
-  return r;
 }
 
 /* space_take for a client's change: if there is no room while the view
@@ -1185,7 +454,7 @@ write_planned (struct blk *blk, const struct blk_base *base, const char *buf,
     from = blockgeom_end (&blk->map.geom, first);
   if (tail.way != END_HELD)
     to = blockgeom_start (&blk->map.geom, last);
-  if (reserve_states (blk, first, n, err) == -1 ||
+  if (blk_reserve_states (blk, first, n, err) == -1 ||
       reserve_end (blk, first, &head, err) == -1 ||
       reserve_end (blk, last, &tail, err) == -1)
     goto out;
@@ -1206,11 +475,11 @@ write_planned (struct blk *blk, const struct blk_base *base, const char *buf,
   lo = first + (head.way == END_UNITS);
   hi = last + 1 - (tail.way == END_UNITS);
   if (lo < hi)
-    set_states (blk, lo, hi - lo, BLK_ALLOCATED);
+    blk_set_states (blk, lo, hi - lo, BLK_ALLOCATED);
   if (head.way == END_UNITS)
-    set_held (blk, first, head.units, 0);
+    blk_set_held (blk, first, head.units, 0);
   if (tail.way == END_UNITS)
-    set_held (blk, last, tail.units, 0);
+    blk_set_held (blk, last, tail.units, 0);
   r = 0;
  out:
   scratch_put (data);
@@ -1241,7 +510,7 @@ write_locked (struct blk *blk, const struct blk_base *base, const char *buf,
     return -1;
   if (blkmap_has_places (&blk->map)) {
     /* The blocks written before one failed keep their space. */
-    r = write_placed (blk, base, buf, offset, end, first, last, err);
+    r = blk_write_placed (blk, base, buf, offset, end, first, last, err);
     if (r == -1)
       space_give (blk->space, blkmap_space_to_allocate (&blk->map, first, n));
     return r;
@@ -1265,7 +534,7 @@ allocates_as_zeros (struct blk *blk, const struct blk_base *base,
 {
   return first == last && buf != NULL &&
          is_partial (blk, first, offset, end) &&
-         reads_zeros_outside (blk, base, state, first);
+         blk_reads_zeros_outside (blk, base, state, first);
 }
 
 /* The rmw path of blk_write, for a write into blocks [first, last]
@@ -1292,7 +561,7 @@ write_rmw (struct blk *blk, const struct blk_base *base, const char *buf,
   unsigned place;
   int r = 0;
 
-  lock_rmw (blk, &held, first, last - first + 1);
+  blk_lock_rmw (blk, &held, first, last - first + 1);
   *deferred = may_defer &&
               blkmap_holds (&blk->map, first, last, offset, end, &place);
   if (!*deferred && may_defer &&
@@ -1305,7 +574,7 @@ write_rmw (struct blk *blk, const struct blk_base *base, const char *buf,
   }
   else if (!*deferred)
     r = write_locked (blk, base, buf, offset, end, first, last, NULL, err);
-  rangelock_unlock (&blk->rmw_locks, &held);
+  blk_unlock_rmw (blk, &held);
   return r;
 }
 
@@ -1381,44 +650,6 @@ write_once (struct blk *blk, const struct blk_base *base, const void *buf,
  * Zero and trim.
  */
 
-/* discard_locked from the first view on: both places punched; while
- * the view lives, block by block, its record made first, and the units
- * it keeps left where they are.
- */
-static int
-discard_placed (struct blk *blk, uint64_t first, uint64_t n, int *err)
-  REQUIRES (blk->rmw_locks)
-{
-  uint64_t start = blockgeom_start (&blk->map.geom, first);
-  uint64_t len = blockgeom_end (&blk->map.geom, first + n - 1) - start, b;
-
-  if (blk_view_state_of (blk) != BLK_VIEW_LIVE) {
-    uint64_t freed = blkmap_space_held (&blk->map, first, n);
-    unsigned place;
-
-    set_states (blk, first, n, BLK_ZERO);
-    space_give (blk->space, freed);
-    for (place = 0; place <= 1; ++place)
-      blk_store_punch (blk, len, start, place);
-    return 0;
-  }
-  for (b = first; b < first + n; ++b)
-    if (reserve_held (blk, b, err) == -1)
-      return -1;
-  for (b = first; b < first + n; ++b) {
-    uint32_t all = blkmap_all_units (&blk->map, b);
-    uint64_t freed = blkmap_space_held (&blk->map, b, 1);
-    struct blkmap_held now, kept;
-
-    record_change (blk, b, all, &now, &kept);
-    set_states (blk, b, 1, BLK_ZERO);
-    space_give (blk->space, freed);
-    blk_punch_units (blk, b, 0, all & ~(kept.units & ~kept.where));
-    blk_punch_units (blk, b, 1, all & ~(kept.units & kept.where));
-  }
-  return 0;
-}
-
 /* Marks blocks [first, first+n) BLK_ZERO, gives their space back and
  * punches them out of the overlay, under the write locks of the range.
  * The state change comes first: from then on reads return zeros
@@ -1432,12 +663,12 @@ discard_locked (struct blk *blk, uint64_t first, uint64_t n, int *err)
   uint64_t start = blockgeom_start (&blk->map.geom, first);
   uint64_t len = blockgeom_end (&blk->map.geom, first + n - 1) - start, freed;
 
-  if (reserve_states (blk, first, n, err) == -1)
+  if (blk_reserve_states (blk, first, n, err) == -1)
     return -1;
   if (blkmap_has_places (&blk->map))
-    return discard_placed (blk, first, n, err);
+    return blk_discard_placed (blk, first, n, err);
   freed = blkmap_space_held (&blk->map, first, n);
-  set_states (blk, first, n, BLK_ZERO);
+  blk_set_states (blk, first, n, BLK_ZERO);
   space_give (blk->space, freed);
   blk_store_punch (blk, len, start, 0);
   return 0;
@@ -1466,9 +697,9 @@ zero_ends_locked (struct blk *blk, const struct blk_base *base,
   CHECK (blk_rmw_held (blk, ends[0], ends[n - 1] - ends[0] + 1));
   for (i = 0; i < n; i++) {
     to_write[i] = is_partial (blk, ends[i], offset, end) &&
-                  !reads_zeros_outside (blk, base,
-                                        blkmap_get (&blk->map, ends[i]),
-                                        ends[i]);
+                  !blk_reads_zeros_outside (blk, base,
+                                            blkmap_get (&blk->map, ends[i]),
+                                            ends[i]);
     if (to_write[i])
       hold += blkmap_space_to_allocate (&blk->map, ends[i], 1);
   }
@@ -1477,7 +708,7 @@ zero_ends_locked (struct blk *blk, const struct blk_base *base,
   for (i = 0; i < n && r == 0; i++) {
     if (!to_write[i])
       continue;
-    block_part (blk, ends[i], offset, end, &from, &to);
+    blk_block_part (blk, ends[i], offset, end, &from, &to);
     r = write_locked (blk, base, NULL, from, to, ends[i], ends[i], &hold,
                       err);
   }
@@ -1509,12 +740,12 @@ discard_once (struct blk *blk, const struct blk_base *base,
     gate_leave (&blk->gate);
     return -1;
   }
-  lock_rmw (blk, &held, lock_from, lock_to - lock_from);
+  blk_lock_rmw (blk, &held, lock_from, lock_to - lock_from);
   if (zero_ends)
     r = zero_ends_locked (blk, base, offset, end, err);
   if (r == 0 && first < stop)
     r = discard_locked (blk, first, stop - first, err);
-  rangelock_unlock (&blk->rmw_locks, &held);
+  blk_unlock_rmw (blk, &held);
   end_change (blk, lock_from, lock_to - lock_from);
   gate_leave (&blk->gate);
   return r;
@@ -1554,7 +785,7 @@ change (struct blk *blk, enum change_kind kind, const struct blk_base *base,
   if (count == 0)
     return 0;
   r = change_once (blk, kind, base, buf, count, offset, err);
-  if (r == -1 && no_room (*err) && blk_view_give_room (blk, given))
+  if (r == -1 && blk_no_room (*err) && blk_view_give_room (blk, given))
     r = change_once (blk, kind, base, buf, count, offset, err);
   blk_view_settle (blk);
   return r;

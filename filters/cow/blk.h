@@ -3,8 +3,8 @@
  */
 
 /* The block layer: an overlay's blocks, their states and the locks of
- * the requests that change them (blk.c, with blklife.c, blkmap.c and
- * basemap.c), over a store (store.h).  docs/design.md describes the
+ * the requests that change them (blk.c, with the files blkpriv.h
+ * names, blkmap.c and basemap.c), over a store (store.h).  docs/design.md describes the
  * state machine and the lock rules; this header only says what each
  * call does.
  *

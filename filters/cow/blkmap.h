@@ -4,10 +4,10 @@
 
 /* The block map: the disk's geometry in blocks and the state of every
  * block (enum blk_state), with the units the overlay holds of each
- * partial block and their places, under state_lock, and what the blocks in a state
- * are charged against cow-max-size.  The block layer (blk.c) decides
- * when a block changes state and tells its store; this unit only keeps
- * the states.
+ * partial block and their places, under state_lock, and what the
+ * blocks in a state are charged against cow-max-size.  The block layer
+ * (blk.c) decides when a block changes state and tells its store; this
+ * unit only keeps the states.
  */
 
 #ifndef COW_BLKMAP_H

@@ -3,17 +3,21 @@
  */
 
 /* The block layer's own state, shared by its files and nothing else:
- * blk.c, the requests and the state machine they follow; blklife.c,
- * an overlay made, started, flushed and freed; blkchanges.c, its
- * checkpoints; blkview.c, its point-in-time view; blkviewread.c, the
- * reads of its views; blkstore.h, its writes and punches of its store;
- * blkstats.c, its statistics.  Each lock says here what it protects;
- * docs/design.md has the lock order.
+ * blk.c, the requests and the state machine they follow; blkcopy.c,
+ * the copy-ups; blkplaced.c, the changes by units in places;
+ * blklife.c, an overlay made, started, flushed and freed;
+ * blkchanges.c, its checkpoints; blkview.c, its point-in-time view;
+ * blkviewread.c, the reads of its views; blkheld.h, what blocks hold,
+ * changed under their rmw locks; blkstore.h, its writes and punches of
+ * its store; blkbase.c, its reads of the base; blkstats.c, its
+ * statistics.  Each lock says here what it protects; docs/design.md
+ * has the lock order.
  */
 
 #ifndef COW_BLKPRIV_H
 #define COW_BLKPRIV_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -211,6 +215,54 @@ extern uint64_t blk_held_run (struct blk *blk, bool in_view, uint64_t offset,
 extern int blk_read_held (struct blk *blk, const struct blk_base *base,
                           bool in_view, void *buf, uint32_t count,
                           uint64_t offset, int *err);
+
+/* blkbase.c: every read of the base, counted.  blk_base_read reads
+ * [offset, offset+len) into buf; blk_base_read_data does too, but the
+ * runs the base's extents say read as zeros are zeroed in buf, not
+ * read (the fill reads no hole, even inside a block; a base that
+ * cannot tell is read whole).  Return 0, or -1 with *err set.
+ */
+extern int blk_base_read (struct blk *blk, const struct blk_base *base,
+                          void *buf, uint32_t len, uint64_t offset, int *err);
+extern int blk_base_read_data (struct blk *blk, const struct blk_base *base,
+                               char *buf, uint32_t len, uint64_t offset,
+                               int *err);
+
+/* blkcopy.c, for blk_read: a read's copy-up of the range, counted in
+ * the fill with BLK_READ_FILL, else in cow-on-read.  One that finds no
+ * room is given up, and the blocks it did not copy read from the base,
+ * since a read never needs the overlay.  Returns 0, or -1 with *err
+ * set.
+ */
+extern int blk_read_copy_up (struct blk *blk, const struct blk_base *base,
+                             uint32_t count, uint64_t offset,
+                             enum blk_read_mode mode, int *err);
+
+/* blkplaced.c, for the requests of blk.c from the first view on, under
+ * the rmw locks of the blocks.  blk_write_placed writes [offset, end)
+ * of buf (zeros if NULL) into blocks [first, last] by units in places,
+ * the space of the blocks not held taken already.  blk_discard_placed
+ * zeroes blocks [first, first+n), their states reserved, punching both
+ * places; while the view lives, block by block, its record made first,
+ * and the units it keeps left where they are.  Return 0, or -1 with
+ * *err set.
+ */
+extern int blk_write_placed (struct blk *blk, const struct blk_base *base,
+                             const char *buf, uint64_t offset, uint64_t end,
+                             uint64_t first, uint64_t last, int *err)
+  REQUIRES (blk->rmw_locks);
+extern int blk_discard_placed (struct blk *blk, uint64_t first, uint64_t n,
+                               int *err) REQUIRES (blk->rmw_locks);
+
+/* Whether err says a change of the overlay found no room: the space
+ * cap's share spent, the overlay's filesystem full, or its file at its
+ * largest.
+ */
+static inline bool
+blk_no_room (int err)
+{
+  return err == ENOSPC || err == EDQUOT || err == EFBIG;
+}
 
 /* Whether the thread holds the rmw locks of blocks [first, first+n),
  * in checked builds.

@@ -3,8 +3,9 @@
  */
 
 /* The types the block layer's units and its stores share: the states
- * of a block, the base as the layer reads it, and the layer's locks.  Below every header of the layer, so that the units
- * under the layer's interface (blk.h) include nothing above them.
+ * of a block, the base as the layer reads it, and the layer's locks.
+ * Below every header of the layer, so that the units under the layer's
+ * interface (blk.h) include nothing above them.
  */
 
 #ifndef COW_BLKTYPES_H

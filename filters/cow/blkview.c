@@ -18,6 +18,7 @@
 #include <nbdkit-filter.h>
 
 #include "blk.h"
+#include "blkheld.h"
 #include "blkpriv.h"
 #include "blkstore.h"
 #include "checks.h"
@@ -149,7 +150,7 @@ punch_kept (uint64_t b, void *opaque)
   struct rangelock_range held;
   unsigned place;
 
-  rangelock_lock (&blk->rmw_locks, &held, b, 1);
+  blk_lock_rmw (blk, &held, b, 1);
   blkmap_get_held (&blk->map, b, true, &kept);
   blkmap_get_held (&blk->map, b, false, &now);
   for (place = 0; place <= 1; ++place) {
@@ -158,7 +159,7 @@ punch_kept (uint64_t b, void *opaque)
 
     blk_punch_units (blk, b, place, kept_there & ~held_there);
   }
-  rangelock_unlock (&blk->rmw_locks, &held);
+  blk_unlock_rmw (blk, &held);
   return 0;
 }
 

@@ -3,9 +3,10 @@
  */
 
 /* The kept store (store.h, cow-file=PATH): one file in the kept format
- * (kept/kept.h, docs/overlay-format.md), opened, started, flushed and
- * closed in the order that format makes crash-safe, each failure
- * reported by nbdkit_error naming the file.  The store keeps its own
+ * (kept/kept.h, docs/overlay-format.md), opened and started
+ * (store-kept-open.c), then read, written, flushed and closed here, in
+ * the order that format makes crash-safe, each failure reported by
+ * nbdkit_error naming the file.  The store keeps its own
  * copy of the records of blocks (store.h: a state, and the sub-blocks
  * of a partial block), which its state pages are made of, and which
  * pages changed since they were written; the block layer tells it of
@@ -55,6 +56,7 @@
 #include "kept.h"
 #include "lockranks.h"
 #include "punch.h"
+#include "store-kept.h"
 #include "store.h"
 #include "storeio.h"
 
@@ -63,264 +65,6 @@
  * the 4K random writes into new blocks (docs/performance.md).
  */
 #define GROW_BYTES (64 * 1024 * 1024)
-
-_Static_assert ((int) BLK_NOT_ALLOCATED == (int) KEPT_NOT_ALLOCATED &&
-                (int) BLK_ALLOCATED == (int) KEPT_ALLOCATED &&
-                (int) BLK_ZERO == (int) KEPT_ZERO &&
-                (int) BLK_PARTIAL == (int) KEPT_PARTIAL,
-                "the block layer's states are the kept format's");
-
-struct store_kept {
-  struct store store;
-
-  /* Set once, when the store is made or started.  The file's header's
-   * geometry is the blocks' once it has one (kept_create or an existing
-   * file); its flags and facts change under stale_lock, its slots
-   * under slot_lock.  history: version 4, the block layer's
-   * checkpoints (changes) and marks, which the store writes with its
-   * pages.
-   */
-  struct kept_overlay kept;
-  uint32_t block_size;          /* configured, for a new file's header */
-  char *name;                   /* the export's */
-  bool started;
-  bool history;
-  struct changes *changes;
-
-  /* Under page_lock: the states, which state pages changed since
-   * written, and whether the table did (it is written to its two
-   * copies in turn; table_sequence is the last one's).  Held for one
-   * change of states or one copy of pages, over no I/O; inside it only
-   * slot lookups (lock-free) and, copying the table, the changes' lock.
-   */
-  mutex_t page_lock;
-  /* enum kept_state of each block */
-  struct statemap states FIELD_GUARDED_BY (page_lock);
-  /* per state page: 1 if changed since written */
-  struct statemap dirty_pages FIELD_GUARDED_BY (page_lock);
-  bool table_dirty FIELD_GUARDED_BY (page_lock);
-  uint64_t table_sequence FIELD_GUARDED_BY (page_lock);
-
-  /* Under slot_lock: the slots' changes (taking, retiring; kept.slots)
-   * and sized_slots, the slots the file's length spans.  Taken inside
-   * the block layer's write locks of the blocks whose slots change;
-   * nothing is taken inside it.
-   */
-  mutex_t slot_lock;
-  uint64_t sized_slots FIELD_GUARDED_BY (slot_lock);
-
-  /* Serializes the header's writes while requests run: MARKS_STALE set
-   * and cleared, and the plugin's facts.  Held over a header write and
-   * a sync; nothing is taken inside it.
-   */
-  mutex_t stale_lock;
-
-  /* Under the block layer's flush_lock, the flush in progress: what
-   * ended was as it began, whether it took the table and how many
-   * checkpoints that held, and the error of a take that could not mark
-   * the file stale.
-   */
-  uint64_t ended_at_flush FIELD_GUARDED_BY (flush_lock);
-  bool table_taken FIELD_GUARDED_BY (flush_lock);
-  unsigned table_taken_count FIELD_GUARDED_BY (flush_lock);
-  int flush_errno FIELD_GUARDED_BY (flush_lock);
-
-  /* Atomic, with no lock.  dirty_marks: per marks page, a bit set when
-   * a mark of its blocks was raised since a flush last took it (the
-   * array set once).  table_kept: the file's table may hold a
-   * checkpoint, so every change must find the file marked stale.
-   * begun and ended count changes (change_begin, change_end): equal
-   * when none is in flight.  stale: the file has MARKS_STALE, or is
-   * being given it (set under stale_lock).
-   */
-  uint64_t *dirty_marks;
-  bool table_kept;
-  uint64_t begun, ended;
-  bool stale;
-};
-
-static struct store_kept *
-kept_of (struct store *st)
-{
-  return (struct store_kept *) st;
-}
-
-static const struct blockgeom *
-geom_of (const struct store_kept *k)
-{
-  return &k->kept.header.layout.geom;
-}
-
-/* Reports the failure of a call of the kept library. */
-static void
-report (const struct store_kept *k)
-{
-  nbdkit_error ("cow-file=%s", k->kept.why);
-}
-
-/*----------------------------------------------------------------------
- * Start: a new file's header, or an existing file, its states loaded
- * when it was opened, checked against the base and what a crash left
- * punched.
- */
-
-/* The state pages of the file, and the marks pages that follow them. */
-static uint64_t
-state_pages (const struct store_kept *k)
-{
-  return k->kept.header.layout.states_length / KEPT_STATE_PAGE;
-}
-
-static uint64_t
-marks_pages (const struct store_kept *k)
-{
-  return k->kept.header.layout.marks_length / KEPT_STATE_PAGE;
-}
-
-/* Version 4 on: the bits of dirty_marks, so that noting a raised mark
- * cannot fail.
- */
-static int
-alloc_dirty_marks (struct store_kept *k)
-{
-  if (!k->history)
-    return 0;
-  free (k->dirty_marks);
-  k->dirty_marks = calloc (div_round_up (marks_pages (k), 64),
-                           sizeof *k->dirty_marks);
-  if (k->dirty_marks == NULL) {
-    nbdkit_error ("cow-file=%s: %m", k->kept.path);
-    return -1;
-  }
-  return 0;
-}
-
-static int
-create (struct store_kept *k, uint64_t size)
-{
-  if (kept_create (&k->kept, k->block_size, size, k->name) == -1) {
-    report (k);
-    return -1;
-  }
-  return alloc_dirty_marks (k);
-}
-
-/* The kept_found_mark of restore_history: marks block b. */
-static int
-restore_mark (void *opaque, uint64_t b, uint32_t mark)
-{
-  struct store_kept *k = opaque;
-
-  changes_mark_epoch (k->changes, b, 1, mark);
-  return 0;
-}
-
-/* Marks every block of the overlay changed since every checkpoint
- * (epoch last, the newest), and has the next flush write the marks.
- * Only before any request: no lock.
- */
-static void
-mark_all_changed (struct store_kept *k, uint32_t last)
-{
-  uint64_t blocks = kept_blocks (&k->kept), b = 0;
-
-  while (b < blocks) {
-    unsigned state;
-    uint64_t end = statemap_run (&k->states, b, blocks, &state);
-
-    if (state != KEPT_NOT_ALLOCATED) {
-      changes_mark_epoch (k->changes, b, end - b, last);
-      store_note_marks (&k->store, b, end - b);
-    }
-    b = end;
-  }
-}
-
-/* Version 4: the checkpoints of the file, into the block layer's
- * changes, when the file is opened: a changes view checks its
- * checkpoint before the overlay starts.
- */
-static int
-restore_checkpoints (struct store_kept *k)
-{
-  struct kept_table table;
-
-  if (kept_load_table (&k->kept, &table) == -1) {
-    report (k);
-    return -1;
-  }
-  changes_restore (k->changes, table.checkpoints, table.count,
-                   table.last_epoch);
-  k->table_sequence = table.sequence;
-  k->table_kept = table.count > 0;
-  return 0;
-}
-
-/* Version 4: the marks of the file, into the block layer's changes,
- * sized by changes_start; if the file was left marked stale while it
- * had checkpoints, every block of the overlay is marked changed since
- * each, and the file stays marked stale until a flush writes those
- * marks.  A mark above the table's newest epoch (a checkpoint made
- * but not yet in the file's table) moves the epochs past it.
- */
-static int
-restore_marks (struct store_kept *k)
-{
-  struct kept_overlay *ko = &k->kept;
-  struct checkpoint list[CHECKPOINTS_MAX];
-  uint32_t max_mark, last;
-  unsigned count;
-
-  if (kept_load_marks (ko, restore_mark, k, &max_mark) == -1) {
-    report (k);
-    return -1;
-  }
-  count = changes_list (k->changes, list, &last);
-  if (max_mark > last)
-    changes_restore (k->changes, list, count, last = max_mark);
-  k->stale = kept_marks_stale (&ko->header, count);
-  if (k->stale) {
-    nbdkit_debug ("cow-file=%s: changes may have been written that its "
-                  "marks do not hold: every block of the overlay counts "
-                  "as changed since each of its %u checkpoints", ko->path,
-                  count);
-    mark_all_changed (k, last);
-  }
-  return 0;
-}
-
-/* The sync of the header's flag makes the states loaded durable before
- * any write can take a slot they leave free (docs/overlay-format.md).
- */
-static uint64_t
-kept_made_size (struct store *st)
-{
-  struct store_kept *k = kept_of (st);
-
-  return k->kept.has_header ? k->kept.header.layout.geom.size : 0;
-}
-
-static int
-kept_check_size (struct store *st, uint64_t size)
-{
-  struct store_kept *k = kept_of (st);
-  uint64_t made = k->kept.header.layout.geom.size;
-
-  if (made == size)
-    return 0;
-  nbdkit_error ("cow-file=%s: made for a base of %" PRIu64 " bytes, "
-                "this base has %" PRIu64, k->kept.path, made, size);
-  return -1;
-}
-
-static const struct kept_facts *
-kept_facts (struct store *st)
-{
-  struct store_kept *k = kept_of (st);
-
-  return k->kept.has_header && k->kept.header.facts.known
-    ? &k->kept.header.facts : NULL;
-}
 
 /* Under stale_lock, as every write of the header while requests run. */
 static int
@@ -335,79 +79,6 @@ kept_keep_facts (struct store *st, const struct kept_facts *facts)
     report (k);
   held_unlock (&k->stale_lock);
   return r;
-}
-
-static int
-load (struct store_kept *k, uint64_t size)
-{
-  struct kept_overlay *ko = &k->kept;
-  const struct kept_header *h = &ko->header;
-  bool crashed = (h->flags & KEPT_OPEN) != 0;
-
-  if (kept_check_size (&k->store, size) == -1)
-    return -1;
-  if (alloc_dirty_marks (k) == -1)
-    return -1;
-  kept_punch_unallocated (ko, &k->states);
-  if (crashed)
-    nbdkit_debug ("cow-file=%s: not closed cleanly: it holds what was "
-                  "flushed before", ko->path);
-  if (k->history && restore_marks (k) == -1)
-    return -1;
-  if (kept_set_flags (ko, KEPT_OPEN | (k->stale ? KEPT_MARKS_STALE : 0),
-                      h->recoveries + crashed) == -1) {
-    report (k);
-    return -1;
-  }
-  return 0;
-}
-
-/* From here on the file is marked open, until a clean close. */
-static int
-kept_start (struct store *st, uint64_t size, uint64_t *overhead)
-{
-  struct store_kept *k = kept_of (st);
-  const struct kept_layout *l = &k->kept.header.layout;
-  struct stat st_file;
-
-  if ((k->kept.has_header ? load (k, size) : create (k, size)) == -1)
-    return -1;
-  /* What lies between the metadata and the data area is a hole. */
-  *overhead = kept_metadata_end (l);
-  if (l->packed && fstat (k->kept.fd, &st_file) == 0 &&
-      (uint64_t) st_file.st_size > l->data_offset)
-    k->sized_slots = blockgeom_block (&l->geom,
-                                      st_file.st_size - l->data_offset);
-  k->started = true;
-  return 0;
-}
-
-/* The records loaded from an existing file: runs of blocks in the
- * overlay or zero, and each block held in part.  Only before any
- * request: no lock.
- */
-static int
-kept_loaded_blocks (struct store *st, store_found_blocks *found,
-                    void *opaque)
-{
-  struct store_kept *k = kept_of (st);
-  uint64_t blocks = k->kept.has_header ? kept_blocks (&k->kept) : 0;
-  struct store_blocks r = { .first = 0 };
-
-  for (; r.first < blocks; r.first += r.n) {
-    unsigned state;
-
-    r.n = statemap_run (&k->states, r.first, blocks, &state) - r.first;
-    r.state = state;
-    r.units = 0;
-    if (state == KEPT_PARTIAL) {
-      r.n = 1;
-      r.units = kept_parts_get (&k->kept, r.first);
-    }
-    if (state != KEPT_NOT_ALLOCATED && found (opaque, &r) == -1)
-      return -1;
-  }
-  return 0;
 }
 
 /*----------------------------------------------------------------------
@@ -507,7 +178,8 @@ take_slots (struct store *st, uint64_t offset, uint64_t end)
   struct store_kept *k = kept_of (st);
   const struct blockgeom *g = geom_of (k);
   struct kept_slots *slots = &k->kept.slots;
-  uint64_t b = blockgeom_block (g, offset), last = blockgeom_block (g, end - 1);
+  uint64_t b = blockgeom_block (g, offset);
+  uint64_t last = blockgeom_block (g, end - 1);
   uint64_t slot;
   int r = 0;
 
@@ -975,8 +647,8 @@ kept_bytes (struct store *st, uint64_t data_bytes)
   return disk_bytes (kept_of (st)->kept.fd);
 }
 
-static void
-free_kept (struct store_kept *k)
+void
+kept_free (struct store_kept *k)
 {
   kept_close (&k->kept);
   statemap_free (&k->states);
@@ -1016,11 +688,11 @@ kept_store_close (struct store *st)
     else
       kept_cut (&k->kept);
   }
-  free_kept (k);
+  kept_free (k);
   return r;
 }
 
-static const struct store_ops kept_ops = {
+const struct store_ops kept_store_ops = {
   .start = kept_start,
   .made_size = kept_made_size,
   .check_size = kept_check_size,
@@ -1045,85 +717,3 @@ static const struct store_ops kept_ops = {
   .close = kept_store_close,
 };
 
-/* The header of an existing file must match the configuration. */
-static int
-check_header (const struct store_kept *k)
-{
-  const struct kept_header *h = &k->kept.header;
-
-  if (blockgeom_block_size (&h->layout.geom) != k->block_size) {
-    nbdkit_error ("cow-file=%s: made with cow-block-size=%" PRIu64
-                  ", not %" PRIu32, k->kept.path,
-                  blockgeom_block_size (&h->layout.geom), k->block_size);
-    return -1;
-  }
-  if (strcmp (h->name, k->name) != 0) {
-    nbdkit_error ("cow-file=%s: made for export \"%s\", not \"%s\"",
-                  k->kept.path, h->name, k->name);
-    return -1;
-  }
-  return 0;
-}
-
-/* Checks an existing file's length and loads its states (and slots),
- * which need only its header, so that a damaged file is refused before
- * any base is known.
- */
-static int
-load_states (struct store_kept *k)
-{
-  struct kept_overlay *ko = &k->kept;
-
-  if (kept_check_length (ko) == -1 ||
-      kept_load_states (ko, &k->states, NULL) == -1) {
-    report (k);
-    return -1;
-  }
-  return 0;
-}
-
-struct store *
-store_kept_open (const char *path, const char *name, uint32_t block_size,
-                 const struct stripes *stripes, struct changes *changes)
-{
-  struct store_kept *k;
-
-  if (strlen (name) > KEPT_NAME_MAX) {
-    nbdkit_error ("cow: export name longer than %d bytes", KEPT_NAME_MAX);
-    return NULL;
-  }
-  k = calloc (1, sizeof *k);
-  if (k == NULL || (k->name = strdup (name)) == NULL) {
-    nbdkit_error ("cow: %m");
-    free (k);
-    return NULL;
-  }
-  k->store.ops = &kept_ops;
-  k->store.stripes = stripes;
-  k->changes = changes;
-  k->block_size = block_size;
-  k->states = (struct statemap) STATEMAP_INIT;
-  k->dirty_pages = (struct statemap) STATEMAP_INIT;
-  k->kept.fd = -1;
-  held_init (&k->page_lock, LOCK_RANK_PAGE);
-  held_init (&k->slot_lock, LOCK_RANK_SLOT);
-  held_init (&k->stale_lock, LOCK_RANK_STALE);
-  if (kept_open (&k->kept, path, KEPT_CREATE) == -1) {
-    report (k);
-    free_kept (k);
-    return NULL;
-  }
-  if (k->kept.has_header &&
-      (check_header (k) == -1 || load_states (k) == -1)) {
-    free_kept (k);
-    return NULL;
-  }
-  /* A new file is laid out in the current version, which keeps them. */
-  k->history = !k->kept.has_header || k->kept.header.layout.history;
-  if (k->kept.has_header && k->history && restore_checkpoints (k) == -1) {
-    free_kept (k);
-    return NULL;
-  }
-  posix_fadvise (k->kept.fd, 0, 0, POSIX_FADV_RANDOM);
-  return &k->store;
-}
