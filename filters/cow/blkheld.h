@@ -93,14 +93,12 @@ static inline void
 blk_set_held (struct blk *blk, uint64_t b, uint32_t units, uint32_t where)
   REQUIRES (blk->rmw_locks)
 {
-  struct store_blocks r = { .first = b, .n = 1, .state = BLK_ALLOCATED };
+  struct store_blocks r = { .first = b, .n = 1 };
 
   CHECK (blk_rmw_held (blk, b, 1));
-  blkmap_set_held (&blk->map, b, units, where);
-  if (units != blkmap_all_units (&blk->map, b)) {
-    r.state = BLK_PARTIAL;
+  r.state = blkmap_set_held (&blk->map, b, units, where);
+  if (r.state == BLK_PARTIAL)
     r.units = units;
-  }
   store_set_blocks (blk->store, &r);
 }
 

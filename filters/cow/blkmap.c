@@ -118,7 +118,7 @@ blkmap_reserve_held (struct blkmap *map, uint64_t b)
   return r;
 }
 
-void
+enum blk_state
 blkmap_set_held (struct blkmap *map, uint64_t b, uint32_t units,
                  uint32_t where)
 {
@@ -135,6 +135,7 @@ blkmap_set_held (struct blkmap *map, uint64_t b, uint32_t units,
     slotmap_set (&map->where, b, where);
   statemap_set (&map->states, b, 1, state);
   blkmap_unlock (map);
+  return state;
 }
 
 void

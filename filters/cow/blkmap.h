@@ -250,10 +250,11 @@ extern int blkmap_reserve_held (struct blkmap *map, uint64_t b);
 
 /* Block b holds units (not 0) with those of where in place 1: its
  * state becomes allocated if they are all of its own, else partial
- * (which requires blkmap_holds_parts).  Requires blkmap_reserve_held of b.
+ * (which requires blkmap_holds_parts).  Requires blkmap_reserve_held
+ * of b.  Returns the state set.
  */
-extern void blkmap_set_held (struct blkmap *map, uint64_t b, uint32_t units,
-                             uint32_t where);
+extern enum blk_state blkmap_set_held (struct blkmap *map, uint64_t b,
+                                       uint32_t units, uint32_t where);
 
 /* What block b holds now, in *now, and what the view keeps of it, in
  * *kept, read together: the record of b, or b as it is now if it has
