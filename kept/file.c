@@ -153,6 +153,7 @@ kept_close (struct kept_overlay *ko)
 {
   kept_slots_free (&ko->slots);
   slotmap_free (&ko->parts);
+  slotmap_free (&ko->where);
   if (ko->fd >= 0)
     close (ko->fd);
   ko->fd = -1;
@@ -196,8 +197,10 @@ kept_create (struct kept_overlay *ko, uint32_t block_size,
   ko->has_header = true;
   if (h->layout.packed && kept_slots_init (&ko->slots, kept_blocks (ko)) == -1)
     return kept_fail (ko, false, "cannot hold the block slots: %m");
-  if (h->layout.part_shift &&
-      slotmap_init (&ko->parts, kept_blocks (ko)) == -1)
+  if ((h->layout.part_shift &&
+       slotmap_init (&ko->parts, kept_blocks (ko)) == -1) ||
+      (h->layout.places &&
+       slotmap_init (&ko->where, kept_blocks (ko)) == -1))
     return kept_fail (ko, false, "cannot hold the block states: %m");
   return 0;
 }

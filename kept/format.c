@@ -56,10 +56,11 @@ kept_layout (uint32_t version, uint32_t block_size, uint64_t base_size,
   bool packed = version >= KEPT_PACKED_VERSION;
   bool history = version >= KEPT_HISTORY_VERSION;
   bool parts = version >= KEPT_PARTS_VERSION;
-  /* A packed entry is 4 bytes (8 with the sub-blocks held), an
-   * unpacked state 2 bits.
+  bool places = version >= KEPT_PLACES_VERSION;
+  /* A packed entry is 4 bytes (8 with the sub-blocks held, 16 with
+   * the place-1 slot and the units there), an unpacked state 2 bits.
    */
-  unsigned entry_size = parts ? 8 : 4;
+  unsigned entry_size = places ? 16 : parts ? 8 : 4;
   uint64_t per_page = packed ? KEPT_STATE_PAGE / entry_size
                              : KEPT_STATE_PAGE * 4;
   struct blockgeom geom = blockgeom_make (block_size, base_size);
@@ -80,6 +81,7 @@ kept_layout (uint32_t version, uint32_t block_size, uint64_t base_size,
   layout->entry_size = packed ? entry_size : 0;
   layout->part_shift = parts && block_size >= KEPT_PARTS_MIN_BLOCK
                        ? blockgeom_sub_shift (&geom) : 0;
+  layout->places = places;
   layout->blocks_per_page = per_page;
   layout->table_offset = history ? KEPT_HEADER_SIZE : 0;
   layout->states_offset = KEPT_HEADER_SIZE + (history ? 2 * KEPT_TABLE_SIZE
@@ -188,7 +190,7 @@ kept_header_decode (const uint8_t *buf, struct kept_header *header,
     return KEPT_FOREIGN;
   }
   version = kept_get_le (buf + OFF_VERSION, 4);
-  if (version < 1 || version > KEPT_VERSION) {
+  if (version < 1 || version > KEPT_NEWEST_VERSION) {
     *why = "unsupported format version";
     return KEPT_FOREIGN;
   }

@@ -43,10 +43,13 @@
 #define KEPT_NAME_MAX 4096      /* the longest NBD export name */
 #define KEPT_STATE_PAGE 4096    /* the state area is written in pages */
 
-/* The format version of new files; versions 1 to 4 are read and
- * written too.  Version 5 is version 4 with a block's entry of the
- * state area twice as long, keeping which sub-blocks a block in the
- * overlay in part holds; version 4 is version 3 with the checkpoints
+/* The format version of new files; versions 1 to 4, and 6, are read
+ * and written too.  Version 6 is version 5 with a block's entry twice
+ * as long again, keeping a second slot of the block, its place 1, and
+ * which of its units lie there (a point-in-time view keeps the others'
+ * old bytes in place 0).  Version 5 is version 4 with a block's entry
+ * of the state area twice as long, keeping which sub-blocks a block in
+ * the overlay in part holds; version 4 is version 3 with the checkpoints
  * and the marks of changed blocks; version 3 packs the data (a slot
  * per block, its number in the block's entry of the state area),
  * versions 1 and 2 store block b at its own offset (2 bits of state
@@ -56,6 +59,8 @@
 #define KEPT_PACKED_VERSION 3   /* the first packed version */
 #define KEPT_HISTORY_VERSION 4  /* the first with checkpoints and marks */
 #define KEPT_PARTS_VERSION 5    /* the first with blocks held in part */
+#define KEPT_PLACES_VERSION 6   /* the first with two places a block */
+#define KEPT_NEWEST_VERSION 6   /* the newest read */
 
 /* Version 5 keeps blocks in part, of block sizes from 16K on, in
  * sub-blocks of blockgeom_sub_shift: at most KEPT_PARTS of them.
@@ -80,6 +85,8 @@ struct kept_layout {
   unsigned part_shift;          /* version 5, blocks of 16K on: blocks
                                    may be held in part, in sub-blocks
                                    of 2^part_shift bytes; else 0 */
+  bool places;                  /* version 6: a block's units may lie
+                                   in a second slot (kept_units_all) */
   uint64_t blocks_per_page;     /* blocks whose states a page holds */
   uint64_t table_offset;        /* history: the two copies of the table */
   uint64_t states_offset;       /* the state area */
@@ -94,7 +101,8 @@ struct kept_layout {
 
 /* The entries of a packed state area (little-endian uint32; in
  * version 5 followed by the uint32 of the sub-blocks held, 0 unless
- * the block is held in part):
+ * the block is held in part; in version 6 then by the block's place-1
+ * slot + 1, 0 for none, and the uint32 of its units there):
  */
 #define KEPT_ENTRY_BASE 0       /* not allocated: reads the base */
 #define KEPT_ENTRY_ZERO 1       /* reads as zeros */
@@ -125,7 +133,7 @@ struct kept_facts {
  */
 struct kept_header {
   struct kept_layout layout;
-  uint32_t version;             /* 1 to 5 */
+  uint32_t version;             /* 1 to 6 */
   uint32_t flags;               /* KEPT_FLAGS */
   uint32_t recoveries;          /* times opened after a crash */
   struct kept_facts facts;      /* version 2 on */
@@ -177,21 +185,24 @@ extern enum kept_bad kept_header_decode (const uint8_t *buf,
  */
 
 struct kept_slots {
-  struct slotmap map;           /* block b: its slot + 1, or 0 */
-  struct slotalloc taken;
+  struct slotmap map[2];        /* block b: its slot + 1 in place 0 and
+                                   (version 6) in place 1, or 0 */
+  struct slotalloc taken;       /* the slots of both places */
 };
 
 /* Empty slots for blocks blocks.  Returns 0, or -1 with errno set. */
 extern int kept_slots_init (struct kept_slots *s, uint64_t blocks);
 extern void kept_slots_free (struct kept_slots *s);
 
-/* Sets *slot to block b's slot and returns true, or returns false if b
- * has none.
+/* Sets *slot to block b's slot in place and returns true, or returns
+ * false if b has none there.  The calls below take a place too: 0, or
+ * in version 6 1.
  */
 static inline bool
-kept_slots_get (const struct kept_slots *s, uint64_t b, uint64_t *slot)
+kept_slots_get (const struct kept_slots *s, uint64_t b, unsigned place,
+                uint64_t *slot)
 {
-  uint32_t v = slotmap_get (&s->map, b);
+  uint32_t v = slotmap_get (&s->map[place], b);
 
   *slot = (uint64_t) v - 1;
   return v != 0;
@@ -201,15 +212,18 @@ kept_slots_get (const struct kept_slots *s, uint64_t b, uint64_t *slot)
  * if another block has slot already (b then has none), or -1 with
  * errno set.
  */
-extern int kept_slots_assign (struct kept_slots *s, uint64_t b, uint64_t slot);
+extern int kept_slots_assign (struct kept_slots *s, uint64_t b,
+                              unsigned place, uint64_t slot);
 
 /* Gives block b, which has none, the lowest free slot.  Returns 0, or
  * -1 with errno set: ENOSPC when no slot number is left, ENOMEM.
  */
-extern int kept_slots_take (struct kept_slots *s, uint64_t b, uint64_t *slot);
+extern int kept_slots_take (struct kept_slots *s, uint64_t b,
+                            unsigned place, uint64_t *slot);
 
 /* Block b has no slot any more; its slot stays taken. */
-extern void kept_slots_retire (struct kept_slots *s, uint64_t b);
+extern void kept_slots_retire (struct kept_slots *s, uint64_t b,
+                               unsigned place);
 
 /* One past the highest slot taken: the slots the data area spans. */
 static inline uint64_t
@@ -289,6 +303,9 @@ struct kept_overlay {
                                    block, the sub-blocks its slot holds,
                                    bit i for sub-block i; the caller's
                                    to change, as the states */
+  struct slotmap where;         /* places: of each block in the
+                                   overlay, its units in place 1, bit i
+                                   for unit i (kept_units_all) */
   bool damaged;                 /* the last failure was damage, not I/O */
   char why[1024];               /* the last failure: "PATH: what" */
 };
@@ -328,6 +345,29 @@ static inline void
 kept_parts_set (struct kept_overlay *ko, uint64_t b, uint32_t parts)
 {
   slotmap_set (&ko->parts, b, parts);
+}
+
+/* Version 6: a block's units are its sub-blocks where the file keeps
+ * them (part_shift), else the whole block is its one unit.  All of
+ * block b's, and those of the units of b in place 1 (0 for a block
+ * not in the overlay).  where requires places.
+ */
+static inline uint32_t
+kept_units_all (const struct kept_layout *layout, uint64_t b)
+{
+  return layout->part_shift ? kept_parts_all (layout, b) : 1;
+}
+
+static inline unsigned
+kept_unit_shift (const struct kept_layout *layout)
+{
+  return layout->part_shift ? layout->part_shift : layout->geom.shift;
+}
+
+static inline uint32_t
+kept_where_get (const struct kept_overlay *ko, uint64_t b)
+{
+  return ko->header.layout.places ? slotmap_get (&ko->where, b) : 0;
 }
 
 /* Opens and locks path (a shared lock to read, an exclusive one to
@@ -377,6 +417,9 @@ struct kept_damage {
                                    none can be */
   uint64_t shared;              /* packed: a slot another block has too */
   uint64_t past_end;            /* packed: a slot past the end of the file */
+  uint64_t bad_places;          /* version 6: units in place 1 that the
+                                   block does not hold or with no slot
+                                   there */
 };
 
 /* Loads the block states into states (empty before), and if the file
@@ -454,15 +497,17 @@ extern void kept_cut (struct kept_overlay *ko);
 extern int kept_leaked_bytes (struct kept_overlay *ko,
                               const struct statemap *states, uint64_t *bytes);
 
-/* Where the data of allocated blocks [b, b+n) is: sets *at to the file
- * offset of block b's and returns how many of the blocks from b on lie
- * one after another there (at least 1, or 0 if b has no slot).  The one
- * definition of a kept file's addressing, inline for the filter's
- * requests; a packed file's slots are looked up without a lock.
+/* Where the data of allocated blocks [b, b+n) is in place: sets *at to
+ * the file offset of block b's and returns how many of the blocks from
+ * b on lie one after another there (at least 1, or 0 if b has no slot
+ * there).  A block's unit lies at the same offset in each of its slots;
+ * kept_where_get says which holds it.  The one definition of a kept
+ * file's addressing, inline for the filter's requests; a packed file's
+ * slots are looked up without a lock.
  */
 static inline uint64_t
 kept_data_run (const struct kept_overlay *ko, uint64_t b, uint64_t n,
-               uint64_t *at)
+               unsigned place, uint64_t *at)
 {
   const struct kept_layout *l = &ko->header.layout;
   uint64_t slot, next, i;
@@ -471,11 +516,12 @@ kept_data_run (const struct kept_overlay *ko, uint64_t b, uint64_t n,
     *at = l->data_offset + blockgeom_start (&l->geom, b);
     return n;
   }
-  if (!kept_slots_get (&ko->slots, b, &slot))
+  if (!kept_slots_get (&ko->slots, b, place, &slot))
     return 0;
   *at = l->data_offset + blockgeom_start (&l->geom, slot);
   for (i = 1; i < n; ++i)
-    if (!kept_slots_get (&ko->slots, b + i, &next) || next != slot + i)
+    if (!kept_slots_get (&ko->slots, b + i, place, &next) ||
+        next != slot + i)
       break;
   return i;
 }

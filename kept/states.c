@@ -57,14 +57,16 @@ load_unpacked (struct kept_overlay *ko, const uint8_t *buf, uint64_t at,
   return 0;
 }
 
-/* Gives allocated block b of a packed file its slot, checking that the
- * slot is the block's alone and lies within the file.  Returns 0; 1 if
- * the entry is bad and damage is not NULL, which counts it; or -1
- * after kept_fail, for a bad entry without damage or want of memory.
+/* Gives allocated block b of a packed file its slot in place, checking
+ * that the slot is the block's alone and lies within the file.
+ * Returns 0; 1 if the entry is bad and damage is not NULL, which
+ * counts it; or -1 after kept_fail, for a bad entry without damage or
+ * want of memory.
  */
 static int
 load_slot (struct kept_overlay *ko, struct kept_slots *slots, uint64_t b,
-           uint64_t slot, uint64_t file_length, struct kept_damage *damage)
+           unsigned place, uint64_t slot, uint64_t file_length,
+           struct kept_damage *damage)
 {
   const struct kept_layout *l = &ko->header.layout;
   uint64_t end = l->data_offset + blockgeom_start (&l->geom, slot)
@@ -80,7 +82,7 @@ load_slot (struct kept_overlay *ko, struct kept_slots *slots, uint64_t b,
                  "(block %" PRIu64 " is in slot %" PRIu64 ", past the end "
                  "of the file)", b, slot);
   }
-  r = kept_slots_assign (slots, b, slot);
+  r = kept_slots_assign (slots, b, place, slot);
   if (r == -1)
     return kept_fail (ko, false, "cannot load the block slots: %m");
   if (r == 1 && damage) {
@@ -89,8 +91,9 @@ load_slot (struct kept_overlay *ko, struct kept_slots *slots, uint64_t b,
   }
   if (r == 1)
     return kept_fail (ko, true, "corrupted block states (block %" PRIu64
-                 " is in slot %" PRIu64 ", which another block has)",
-                 b, slot);
+                 " is in slot %" PRIu64 "%s, which another block has%s)",
+                 b, slot, place ? " in place 1" : "",
+                 place ? ", or it in place 0" : "");
   return r;
 }
 
@@ -124,6 +127,96 @@ load_parts (struct kept_overlay *ko, uint64_t b, unsigned *state,
   return 0;
 }
 
+/* A block's entry of a packed state area, its fields decoded. */
+struct entry {
+  uint64_t b;
+  uint32_t entry, parts, place1, where;
+};
+
+/* The units of place 1 that the entry of block b names, in a slot
+ * place1 - 1 (version 6; place1 0: none), the block holding held:
+ * returns 0 after keeping them; 1 if they cannot be (units the block
+ * does not hold, units without a slot or a slot without units); or -1
+ * with errno set.
+ */
+static int
+load_where (struct kept_overlay *ko, const struct entry *e, uint32_t held)
+{
+  if (e->place1 == 0 && e->where == 0)
+    return 0;
+  if (e->place1 == 0 || e->where == 0 || (e->where & ~held) != 0)
+    return 1;
+  if (slotmap_reserve (&ko->where, e->b, 1) == -1)
+    return -1;
+  slotmap_set (&ko->where, e->b, e->where);
+  return 0;
+}
+
+/* Block b, whose entry was bad, holds nothing in part or in place 1. */
+static void
+forget_entry (struct kept_overlay *ko, uint64_t b)
+{
+  const struct kept_layout *l = &ko->header.layout;
+
+  if (l->part_shift)
+    kept_parts_set (ko, b, 0);
+  if (l->places)
+    slotmap_set (&ko->where, b, 0);
+}
+
+/* Checks and keeps entry e, setting *state: returns 0; 1 if it is bad
+ * and damage is not NULL, which counts it (the block then is not in
+ * the overlay); or -1 after kept_fail.
+ */
+static int
+load_entry (struct kept_overlay *ko, const struct entry *e, unsigned *state,
+            uint64_t file_length, struct kept_slots *slots,
+            struct kept_damage *damage)
+{
+  const struct kept_layout *l = &ko->header.layout;
+  bool in_slot = e->entry >= KEPT_ENTRY_SLOT;
+  int bad, r;
+
+  *state = in_slot ? KEPT_ALLOCATED : KEPT_ZERO;
+  bad = e->entry == KEPT_ENTRY_BASE ? e->parts != 0
+                                    : load_parts (ko, e->b, state, e->parts);
+  if (bad == -1)
+    return kept_fail (ko, false, "cannot load the block states: %m");
+  if (bad && damage == NULL)
+    return kept_fail (ko, true, "corrupted block states (block %" PRIu64
+                      " holds sub-blocks %#" PRIx32 ", which it cannot)",
+                      e->b, e->parts);
+  if (bad) {
+    ++damage->bad_parts;
+    return 1;
+  }
+  bad = !in_slot && (e->place1 || e->where)
+        ? 1 : load_where (ko, e, *state == KEPT_PARTIAL
+                                 ? e->parts : kept_units_all (l, e->b));
+  if (bad == -1)
+    return kept_fail (ko, false, "cannot load the block states: %m");
+  if (bad && damage == NULL)
+    return kept_fail (ko, true, "corrupted block states (block %" PRIu64
+                      " has units %#" PRIx32 " in place 1, which it "
+                      "cannot)", e->b, e->where);
+  if (bad) {
+    ++damage->bad_places;
+    forget_entry (ko, e->b);
+    return 1;
+  }
+  if (!in_slot)
+    return 0;
+  r = load_slot (ko, slots, e->b, 0, e->entry - KEPT_ENTRY_SLOT,
+                 file_length, damage);
+  if (r == 0 && e->place1)
+    r = load_slot (ko, slots, e->b, 1, e->place1 - 1, file_length, damage);
+  if (r == 1) {
+    forget_entry (ko, e->b);
+    kept_slots_retire (slots, e->b, 0);
+  }
+  return r;
+}
+
 /* A chunk of a packed state area: entries of blocks [first, first +
  * n).  A bad entry is counted in *damage and its block left not
  * allocated, or fails the load if damage is NULL.
@@ -138,38 +231,27 @@ load_packed (struct kept_overlay *ko, const uint8_t *buf, uint64_t first,
 
   for (i = 0; i < n; ++i) {
     const uint8_t *p = buf + size * i;
-    uint64_t b = first + i;
-    uint32_t entry = kept_get_le (p, 4);
-    uint32_t parts = size == 8 ? kept_get_le (p + 4, 4) : 0;
-    unsigned state = entry >= KEPT_ENTRY_SLOT ? KEPT_ALLOCATED : KEPT_ZERO;
-    int bad, r;
+    struct entry e = {
+      .b = first + i,
+      .entry = kept_get_le (p, 4),
+      .parts = size >= 8 ? kept_get_le (p + 4, 4) : 0,
+      .place1 = size == 16 ? kept_get_le (p + 8, 4) : 0,
+      .where = size == 16 ? kept_get_le (p + 12, 4) : 0,
+    };
+    unsigned state;
+    int r;
 
-    if (entry == KEPT_ENTRY_BASE && parts == 0)
+    if (e.entry == KEPT_ENTRY_BASE && e.parts == 0 && e.place1 == 0 &&
+        e.where == 0)
       continue;
-    bad = entry == KEPT_ENTRY_BASE ? 1 : load_parts (ko, b, &state, parts);
-    if (bad == -1)
-      return kept_fail (ko, false, "cannot load the block states: %m");
-    if (bad && damage == NULL)
-      return kept_fail (ko, true, "corrupted block states (block %" PRIu64
-                        " holds sub-blocks %#" PRIx32 ", which it cannot)",
-                        b, parts);
-    if (bad) {
-      ++damage->bad_parts;
+    r = load_entry (ko, &e, &state, file_length, slots, damage);
+    if (r == -1)
+      return -1;
+    if (r == 1)
       continue;
-    }
-    if (entry >= KEPT_ENTRY_SLOT) {
-      r = load_slot (ko, slots, b, entry - KEPT_ENTRY_SLOT, file_length,
-                     damage);
-      if (r == -1)
-        return -1;
-      if (r == 1) {
-        kept_parts_set (ko, b, 0);
-        continue;
-      }
-    }
-    if (statemap_reserve (states, b, 1) == -1)
+    if (statemap_reserve (states, e.b, 1) == -1)
       return kept_fail (ko, false, "cannot load the block states: %m");
-    statemap_set (states, b, 1, state);
+    statemap_set (states, e.b, 1, state);
   }
   return 0;
 }
@@ -216,7 +298,8 @@ kept_load_states (struct kept_overlay *ko, struct statemap *states,
   load.file_length = st.st_size;
   if (l->packed && kept_slots_init (&ko->slots, kept_blocks (ko)) == -1)
     return kept_fail (ko, false, "cannot load the block slots: %m");
-  if (l->part_shift && slotmap_init (&ko->parts, kept_blocks (ko)) == -1)
+  if ((l->part_shift && slotmap_init (&ko->parts, kept_blocks (ko)) == -1) ||
+      (l->places && slotmap_init (&ko->where, kept_blocks (ko)) == -1))
     return kept_fail (ko, false, "cannot load the block states: %m");
   return kept_read_area (ko, l->states_offset, l->states_length,
                          "block states", load_chunk, &load);
@@ -237,7 +320,7 @@ kept_export_page (const struct kept_overlay *ko, const struct statemap *states,
   for (i = 0; i < l->blocks_per_page; ++i) {
     uint8_t *p = buf + l->entry_size * i;
     uint64_t b = first + i, slot;
-    uint32_t entry = KEPT_ENTRY_BASE, parts = 0;
+    uint32_t entry = KEPT_ENTRY_BASE, parts = 0, place1 = 0, where = 0;
 
     switch (statemap_get (states, b)) {
     case KEPT_ZERO:
@@ -248,12 +331,22 @@ kept_export_page (const struct kept_overlay *ko, const struct statemap *states,
       /* fall through */
     case KEPT_ALLOCATED:
       /* A block in the overlay, whole or in part, always has its slot. */
-      if (kept_slots_get (slots, b, &slot))
+      if (kept_slots_get (slots, b, 0, &slot))
         entry = slot + KEPT_ENTRY_SLOT;
+      /* The place-1 slot is named only with units in it. */
+      where = kept_where_get (ko, b);
+      if (where != 0 && kept_slots_get (slots, b, 1, &slot))
+        place1 = slot + 1;
       break;
     }
+    if (entry < KEPT_ENTRY_SLOT || place1 == 0)
+      where = place1 = 0;
     kept_put_le (p, entry, 4);
-    if (l->entry_size == 8)
+    if (l->entry_size >= 8)
       kept_put_le (p + 4, entry == KEPT_ENTRY_BASE ? 0 : parts, 4);
+    if (l->entry_size == 16) {
+      kept_put_le (p + 8, place1, 4);
+      kept_put_le (p + 12, where, 4);
+    }
   }
 }

@@ -21,7 +21,19 @@
 #       offset), with the same blocks in the same states and the same
 #       flags, but MARKS_STALE (4), which version 2 lacks with the
 #       checkpoints: the files that earlier releases made, for the tests
-#       that still open them.
+#       that still open them;
+#   kept-format.py v6 FILE
+#       rewrites a file of format version 5 as version 6 (16-byte
+#       entries, the same blocks, states, slots, checkpoints and
+#       marks);
+#   kept-format.py move FILE B:UNITS...
+#       in a file of version 6, moves the units UNITS (a mask, as 0x...)
+#       of each block B, which it holds, to a place-1 slot of its own
+#       after the last slot, their bytes in place 0 overwritten with
+#       0xee: what a writer that moved them for a view leaves;
+#   kept-format.py places FILE B PLACE1 WHERE
+#       sets block B's place-1 slot + 1 and its units there in a file
+#       of version 6, as they are: damage, for the tests of the check.
 
 import os
 import struct
@@ -205,13 +217,92 @@ def to_v2(path, base=None):
     os.rename(path + '.v2', path)
 
 
+def v6_layout(block_size, base_size):
+    """(states_length, marks_length, data_offset) of a version 6 file:
+    16-byte entries, 4-byte marks."""
+    blocks = -(-base_size // block_size)
+    length = -(-blocks // (PAGE // 16)) * PAGE
+    marks_length = -(-blocks // (PAGE // 4)) * PAGE
+    align = max(block_size, 128 * 1024)
+    end = HEADER + 2 * PAGE + length + marks_length
+    return length, marks_length, -(-end // align) * align
+
+
+def to_v6(path):
+    """A version 5 file as version 6."""
+    v5, header, (block_size, base_size, offset, length, data) = \
+        read_packed(path, (5,))
+    blocks = -(-base_size // block_size)
+    states_length, marks_length, data_offset = v6_layout(block_size,
+                                                         base_size)
+    states = bytearray(states_length)
+    for b in range(blocks):
+        struct.pack_into('<II', states, 16 * b,
+                         *struct.unpack_from('<II', v5, offset + 8 * b))
+    relabel(header, 6, offset, states_length, data_offset, keep_stale=True)
+    marks = v5[offset + length:offset + length + marks_length]
+    with open(path + '.v6', 'wb') as f:
+        f.truncate(data_offset + len(v5) - data)
+        f.write(header + v5[HEADER:offset] + states + marks)
+        f.seek(data_offset)
+        f.write(v5[data:])
+    os.rename(path + '.v6', path)
+
+
+def move(path, moves):
+    """In a version 6 file, the units of each B:UNITS of moves moved to
+    a place-1 slot of B's own after the last slot, overwritten with
+    0xee in place 0."""
+    v6, header, (block_size, base_size, offset, length, data) = \
+        read_packed(path, (6,))
+    unit = v5_parts(block_size) or block_size
+    body = bytearray(v6[data:])
+    slots = -(-len(body) // block_size)
+    body = body.ljust(slots * block_size, b'\0')
+    states = bytearray(v6[offset:offset + length])
+    for m in moves:
+        b, units = (int(x, 0) for x in m.split(':'))
+        entry, parts = struct.unpack_from('<II', states, 16 * b)
+        assert entry >= 2 and units & ~(parts or 0xffffffff) == 0, m
+        old, new = (entry - 2) * block_size, slots * block_size
+        body += bytes(block_size)
+        for i in range(32):
+            if units >> i & 1:
+                a, z = i * unit, (i + 1) * unit
+                body[new + a:new + z] = body[old + a:old + z]
+                body[old + a:old + z] = b'\xee' * unit
+        struct.pack_into('<II', states, 16 * b + 8, slots + 1, units)
+        slots += 1
+    with open(path, 'r+b') as f:
+        f.seek(offset)
+        f.write(states)
+        f.seek(data)
+        f.write(body)
+
+
+def set_places(path, b, place1, where):
+    with open(path, 'r+b') as f:
+        header = f.read(HEADER)
+        assert struct.unpack_from('<I', header, 8)[0] == 6, 'version'
+        offset, = struct.unpack_from('<Q', header, STATES_OFFSET)
+        f.seek(offset + 16 * int(b) + 8)
+        f.write(struct.pack('<II', int(place1, 0), int(where, 0)))
+
+
 if __name__ == '__main__':
     command, path = sys.argv[1], sys.argv[2]
     if command == 'header':
         set_fields(path, sys.argv[3:])
+    elif command == 'v6':
+        to_v6(path)
+    elif command == 'move':
+        move(path, sys.argv[3:])
+    elif command == 'places':
+        set_places(path, *sys.argv[3:6])
     elif command in ('v2', 'v3', 'v4'):
         convert = {'v2': to_v2, 'v3': to_v3, 'v4': to_v4}[command]
         convert(path, *sys.argv[3:4])
     else:
         sys.exit('usage: kept-format.py header FILE FIELD=VALUE... | '
-                 'v2|v3|v4 FILE [BASE]')
+                 'v2|v3|v4 FILE [BASE] | v6 FILE | move FILE B:UNITS... | '
+                 'places FILE B PLACE1 WHERE')

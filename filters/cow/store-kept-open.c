@@ -268,6 +268,16 @@ check_header (const struct store_kept *k)
   return 0;
 }
 
+/* The slotmap_each_fn of load_states: a block with units in place 1. */
+static int
+in_place_1 (uint64_t b, uint32_t where, void *opaque)
+{
+  (void) b;
+  (void) where;
+  (void) opaque;
+  return 1;
+}
+
 /* Checks an existing file's length and loads its states (and slots),
  * which need only its header, so that a damaged file is refused before
  * any base is known.
@@ -280,6 +290,13 @@ load_states (struct store_kept *k)
   if (kept_check_length (ko) == -1 ||
       kept_load_states (ko, &k->states, NULL) == -1) {
     report (k);
+    return -1;
+  }
+  if (ko->header.layout.places &&
+      slotmap_each (&ko->where, in_place_1, NULL) != 0) {
+    nbdkit_error ("cow-file=%s: holds units of blocks in place 1 (format "
+                  "version 6), which the kept store does not read",
+                  ko->path);
     return -1;
   }
   return 0;

@@ -97,7 +97,7 @@ data_run (const struct store_kept *k, uint64_t offset, uint64_t end,
   const struct blockgeom *g = geom_of (k);
   uint64_t b = blockgeom_block (g, offset);
   uint64_t n = kept_data_run (&k->kept, b,
-                              blockgeom_block (g, end - 1) - b + 1, at);
+                              blockgeom_block (g, end - 1) - b + 1, 0, at);
   uint64_t stop;
 
   *found = n > 0;
@@ -185,14 +185,14 @@ take_slots (struct store *st, uint64_t offset, uint64_t end)
 
   if (!k->kept.header.layout.packed)
     return 0;
-  while (b <= last && kept_slots_get (slots, b, &slot))
+  while (b <= last && kept_slots_get (slots, b, 0, &slot))
     ++b;
   if (b > last)
     return 0;
   held_lock (&k->slot_lock);
   for (; b <= last && r == 0; ++b)
-    if (!kept_slots_get (slots, b, &slot))
-      r = kept_slots_take (slots, b, &slot);
+    if (!kept_slots_get (slots, b, 0, &slot))
+      r = kept_slots_take (slots, b, 0, &slot);
   if (r == 0)
     grow_ahead (k);
   held_unlock (&k->slot_lock);
@@ -253,7 +253,7 @@ kept_punch (struct store *st, uint64_t count, uint64_t offset,
       continue;
     held_lock (&k->slot_lock);
     for (b = blockgeom_block (g, offset); blockgeom_start (g, b) < stop; ++b)
-      kept_slots_retire (&k->kept.slots, b);
+      kept_slots_retire (&k->kept.slots, b, 0);
     held_unlock (&k->slot_lock);
   }
   errno = saved_errno;

@@ -52,6 +52,25 @@ struct worker {
   pthread_t thread;
 };
 
+/* The end of a piece of blocks [b, end) in state: a block with units
+ * in place 1 is a piece of its own.
+ */
+static uint64_t
+places_cut (const struct overlay_file *ov, uint64_t b, uint64_t end,
+            unsigned state)
+{
+  uint64_t i;
+
+  if (!ov->kept.header.layout.places || state == KEPT_ZERO)
+    return end;
+  if (overlay_file_has_places (ov, b))
+    return b + 1;
+  for (i = b + 1; i < end; ++i)
+    if (overlay_file_has_places (ov, i))
+      return i;
+  return end;
+}
+
 /* Takes the next piece of blocks in the overlay or zero: sets *offset,
  * *length (clipped to the base), *state and *dest, where in the target
  * the piece goes.  Returns false at the end or once a worker has
@@ -76,6 +95,7 @@ take_piece (struct copy *c, uint64_t *offset, uint64_t *length,
     }
     if (*state == KEPT_PARTIAL || end - b > c->piece_blocks)
       end = b + (*state == KEPT_PARTIAL ? 1 : c->piece_blocks);
+    end = places_cut (c->ov, b, end, *state);
     *offset = blockgeom_start (&l->geom, b);
     *length = blockgeom_end (&l->geom, end - 1) - *offset;
     *dest = *offset;
@@ -114,28 +134,32 @@ copy_data (struct copy *c, unsigned conn, char *buf, uint64_t at,
   return target_write (c->t, conn, buf, length, dest);
 }
 
-/* Copies block b, held in part, to dest in the target: the runs of
- * sub-blocks it holds, each to its place in the block.
+/* Copies block b, held in part or with units in place 1, to dest in
+ * the target: the runs of units it holds, each from its slot to its
+ * place in the block.
  */
 static int
-copy_partial_block (struct copy *c, unsigned conn, char *buf, uint64_t b,
-                    uint64_t dest)
+copy_unit_runs (struct copy *c, unsigned conn, char *buf, uint64_t b,
+                uint64_t dest)
 {
   struct kept_overlay *ko = &c->ov->kept;
   const struct blockgeom *g = &ko->header.layout.geom;
   uint64_t start = blockgeom_start (g, b), stop = blockgeom_end (g, b);
-  uint64_t at, next, data;
+  uint64_t at, next, data[2];
+  unsigned place;
   bool held;
 
-  if (kept_data_run (ko, b, 1, &data) == 0) {
+  if (kept_data_run (ko, b, 1, 0, &data[0]) == 0 ||
+      (overlay_file_has_places (c->ov, b) &&
+       kept_data_run (ko, b, 1, 1, &data[1]) == 0)) {
     nbdcow_error ("%s: block %" PRIu64 " is in the overlay but has no "
                   "slot", ko->path, b);
     return -1;
   }
   for (at = start; at < stop; at = next) {
-    next = overlay_file_part_run (c->ov, b, at, &held);
-    if (held && copy_data (c, conn, buf, data + (at - start), next - at,
-                           dest + (at - start)) == -1)
+    next = overlay_file_part_run (c->ov, b, at, &held, &place);
+    if (held && copy_data (c, conn, buf, data[place] + (at - start),
+                           next - at, dest + (at - start)) == -1)
       return -1;
   }
   return 0;
@@ -154,14 +178,14 @@ copy_piece (struct copy *c, unsigned conn, char *buf, uint64_t offset,
   if (state == KEPT_ZERO)
     /* Consecutive, the target's own map says the blocks read zeros. */
     return c->consecutive ? 0 : target_zero (c->t, conn, length, dest);
-  if (state == KEPT_PARTIAL)
-    return copy_partial_block (c, conn, buf, blockgeom_block (g, offset),
-                               dest);
+  if (state == KEPT_PARTIAL ||
+      overlay_file_has_places (c->ov, blockgeom_block (g, offset)))
+    return copy_unit_runs (c, conn, buf, blockgeom_block (g, offset), dest);
   while (length > 0) {
     uint64_t b = blockgeom_block (g, offset);
     uint64_t at, n = kept_data_run (ko, b,
                                     blockgeom_block (g, offset + length - 1)
-                                    - b + 1, &at);
+                                    - b + 1, 0, &at);
     uint64_t bytes = blockgeom_start (g, n) < length ? blockgeom_start (g, n)
                                                       : length;
 

@@ -411,6 +411,10 @@ report_damage (const char *file, const struct kept_damage *d, uint64_t length)
     printf ("%s: damaged: %" PRIu64 " blocks name sub-blocks they cannot hold "
             "(cannot repair: what they held is unknown)\n", file,
             d->bad_parts);
+  if (d->bad_places)
+    printf ("%s: damaged: %" PRIu64 " blocks name units in place 1 that "
+            "they do not hold or have no slot for (cannot repair: what "
+            "they held is unknown)\n", file, d->bad_places);
   if (d->shared)
     printf ("%s: damaged: %" PRIu64 " blocks have a slot that another block "
             "has too (cannot repair: what they held is unknown)\n",
@@ -419,7 +423,8 @@ report_damage (const char *file, const struct kept_damage *d, uint64_t length)
     printf ("%s: damaged: truncated: %" PRIu64 " blocks lie in slots past "
             "the end of the file (%" PRIu64 " bytes; cannot repair: their "
             "data is lost)\n", file, d->past_end, length);
-  return d->invalid + d->bad_parts + d->shared + d->past_end == 0;
+  return d->invalid + d->bad_parts + d->bad_places + d->shared +
+         d->past_end == 0;
 }
 
 int

@@ -98,18 +98,23 @@ add_run (struct pending_run *p, uint64_t offset, uint64_t length,
 
 uint64_t
 overlay_file_part_run (const struct overlay_file *ov, uint64_t b, uint64_t at,
-                       bool *held)
+                       bool *held, unsigned *place)
 {
   const struct kept_layout *l = &ov->kept.header.layout;
-  uint32_t parts = kept_parts_get (&ov->kept, b);
+  uint32_t units = statemap_get (&ov->states, b) == KEPT_PARTIAL
+                   ? kept_parts_get (&ov->kept, b) : kept_units_all (l, b);
+  uint32_t where = kept_where_get (&ov->kept, b);
+  unsigned shift = kept_unit_shift (l);
   uint64_t start = blockgeom_start (&l->geom, b);
   uint64_t stop = blockgeom_end (&l->geom, b);
-  unsigned i = (at - start) >> l->part_shift;
+  unsigned i = (at - start) >> shift;
 
-  *held = parts >> i & 1;
-  while (++i < KEPT_PARTS && (parts >> i & 1) == *held)
+  *held = units >> i & 1;
+  *place = *held ? where >> i & 1 : 0;
+  while (++i < KEPT_PARTS && (units >> i & 1) == *held &&
+         (!*held || (where >> i & 1) == *place))
     ;
-  at = start + ((uint64_t) i << l->part_shift);
+  at = start + ((uint64_t) i << shift);
   return at < stop ? at : stop;
 }
 
@@ -122,10 +127,11 @@ add_partial_block (struct pending_run *p, uint64_t b)
   const struct blockgeom *g = &p->ov->kept.header.layout.geom;
   uint64_t at = blockgeom_start (g, b), stop = blockgeom_end (g, b), next;
   bool held;
+  unsigned place;
   int r = 0;
 
   for (; r == 0 && at < stop; at = next) {
-    next = overlay_file_part_run (p->ov, b, at, &held);
+    next = overlay_file_part_run (p->ov, b, at, &held, &place);
     r = add_run (p, at, next - at, held ? KEPT_ALLOCATED : KEPT_NOT_ALLOCATED);
   }
   return r;
@@ -224,12 +230,13 @@ overlay_file_block_bytes (const struct overlay_file *ov, uint64_t b)
   uint64_t at = blockgeom_start (g, b), stop = blockgeom_end (g, b), next;
   uint64_t bytes = 0;
   bool held;
+  unsigned place;
 
   if (statemap_get (&ov->states, b) != KEPT_PARTIAL ||
       ov->kept.header.layout.part_shift == 0)
     return stop - at;
   for (; at < stop; at = next) {
-    next = overlay_file_part_run (ov, b, at, &held);
+    next = overlay_file_part_run (ov, b, at, &held, &place);
     if (held)
       bytes += next - at;
   }

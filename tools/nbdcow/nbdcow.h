@@ -155,12 +155,23 @@ struct overlay_counts {
 extern void overlay_file_count (const struct overlay_file *ov,
                                 struct overlay_counts *c);
 
-/* Block b of ov, held in part: the end of the run of its sub-blocks
- * from offset at (of the disk, in the block) on that it all holds, or
- * all does not (*held says which), clipped to the end of the block.
+/* Block b of ov, in the overlay whole or in part: the end of the run
+ * of its units (kept_units_all) from offset at (of the disk, in the
+ * block) on that it all holds in one place, or all does not (*held
+ * says which, *place where), clipped to the end of the block.
  */
 extern uint64_t overlay_file_part_run (const struct overlay_file *ov,
-                                       uint64_t b, uint64_t at, bool *held);
+                                       uint64_t b, uint64_t at, bool *held,
+                                       unsigned *place);
+
+/* Whether block b of ov, in the overlay, has units in place 1
+ * (version 6): its units then lie in two slots.
+ */
+static inline bool
+overlay_file_has_places (const struct overlay_file *ov, uint64_t b)
+{
+  return kept_where_get (&ov->kept, b) != 0;
+}
 
 /* The bytes of the disk block b of ov holds in the overlay: those of
  * its sub-blocks held if it is held in part, else all of them.
