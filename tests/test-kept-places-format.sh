@@ -8,10 +8,11 @@
 # same: nbdkit serves it, writes into it and restarts on it (it stays
 # version 6), and nbdcow info, check, export and commit agree.  With
 # units moved to place 1, their bytes in place 0 overwritten, nbdcow
-# check, export and commit read them from place 1, and the filter,
-# which does not read places yet, refuses the file naming it.  Units in
-# place 1 that a block does not hold, or with no slot there, are
-# damage: check counts them, the filter refuses the file.
+# check, export and commit read them from place 1, and so does nbdkit,
+# which writes into them there, zeroes a block holding them, and
+# restarts reading the same.  Units in place 1 that a block does not
+# hold, or with no slot there, and a place-1 slot another place has,
+# are damage: check counts them, the filter refuses the file.
 . "$abs_top_srcdir/tests/functions.sh"
 
 ov=$tmp/ov
@@ -36,6 +37,21 @@ reads_as ()
   cp "$tmp/base" "$tmp/target"
   "$NBDCOW" commit "$ov" "$tmp/target" >/dev/null
   cmp "$tmp/target" "$1" || fail "B=$B $2: the commit differs"
+}
+
+# write_restart WHAT SCRIPT: with nbdkit serving, the nbdsh SCRIPT's
+# writes, flushed, into $tmp/live.img; after a restart, the same.
+write_restart ()
+{
+  nbdsh -u "$uri" -c "$2
+h.flush()"
+  nbdcopy "$uri" "$tmp/live.img"
+  stop
+  serve
+  nbdcopy "$uri" "$tmp/again.img"
+  stop
+  cmp "$tmp/live.img" "$tmp/again.img" ||
+    fail "B=$B $1: reads otherwise after a restart"
 }
 
 for B in 8192 65536; do
@@ -66,17 +82,8 @@ h.flush()
   nbdcopy "$uri" "$tmp/again.img"
   cmp "$tmp/live.img" "$tmp/again.img" ||
     fail "B=$B: nbdkit reads a version 6 file otherwise"
-  nbdsh -u "$uri" -c "
-h.pwrite(b'\x55' * 512, 2 * $B + 1000)
-h.flush()
-"
-  nbdcopy "$uri" "$tmp/live.img"
-  stop
-  serve
-  nbdcopy "$uri" "$tmp/again.img"
-  stop
-  cmp "$tmp/live.img" "$tmp/again.img" ||
-    fail "B=$B: a version 6 file written and restarted reads otherwise"
+  write_restart "written" "
+h.pwrite(b'\x55' * 512, 2 * $B + 1000)"
   [ "$(version)" = 6 ] || fail "B=$B: the filter changed the version"
 
   # Units of blocks 0 (whole), 3 and at 64K 1 (in part) and 6 (the
@@ -90,9 +97,19 @@ h.flush()
   jq -e ".data_bytes == $(jq .data_bytes <("$NBDCOW" info --json "$tmp/v6"))" \
     <("$NBDCOW" info --json "$ov") >/dev/null ||
     fail "B=$B: info counts other bytes with units in place 1"
-  expect_start_failure \
-    "cow-file=$ov: holds units of blocks in place 1 \(format version 6\)" \
-    --filter=cow file "$tmp/base" cow-file="$ov" cow-block-size="$B"
+  # nbdkit serves it alike, writes into the units in place 1 (and
+  # around them) there, zeroes a block with them (3), and restarts on
+  # it.
+  serve
+  nbdcopy "$uri" "$tmp/again.img"
+  cmp "$tmp/live.img" "$tmp/again.img" ||
+    fail "B=$B: nbdkit reads units in place 1 otherwise"
+  write_restart "with units in place 1 written" "
+h.pwrite(b'\x66' * 3000, 100)
+h.pwrite(b'\x77' * 9000, 3 * $B - 4000)
+h.pwrite(b'\x88' * 4096, $B)
+h.zero($B, 3 * $B)"
+  reads_as "$tmp/live.img" "with units in place 1, written by nbdkit"
 
   # Damage: units in place 1 with no slot there, units the block does
   # not hold (at 8K, of a block not in the overlay), a place-1 slot

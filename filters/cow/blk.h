@@ -4,9 +4,9 @@
 
 /* The block layer: an overlay's blocks, their states and the locks of
  * the requests that change them (blk.c, with the files blkpriv.h
- * names, blkmap.c and basemap.c), over a store (store.h).  docs/design.md describes the
- * state machine and the lock rules; this header only says what each
- * call does.
+ * names, blkmap.c and basemap.c), over a store (store.h).
+ * docs/design.md describes the state machine and the lock rules; this
+ * header only says what each call does.
  *
  * Every call here may run in parallel with any other on the same
  * struct blk, except blk_new and blk_free.

@@ -77,8 +77,7 @@ static inline int
 blk_reserve_held (struct blk *blk, uint64_t b, int *err)
 {
   if (blkmap_reserve_held (&blk->map, b) == 0 &&
-      store_reserve_blocks (blk->store, b, 1,
-                            blkmap_holds_parts (&blk->map)) == 0)
+      store_reserve_blocks (blk->store, b, 1, true) == 0)
     return 0;
   *err = errno;
   nbdkit_error ("cow: cannot grow the block state map: %m");
@@ -99,6 +98,7 @@ blk_set_held (struct blk *blk, uint64_t b, uint32_t units, uint32_t where)
   r.state = blkmap_set_held (&blk->map, b, units, where);
   if (r.state == BLK_PARTIAL)
     r.units = units;
+  r.where = where;
   store_set_blocks (blk->store, &r);
 }
 

@@ -90,16 +90,23 @@ blk_new (uint32_t block_size, unsigned stripes, struct temp_files *files,
   return with_store (blk, store_temp_new (files, &blk->stripes));
 }
 
-/* A record a kept store loaded, into the map, at the start. */
+/* A record a kept store loaded, into the map, at the start: a block
+ * with units in place 1 makes the map keep places.
+ */
 static int
 load_blocks (void *opaque, const struct store_blocks *r)
 {
   struct blkmap *map = opaque;
 
-  if (r->state == BLK_PARTIAL) {
+  if (r->where != 0 && blkmap_places_begin (map) == -1)
+    return -1;
+  if (r->state == BLK_PARTIAL || r->where != 0) {
     if (blkmap_reserve_held (map, r->first) == -1)
       return -1;
-    blkmap_set_held (map, r->first, r->units, 0);
+    blkmap_set_held (map, r->first,
+                     r->state == BLK_PARTIAL
+                     ? r->units : blkmap_all_units (map, r->first),
+                     r->where);
     return 0;
   }
   if (blkmap_reserve (map, r->first, r->n) == -1)

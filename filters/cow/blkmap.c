@@ -166,24 +166,46 @@ blkmap_view_mark (struct blkmap *map, uint64_t b, uint32_t mark)
   return mark;
 }
 
+/* Makes the map of places if there is none yet.  Returns 0, or -1 with
+ * errno set.
+ */
+static int
+places_begin_locked (struct blkmap *map) REQUIRES (map->state_lock)
+{
+  if (map->places)
+    return 0;
+  if (slotmap_init (&map->where, blockgeom_blocks (&map->geom)) == -1)
+    return -1;
+  __atomic_store_n (&map->places, true, __ATOMIC_RELEASE);
+  return 0;
+}
+
+int
+blkmap_places_begin (struct blkmap *map)
+{
+  int r;
+
+  blkmap_lock (map);
+  r = places_begin_locked (map);
+  blkmap_unlock (map);
+  return r;
+}
+
 int
 blkmap_view_begin (struct blkmap *map)
 {
   uint64_t blocks = blockgeom_blocks (&map->geom);
-  int r = 0;
+  int r;
 
   blkmap_lock (map);
-  if (!map->places)
-    r = slotmap_init (&map->where, blocks);
+  r = places_begin_locked (map);
   if (r == 0 && (slotmap_init (&map->view_state, blocks) == -1 ||
                  slotmap_init (&map->view_held, blocks) == -1 ||
                  slotmap_init (&map->view_where, blocks) == -1 ||
                  slotmap_init (&map->view_mark, blocks) == -1))
     r = -1;
-  if (r == 0) {
-    __atomic_store_n (&map->places, true, __ATOMIC_RELEASE);
+  if (r == 0)
     map->view_on = true;
-  }
   blkmap_unlock (map);
   if (r == -1)
     blkmap_view_free (map);

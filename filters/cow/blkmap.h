@@ -272,6 +272,12 @@ extern void blkmap_record (struct blkmap *map, uint64_t b, bool make,
 extern uint32_t blkmap_view_mark (struct blkmap *map, uint64_t b,
                                   uint32_t mark);
 
+/* Units may be in place 1 from now on: the map keeps where they are
+ * (a kept file's units in place 1 loaded at the start).  Returns 0, or
+ * -1 with errno set.
+ */
+extern int blkmap_places_begin (struct blkmap *map);
+
 /* The view begins (its records made from now on), with the places; or
  * ends (no more records, those made kept until blkmap_view_free).
  * blkmap_view_begin returns 0, or -1 with errno set.

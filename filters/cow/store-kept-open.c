@@ -216,6 +216,24 @@ kept_start (struct store *st, uint64_t size, uint64_t *overhead)
   return 0;
 }
 
+/* How many held blocks of [first, end) from first on have no unit in
+ * place 1, or 1 if first has, with its units there in *where.
+ */
+static uint64_t
+where_cut (const struct store_kept *k, uint64_t first, uint64_t end,
+           uint32_t *where)
+{
+  uint64_t b;
+
+  *where = kept_where_get (&k->kept, first);
+  if (*where != 0)
+    return 1;
+  for (b = first + 1; b < end && k->kept.header.layout.places; ++b)
+    if (kept_where_get (&k->kept, b) != 0)
+      return b - first;
+  return end - first;
+}
+
 /* The records loaded from an existing file: runs of blocks in the
  * overlay or zero, and each block held in part.  Only before any
  * request: no lock.
@@ -234,10 +252,13 @@ kept_loaded_blocks (struct store *st, store_found_blocks *found,
     r.n = statemap_run (&k->states, r.first, blocks, &state) - r.first;
     r.state = state;
     r.units = 0;
+    r.where = 0;
     if (state == KEPT_PARTIAL) {
       r.n = 1;
       r.units = kept_parts_get (&k->kept, r.first);
     }
+    if (state == KEPT_PARTIAL || state == KEPT_ALLOCATED)
+      r.n = where_cut (k, r.first, r.first + r.n, &r.where);
     if (state != KEPT_NOT_ALLOCATED && found (opaque, &r) == -1)
       return -1;
   }
@@ -268,16 +289,6 @@ check_header (const struct store_kept *k)
   return 0;
 }
 
-/* The slotmap_each_fn of load_states: a block with units in place 1. */
-static int
-in_place_1 (uint64_t b, uint32_t where, void *opaque)
-{
-  (void) b;
-  (void) where;
-  (void) opaque;
-  return 1;
-}
-
 /* Checks an existing file's length and loads its states (and slots),
  * which need only its header, so that a damaged file is refused before
  * any base is known.
@@ -290,13 +301,6 @@ load_states (struct store_kept *k)
   if (kept_check_length (ko) == -1 ||
       kept_load_states (ko, &k->states, NULL) == -1) {
     report (k);
-    return -1;
-  }
-  if (ko->header.layout.places &&
-      slotmap_each (&ko->where, in_place_1, NULL) != 0) {
-    nbdkit_error ("cow-file=%s: holds units of blocks in place 1 (format "
-                  "version 6), which the kept store does not read",
-                  ko->path);
     return -1;
   }
   return 0;

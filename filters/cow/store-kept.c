@@ -86,18 +86,19 @@ kept_keep_facts (struct store *st, const struct kept_facts *facts)
  */
 
 /* The end of the piece of [offset, end) from offset on that lies in
- * one run of the file, and in *at the file offset of its first byte;
- * with *found false if offset's block has none (punched meanwhile),
- * the end of that block.
+ * one run of the file in place, and in *at the file offset of its
+ * first byte; with *found false if offset's block has no slot there
+ * (punched meanwhile), the end of that block.
  */
 static uint64_t
 data_run (const struct store_kept *k, uint64_t offset, uint64_t end,
-          bool *found, uint64_t *at)
+          unsigned place, bool *found, uint64_t *at)
 {
   const struct blockgeom *g = geom_of (k);
   uint64_t b = blockgeom_block (g, offset);
   uint64_t n = kept_data_run (&k->kept, b,
-                              blockgeom_block (g, end - 1) - b + 1, 0, at);
+                              blockgeom_block (g, end - 1) - b + 1, place,
+                              at);
   uint64_t stop;
 
   *found = n > 0;
@@ -108,8 +109,9 @@ data_run (const struct store_kept *k, uint64_t offset, uint64_t end,
   return stop < end ? stop : end;
 }
 
-/* The file keeps one place of each block: views need format
- * support it does not have yet.
+/* No view of a kept overlay yet: a file of version 6 keeps the units
+ * it finds in place 1 there (read, written and punched in their
+ * places), but the store moves none there.
  */
 static bool
 kept_holds_places (struct store *st)
@@ -127,9 +129,9 @@ kept_read (struct store *st, void *buf, uint64_t count, uint64_t offset,
   char *p = buf;
   bool found;
 
-  CHECK (place == 0);
+  CHECK (place == 0 || k->kept.header.layout.places);
   for (; pos < end; p += stop - pos, pos = stop) {
-    stop = data_run (k, pos, end, &found, &at);
+    stop = data_run (k, pos, end, place, &found, &at);
     if (!found)
       memset (p, 0, stop - pos);
     else if (pread_full (k->kept.fd, p, stop - pos, at) == -1) {
@@ -164,15 +166,15 @@ grow_ahead (struct store_kept *k) REQUIRES (k->slot_lock)
     k->sized_slots = sized;
 }
 
-/* Packed: gives every block of [offset, end) that has none a slot, in
- * order, so that blocks written together lie together.  Done before
+/* Packed: gives every block of [offset, end) that has none a slot in
+ * place, in order, so that blocks written together lie together.  Done before
  * any byte is written, so that a write that cannot have its slots
  * fails having written nothing.  The write locks of the range keep
  * other threads from changing these blocks' slots; it takes slot_lock
  * only if a block has no slot.
  */
 static int
-take_slots (struct store *st, uint64_t offset, uint64_t end)
+take_slots (struct store *st, uint64_t offset, uint64_t end, unsigned place)
   REQUIRES (*st->stripes)
 {
   struct store_kept *k = kept_of (st);
@@ -185,14 +187,14 @@ take_slots (struct store *st, uint64_t offset, uint64_t end)
 
   if (!k->kept.header.layout.packed)
     return 0;
-  while (b <= last && kept_slots_get (slots, b, 0, &slot))
+  while (b <= last && kept_slots_get (slots, b, place, &slot))
     ++b;
   if (b > last)
     return 0;
   held_lock (&k->slot_lock);
   for (; b <= last && r == 0; ++b)
-    if (!kept_slots_get (slots, b, 0, &slot))
-      r = kept_slots_take (slots, b, 0, &slot);
+    if (!kept_slots_get (slots, b, place, &slot))
+      r = kept_slots_take (slots, b, place, &slot);
   if (r == 0)
     grow_ahead (k);
   held_unlock (&k->slot_lock);
@@ -208,11 +210,12 @@ kept_write (struct store *st, const void *buf, uint64_t count,
   const char *p = buf;
   bool found;
 
-  CHECK (place == 0 && stripes_held (st->stripes, offset, count));
-  if (take_slots (st, offset, end) == -1)
+  CHECK ((place == 0 || k->kept.header.layout.places) &&
+         stripes_held (st->stripes, offset, count));
+  if (take_slots (st, offset, end, place) == -1)
     goto fail;
   for (; pos < end; pos = stop) {
-    stop = data_run (k, pos, end, &found, &at);
+    stop = data_run (k, pos, end, place, &found, &at);
     if (storeio_write (k->kept.fd, p, stop - pos, at) == -1)
       goto fail;
     if (p)
@@ -224,8 +227,27 @@ kept_write (struct store *st, const void *buf, uint64_t count,
   return -1;
 }
 
-/* Punches the data of the blocks of [offset, offset+count), a run of
- * the file at a time, and a packed file's slots are retired.
+/* Retires the slots in place of the blocks from offset to stop, which
+ * were punched whole.
+ */
+static void
+retire_slots (struct store_kept *k, uint64_t offset, uint64_t stop,
+              unsigned place)
+{
+  const struct blockgeom *g = geom_of (k);
+  uint64_t b;
+
+  if (!k->kept.header.layout.packed)
+    return;
+  held_lock (&k->slot_lock);
+  for (b = blockgeom_block (g, offset); blockgeom_start (g, b) < stop; ++b)
+    kept_slots_retire (&k->kept.slots, b, place);
+  held_unlock (&k->slot_lock);
+}
+
+/* Punches the data of [offset, offset+count) in place, a run of the
+ * file at a time: whole blocks with their slots retired, or units of
+ * one block (the block keeps its slot).
  */
 static int
 kept_punch (struct store *st, uint64_t count, uint64_t offset,
@@ -233,28 +255,29 @@ kept_punch (struct store *st, uint64_t count, uint64_t offset,
 {
   struct store_kept *k = kept_of (st);
   const struct blockgeom *g = geom_of (k);
-  uint64_t end = offset + count, at, stop, b;
+  uint64_t end = offset + count, at, stop, len;
   int r = 0, saved_errno = 0;
-  bool found;
+  bool found, whole;
 
-  CHECK (place == 0 && stripes_held (st->stripes, offset, count));
+  CHECK ((place == 0 || k->kept.header.layout.places) &&
+         stripes_held (st->stripes, offset, count));
   for (; offset < end; offset = stop) {
-    stop = data_run (k, offset, end, &found, &at);
+    stop = data_run (k, offset, end, place, &found, &at);
     if (!found)
       continue;
-    /* Whole blocks: the disk's short last block has a whole slot. */
-    if (punch_hole (k->kept.fd, at,
-                    div_round_up (stop - offset, blockgeom_block_size (g))
-                    << g->shift) == -1) {
+    whole = offset == blockgeom_start (g, blockgeom_block (g, offset)) &&
+            (stop == g->size || stop == blockgeom_start (g,
+                                                  blockgeom_block (g, stop)));
+    /* The disk's short last block has a whole slot. */
+    len = whole ? div_round_up (stop - offset, blockgeom_block_size (g))
+                  << g->shift
+                : stop - offset;
+    if (punch_hole (k->kept.fd, at, len) == -1) {
       r = -1;
       saved_errno = errno;
     }
-    if (!k->kept.header.layout.packed)
-      continue;
-    held_lock (&k->slot_lock);
-    for (b = blockgeom_block (g, offset); blockgeom_start (g, b) < stop; ++b)
-      kept_slots_retire (&k->kept.slots, b, 0);
-    held_unlock (&k->slot_lock);
+    if (whole)
+      retire_slots (k, offset, stop, place);
   }
   errno = saved_errno;
   return r;
@@ -284,6 +307,7 @@ kept_reserve_blocks (struct store *st, uint64_t first, uint64_t n,
                      bool in_part)
 {
   struct store_kept *k = kept_of (st);
+  const struct kept_layout *l = &k->kept.header.layout;
   uint64_t page, pages;
   int r;
 
@@ -292,25 +316,32 @@ kept_reserve_blocks (struct store *st, uint64_t first, uint64_t n,
   r = statemap_reserve (&k->states, first, n);
   if (r == 0)
     r = statemap_reserve (&k->dirty_pages, page, pages);
-  if (r == 0 && in_part)
+  if (r == 0 && in_part && l->part_shift)
     r = kept_parts_reserve (&k->kept, first);
+  if (r == 0 && in_part && l->places)
+    r = slotmap_reserve (&k->kept.where, first, 1);
   held_unlock (&k->page_lock);
   return r;
 }
 
-/* Requires kept_reserve_blocks of the blocks (in part, of a partial
- * one).
+/* Requires kept_reserve_blocks of the blocks (in part, of a record of
+ * one block held in part or with units in place 1).  A run's blocks
+ * have no unit in place 1: where a run is set, its blocks were not
+ * held, or are held no more.
  */
 static void
 kept_set_blocks (struct store *st, const struct store_blocks *r)
 {
   struct store_kept *k = kept_of (st);
-  uint64_t page, pages;
+  uint64_t page, pages, b;
 
   state_pages_of (k, r->first, r->n, &page, &pages);
   held_lock (&k->page_lock);
   if (r->state == BLK_PARTIAL)
     kept_parts_set (&k->kept, r->first, r->units);
+  if (k->kept.header.layout.places)
+    for (b = r->first; b < r->first + r->n; ++b)
+      slotmap_set (&k->kept.where, b, r->n == 1 ? r->where : 0);
   statemap_set (&k->states, r->first, r->n, r->state);
   statemap_set (&k->dirty_pages, page, pages, 1);
   held_unlock (&k->page_lock);

@@ -38,13 +38,14 @@ struct store;
 
 /* The one record a store keeps of what the overlay holds of blocks:
  * blocks [first, first+n) in state, and of a BLK_PARTIAL block (n is
- * 1) the units it holds (blkmap.h: its sub-blocks, bit i for unit i);
- * units is 0 in any other state.
+ * 1) the units it holds (blkmap.h: its sub-blocks, bit i for unit i),
+ * units 0 in any other state; and of a block held whole or in part (n
+ * is 1), where, the units it holds in place 1, else 0.
  */
 struct store_blocks {
   uint64_t first, n;
   enum blk_state state;
-  uint32_t units;
+  uint32_t units, where;
 };
 
 /* A record a kept store loaded.  Returns 0, or -1 to stop. */
@@ -114,8 +115,9 @@ struct store_ops {
   /* Kept: makes room for, then notes, a record of blocks, so that the
    * next flush writes it; the store's copy of the records is its own,
    * under its own lock.  reserve_blocks makes room for any record of
-   * blocks [first, first+n), with in_part a BLK_PARTIAL one too (n is
-   * 1), before the change's I/O: returns 0, or -1 with errno set.
+   * blocks [first, first+n), with in_part a BLK_PARTIAL one too and one
+   * with units in place 1 (n is 1), before the change's I/O: returns
+   * 0, or -1 with errno set.
    * set_blocks requires it.  NULL for a throw-away store.
    */
   int (*reserve_blocks) (struct store *st, uint64_t first, uint64_t n,
