@@ -190,7 +190,7 @@ kept_header_decode (const uint8_t *buf, struct kept_header *header,
     return KEPT_FOREIGN;
   }
   version = kept_get_le (buf + OFF_VERSION, 4);
-  if (version < 1 || version > KEPT_NEWEST_VERSION) {
+  if (version < 1 || version > KEPT_VERSION) {
     *why = "unsupported format version";
     return KEPT_FOREIGN;
   }

@@ -43,9 +43,9 @@
 #define KEPT_NAME_MAX 4096      /* the longest NBD export name */
 #define KEPT_STATE_PAGE 4096    /* the state area is written in pages */
 
-/* The format version of new files; versions 1 to 4, and 6, are read
- * and written too.  Version 6 is version 5 with a block's entry twice
- * as long again, keeping a second slot of the block, its place 1, and
+/* The format version of new files; versions 1 to 5 are read and
+ * written too.  Version 6 is version 5 with a block's entry twice as
+ * long again, keeping a second slot of the block, its place 1, and
  * which of its units lie there (a point-in-time view keeps the others'
  * old bytes in place 0).  Version 5 is version 4 with a block's entry
  * of the state area twice as long, keeping which sub-blocks a block in
@@ -55,12 +55,11 @@
  * versions 1 and 2 store block b at its own offset (2 bits of state
  * per block).
  */
-#define KEPT_VERSION 5
+#define KEPT_VERSION 6
 #define KEPT_PACKED_VERSION 3   /* the first packed version */
 #define KEPT_HISTORY_VERSION 4  /* the first with checkpoints and marks */
 #define KEPT_PARTS_VERSION 5    /* the first with blocks held in part */
 #define KEPT_PLACES_VERSION 6   /* the first with two places a block */
-#define KEPT_NEWEST_VERSION 6   /* the newest read */
 
 /* Version 5 keeps blocks in part, of block sizes from 16K on, in
  * sub-blocks of blockgeom_sub_shift: at most KEPT_PARTS of them.

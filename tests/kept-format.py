@@ -7,7 +7,8 @@
 #       sets header fields (version, flags, recoveries) and makes the
 #       checksum right again;
 #   kept-format.py v4 FILE [BASE]
-#       rewrites a file of format version 5 as version 4: the same
+#       rewrites a file of format version 5 (or 6, as v5 first) as
+#       version 4: the same
 #       blocks, states, slots, checkpoints and marks, a block held in
 #       part held whole, the rest of it read from BASE (needed only if
 #       there is such a block);
@@ -22,10 +23,12 @@
 #       flags, but MARKS_STALE (4), which version 2 lacks with the
 #       checkpoints: the files that earlier releases made, for the tests
 #       that still open them;
+#   kept-format.py v5 FILE
+#       rewrites a file of format version 6 with no unit in place 1 as
+#       version 5 (8-byte entries, the same blocks, states, slots,
+#       checkpoints and marks);
 #   kept-format.py v6 FILE
-#       rewrites a file of format version 5 as version 6 (16-byte
-#       entries, the same blocks, states, slots, checkpoints and
-#       marks);
+#       rewrites a file of format version 5 as version 6;
 #   kept-format.py move FILE B:UNITS...
 #       in a file of version 6, moves the units UNITS (a mask, as 0x...)
 #       of each block B, which it holds, to a place-1 slot of its own
@@ -132,8 +135,12 @@ def relabel(header, version, states_offset, states_length, data_offset,
 
 
 def to_v4(path, base=None):
-    """A version 5 file as version 4: 4-byte entries, a block held in
-    part filled from base."""
+    """A version 5 file (or 6, as version 5 first) as version 4: 4-byte
+    entries, a block held in part filled from base."""
+    with open(path, 'rb') as f:
+        f.seek(8)
+        if struct.unpack('<I', f.read(4))[0] == 6:
+            convert_entries(path, 6, 5)
     v5, header, (block_size, base_size, offset, length, data) = \
         read_packed(path, (5,))
     blocks = -(-base_size // block_size)
@@ -169,10 +176,10 @@ def to_v4(path, base=None):
 
 
 def as_v4(path, base):
-    """path, rewritten as version 4 first if it is version 5."""
+    """path, rewritten as version 4 first if it is version 5 or 6."""
     with open(path, 'rb') as f:
         f.seek(8)
-        if struct.unpack('<I', f.read(4))[0] == 5:
+        if struct.unpack('<I', f.read(4))[0] in (5, 6):
             to_v4(path, base)
 
 
@@ -228,25 +235,40 @@ def v6_layout(block_size, base_size):
     return length, marks_length, -(-end // align) * align
 
 
-def to_v6(path):
-    """A version 5 file as version 6."""
-    v5, header, (block_size, base_size, offset, length, data) = \
-        read_packed(path, (5,))
+def v5_layout(block_size, base_size):
+    """(states_length, marks_length, data_offset) of a version 5 file:
+    8-byte entries, 4-byte marks."""
     blocks = -(-base_size // block_size)
-    states_length, marks_length, data_offset = v6_layout(block_size,
-                                                         base_size)
+    length = -(-blocks // (PAGE // 8)) * PAGE
+    marks_length = -(-blocks // (PAGE // 4)) * PAGE
+    align = max(block_size, 128 * 1024)
+    end = HEADER + 2 * PAGE + length + marks_length
+    return length, marks_length, -(-end // align) * align
+
+
+def convert_entries(path, old, new):
+    """A file of version old as version new, one of 5 and 6: the same
+    blocks, their entries cut to 8 bytes or widened to 16."""
+    was, header, (block_size, base_size, offset, length, data) = \
+        read_packed(path, (old,))
+    blocks = -(-base_size // block_size)
+    layout = v6_layout if new == 6 else v5_layout
+    states_length, marks_length, data_offset = layout(block_size, base_size)
     states = bytearray(states_length)
+    size = 16 if old == 6 else 8
     for b in range(blocks):
-        struct.pack_into('<II', states, 16 * b,
-                         *struct.unpack_from('<II', v5, offset + 8 * b))
-    relabel(header, 6, offset, states_length, data_offset, keep_stale=True)
-    marks = v5[offset + length:offset + length + marks_length]
-    with open(path + '.v6', 'wb') as f:
-        f.truncate(data_offset + len(v5) - data)
-        f.write(header + v5[HEADER:offset] + states + marks)
+        entry = struct.unpack_from('<II', was, offset + size * b)
+        assert size == 8 or was[offset + size * b + 8:
+                                offset + size * b + 16] == bytes(8), b
+        struct.pack_into('<II', states, (16 if new == 6 else 8) * b, *entry)
+    relabel(header, new, offset, states_length, data_offset, keep_stale=True)
+    marks = was[offset + length:offset + length + marks_length]
+    with open(path + '.new', 'wb') as f:
+        f.truncate(data_offset + len(was) - data)
+        f.write(header + was[HEADER:offset] + states + marks)
         f.seek(data_offset)
-        f.write(v5[data:])
-    os.rename(path + '.v6', path)
+        f.write(was[data:])
+    os.rename(path + '.new', path)
 
 
 def move(path, moves):
@@ -293,8 +315,10 @@ if __name__ == '__main__':
     command, path = sys.argv[1], sys.argv[2]
     if command == 'header':
         set_fields(path, sys.argv[3:])
+    elif command == 'v5':
+        convert_entries(path, 6, 5)
     elif command == 'v6':
-        to_v6(path)
+        convert_entries(path, 5, 6)
     elif command == 'move':
         move(path, sys.argv[3:])
     elif command == 'places':
@@ -304,5 +328,5 @@ if __name__ == '__main__':
         convert(path, *sys.argv[3:4])
     else:
         sys.exit('usage: kept-format.py header FILE FIELD=VALUE... | '
-                 'v2|v3|v4 FILE [BASE] | v6 FILE | move FILE B:UNITS... | '
+                 'v2|v3|v4 FILE [BASE] | v5|v6 FILE | move FILE B:UNITS... | '
                  'places FILE B PLACE1 WHERE')

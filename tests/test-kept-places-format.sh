@@ -3,10 +3,11 @@
 # Copyright (C) 2026 the nbdkit-cow authors.
 #
 # Format version 6 keeps a second slot of a block, its place 1, and
-# which of its units lie there (docs/overlay-format.md).  A file of
-# version 5 rewritten as version 6 (tests/kept-format.py v6) reads the
-# same: nbdkit serves it, writes into it and restarts on it (it stays
-# version 6), and nbdcow info, check, export and commit agree.  With
+# which of its units lie there (docs/overlay-format.md).  A new file is
+# version 6; rewritten as version 5 and back (tests/kept-format.py v5,
+# v6) it reads the same: nbdkit serves each, writes into it and
+# restarts on it (it keeps its version), and nbdcow info, check,
+# export and commit agree.  With
 # units moved to place 1, their bytes in place 0 overwritten, nbdcow
 # check, export and commit read them from place 1, and so does nbdkit,
 # which writes into them there, zeroes a block holding them, and
@@ -71,20 +72,25 @@ h.flush()
 "
   nbdcopy "$uri" "$tmp/live.img"
   stop
+  [ "$(version)" = 6 ] || fail "B=$B: a new file is not version 6"
+  reads_as "$tmp/live.img" "version 6"
   bytes=$(jq .data_bytes <("$NBDCOW" info --json "$ov"))
 
-  "$PYTHON" "$abs_top_srcdir/tests/kept-format.py" v6 "$ov"
-  [ "$(version)" = 6 ] || fail "B=$B: not version 6"
-  jq -e ".data_bytes == $bytes" <("$NBDCOW" info --json "$ov") >/dev/null ||
-    fail "B=$B: info counts other bytes in version 6"
-  reads_as "$tmp/live.img" "version 6"
-  serve
-  nbdcopy "$uri" "$tmp/again.img"
-  cmp "$tmp/live.img" "$tmp/again.img" ||
-    fail "B=$B: nbdkit reads a version 6 file otherwise"
-  write_restart "written" "
-h.pwrite(b'\x55' * 512, 2 * $B + 1000)"
-  [ "$(version)" = 6 ] || fail "B=$B: the filter changed the version"
+  # As version 5, and back.
+  for v in 5 6; do
+    "$PYTHON" "$abs_top_srcdir/tests/kept-format.py" "v$v" "$ov"
+    jq -e ".data_bytes == $bytes" <("$NBDCOW" info --json "$ov") \
+      >/dev/null || fail "B=$B: info counts other bytes in version $v"
+    reads_as "$tmp/live.img" "version $v"
+    serve
+    nbdcopy "$uri" "$tmp/again.img"
+    cmp "$tmp/live.img" "$tmp/again.img" ||
+      fail "B=$B: nbdkit reads a version $v file otherwise"
+    write_restart "version $v written" "
+h.pwrite(b'\x55' * 512, 2 * $B + 1000 + $v)"
+    [ "$(version)" = "$v" ] || fail "B=$B: the filter changed version $v"
+    bytes=$(jq .data_bytes <("$NBDCOW" info --json "$ov"))
+  done
 
   # Units of blocks 0 (whole), 3 and at 64K 1 (in part) and 6 (the
   # short last one) in place 1, their old place overwritten.

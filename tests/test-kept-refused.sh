@@ -70,7 +70,7 @@ expect_start_failure "cow-file=$ov: corrupted header" \
 damage $states '\377'    # block 0 in a slot past the end of the file
 expect_start_failure "cow-file=$ov: corrupted block states or truncated file" \
   --filter=cow file "$tmp/base" cow-file="$ov"
-damage $(( states + 8 )) '\002'    # block 1 in block 0's slot
+damage $(( states + 16 )) '\002'   # block 1 in block 0's slot
 expect_start_failure "cow-file=$ov: corrupted block states \(block 1 is in slot 0, which another block has\)" \
   --filter=cow file "$tmp/base" cow-file="$ov"
 damage 8192 'X'       # one copy of the checkpoint table: the other serves

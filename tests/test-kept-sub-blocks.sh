@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Copyright (C) 2026 the nbdkit-cow authors.
 #
-# A kept overlay holds blocks in part (format version 5): small writes
+# A kept overlay holds blocks in part (format version 5 on): small writes
 # into blocks of 16K, 64K and 4M, the disk's short last block among
 # them, read back exactly after a restart; nbdcow info counts only the
 # sub-blocks written, map lists them, export writes them as qcow2
@@ -96,7 +96,7 @@ for B in 16384 65536 4194304; do
   cmp "$tmp/live.img" "$tmp/again.img" ||
     fail "B=$B: the disk after a restart is not the disk before"
   want=$(held_bytes)
-  jq -e ".format_version == 5 and .blocks.partial > 0 and
+  jq -e ".format_version == 6 and .blocks.partial > 0 and
          .data_bytes == $want and .complete == false" \
     <("$NBDCOW" info --json "$ov") >/dev/null ||
     fail "B=$B: info, not $want bytes: $("$NBDCOW" info --json "$ov")"

@@ -47,7 +47,7 @@ expect_exit 2 "nbdcow: $ov: corrupted header \(checksum mismatch\)" \
 expect_exit 2 "corrupted header" "$NBDCOW" check --repair "$ov"
 expect_exit 2 "corrupted header" "$NBDCOW" info "$ov"
 
-# The states (8 bytes a block, docs/overlay-format.md): block 2 is in
+# The states (16 bytes a block, docs/overlay-format.md): block 2 is in
 # slot 0, block 40 in slot 1.  A slot past the end of the file, and a
 # slot that two blocks claim, are damage that no repair can mend.
 past_end="damaged: truncated: 1 blocks lie in slots past the end of the file \([0-9]+ bytes; cannot repair"
@@ -56,7 +56,7 @@ expect_exit 2 "$ov: $past_end" "$NBDCOW" check "$ov"
 expect_exit 2 "$past_end" "$NBDCOW" check --repair "$ov"
 expect_exit 2 "corrupted block states or truncated file \(block 0 is in slot 65278, past the end of the file\)" \
   "$NBDCOW" map "$ov"
-damage $(( states + 8 * 5 )) '\002'  # block 5 in slot 0 too
+damage $(( states + 16 * 5 )) '\002'  # block 5 in slot 0 too
 expect_exit 2 "$ov: damaged: 1 blocks have a slot that another block has too \(cannot repair" \
   "$NBDCOW" check "$ov"
 expect_exit 2 "corrupted block states \(block 5 is in slot 0, which another block has\)" \
@@ -64,12 +64,12 @@ expect_exit 2 "corrupted block states \(block 5 is in slot 0, which another bloc
 # The sub-blocks a block holds (the entry's second 4 bytes): none can
 # be held by a block that reads from the base, nor past the 16 of a
 # 64K block.
-damage $(( states + 8 * 7 + 4 )) '\001'  # block 7, from the base
+damage $(( states + 16 * 7 + 4 )) '\001'  # block 7, from the base
 expect_exit 2 "$ov: damaged: 1 blocks name sub-blocks they cannot hold \(cannot repair" \
   "$NBDCOW" check "$ov"
 expect_exit 2 "corrupted block states \(block 7 holds sub-blocks 0x1, which it cannot\)" \
   "$NBDCOW" info "$ov"
-damage $(( states + 8 * 2 + 6 )) '\001'  # block 2, sub-block 16
+damage $(( states + 16 * 2 + 6 )) '\001'  # block 2, sub-block 16
 expect_exit 2 "corrupted block states \(block 2 holds sub-blocks 0x10000, which it cannot\)" \
   "$NBDCOW" map "$ov"
 head -c 5000 "$tmp/good" > "$ov"
