@@ -285,7 +285,9 @@ def move(path, moves):
     for m in moves:
         b, units = (int(x, 0) for x in m.split(':'))
         entry, parts = struct.unpack_from('<II', states, 16 * b)
-        assert entry >= 2 and units & ~(parts or 0xffffffff) == 0, m
+        block_bytes = min(block_size, base_size - b * block_size)
+        every = (1 << -(-block_bytes // unit)) - 1
+        assert entry >= 2 and units & ~(parts or every) == 0, m
         old, new = (entry - 2) * block_size, slots * block_size
         body += bytes(block_size)
         for i in range(32):
