@@ -477,8 +477,10 @@ extern int kept_clear_history (struct kept_overlay *ko);
 
 /* Punches the data area where it holds no block of the overlay
  * (unpacked: every block that states does not hold allocated; packed:
- * every slot not taken, the file cut after the last one taken): what a
- * crash left there of unflushed writes is not part of the disk.  A
+ * every slot not taken, the file cut after the last one taken, and in
+ * version 6 the units of a block with a place-1 slot in the place they
+ * do not lie in): what a crash left there of unflushed writes, or only
+ * a view kept, is not part of the disk.  A
  * filesystem that cannot punch holes only costs space.
  */
 extern void kept_punch_unallocated (struct kept_overlay *ko,

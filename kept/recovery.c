@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "pieces.h"
 #include "punch.h"
 
 /* What each_unused_range calls for a range [from, to) of the data
@@ -75,6 +76,67 @@ each_free_slot_run (struct kept_overlay *ko, const struct kept_slots *slots,
   return 0;
 }
 
+/* fn for the runs of units in slot of block b in bits: of the whole
+ * slot, which the disk's short last block has too.
+ */
+static int
+each_unit_run (struct kept_overlay *ko, uint64_t b, uint64_t slot,
+               uint32_t bits, unused_range_fn *fn, void *opaque)
+{
+  const struct kept_layout *l = &ko->header.layout;
+  uint64_t start = blockgeom_start (&l->geom, b);
+  uint64_t stop = start + blockgeom_block_size (&l->geom);
+  uint64_t at_slot = blockgeom_start (&l->geom, slot), at, next;
+  struct piece_runs runs = piece_runs (start, kept_unit_shift (l), bits,
+                                       start, stop);
+
+  while (piece_runs_next (&runs, &at, &next))
+    if (fn (ko, at_slot + (at - start), at_slot + (next - start),
+            opaque) == -1)
+      return -1;
+  return 0;
+}
+
+/* What each_other_place passes through slotmap_each. */
+struct other_place {
+  struct kept_overlay *ko;
+  unused_range_fn *fn;
+  void *opaque;
+};
+
+/* The slotmap_each_fn of each_other_place: block b, its units in
+ * place 1 where.
+ */
+static int
+other_place_of (uint64_t b, uint32_t where, void *opaque)
+{
+  struct other_place *o = opaque;
+  const struct kept_slots *slots = &o->ko->slots;
+  uint64_t slot[2];
+
+  if (!kept_slots_get (slots, b, 0, &slot[0]) ||
+      !kept_slots_get (slots, b, 1, &slot[1]))
+    return 0;
+  if (each_unit_run (o->ko, b, slot[0], where, o->fn, o->opaque) == -1 ||
+      each_unit_run (o->ko, b, slot[1], ~where, o->fn, o->opaque) == -1)
+    return -1;
+  return 0;
+}
+
+/* Version 6: fn for each run of units of a block with units in place 1
+ * in the place they do not lie in (what only a view kept), stopping at
+ * the first that returns -1.
+ */
+static int
+each_other_place (struct kept_overlay *ko, unused_range_fn *fn, void *opaque)
+{
+  struct other_place o = { .ko = ko, .fn = fn, .opaque = opaque };
+
+  if (!ko->header.layout.places)
+    return 0;
+  return slotmap_each (&ko->where, other_place_of, &o) == -1 ? -1 : 0;
+}
+
 /* Calls fn for each range of the data area that holds no block of the
  * overlay, stopping at the first that returns -1.
  */
@@ -82,9 +144,11 @@ static int
 each_unused_range (struct kept_overlay *ko, const struct statemap *states,
                    unused_range_fn *fn, void *opaque)
 {
-  if (ko->header.layout.packed)
-    return each_free_slot_run (ko, &ko->slots, fn, opaque);
-  return each_unallocated_run (ko, states, fn, opaque);
+  if (!ko->header.layout.packed)
+    return each_unallocated_run (ko, states, fn, opaque);
+  if (each_other_place (ko, fn, opaque) == -1)
+    return -1;
+  return each_free_slot_run (ko, &ko->slots, fn, opaque);
 }
 
 /* Cuts the file to length bytes if it is longer.  Callers take it as

@@ -10,8 +10,9 @@
 # export and commit agree.  With
 # units moved to place 1, their bytes in place 0 overwritten, nbdcow
 # check, export and commit read them from place 1, and so does nbdkit,
-# which writes into them there, zeroes a block holding them, and
-# restarts reading the same.  Units in place 1 that a block does not
+# which gives back what lies in the other place when it opens the file
+# (check counts it before), writes into them there, zeroes a block
+# holding them, and restarts reading the same.  Units in place 1 that a block does not
 # hold, or with no slot there, and a place-1 slot another place has,
 # are damage: check counts them, the filter refuses the file.
 . "$abs_top_srcdir/tests/functions.sh"
@@ -103,6 +104,12 @@ h.pwrite(b'\x55' * 512, 2 * $B + 1000 + $v)"
   jq -e ".data_bytes == $(jq .data_bytes <("$NBDCOW" info --json "$tmp/v6"))" \
     <("$NBDCOW" info --json "$ov") >/dev/null ||
     fail "B=$B: info counts other bytes with units in place 1"
+  # What lies in the place a unit is not in (what only a view kept)
+  # is data outside the overlay's blocks: check counts it, and nbdkit
+  # gives it back when it opens the file.
+  outside="bytes of data outside the overlay's blocks"
+  "$NBDCOW" check "$ov" | grep -q "$outside" ||
+    fail "B=$B: check does not count the bytes in the other place"
   # nbdkit serves it alike, writes into the units in place 1 (and
   # around them) there, zeroes a block with them (3), and restarts on
   # it.
@@ -116,6 +123,8 @@ h.pwrite(b'\x77' * 9000, 3 * $B - 4000)
 h.pwrite(b'\x88' * 4096, $B)
 h.zero($B, 3 * $B)"
   reads_as "$tmp/live.img" "with units in place 1, written by nbdkit"
+  ! "$NBDCOW" check "$ov" | grep -q "$outside" ||
+    fail "B=$B: nbdkit did not give back the bytes in the other place"
 
   # Damage: units in place 1 with no slot there, units the block does
   # not hold (at 8K, of a block not in the overlay), a place-1 slot

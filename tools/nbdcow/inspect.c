@@ -371,8 +371,9 @@ check_length (struct overlay_file *ov, bool repair)
   return true;
 }
 
-/* Data left in blocks not in the overlay and a crash flag: harmless,
- * both tidied by --repair as the filter does when it opens the file.
+/* Data left in blocks not in the overlay (or in a unit's other place)
+ * and a crash flag: harmless, both tidied by --repair as the filter
+ * does when it opens the file.
  */
 static int
 check_crash_leftovers (struct overlay_file *ov, bool repair)
@@ -389,7 +390,9 @@ check_crash_leftovers (struct overlay_file *ov, bool repair)
   if (leaked)
     printf ("%s: %" PRIu64 " bytes of data outside the overlay's blocks "
             "(writes %s)\n", ko->path, leaked,
-            crashed ? "a crash cut off" : "refused, as on a full filesystem");
+            crashed ? "a crash cut off, or bytes only a view kept"
+                    : "refused, as on a full filesystem, or bytes only a "
+                      "view kept");
   if (!repair || (!crashed && !leaked))
     return EXIT_OK;
   kept_punch_unallocated (ko, &ov->states);
