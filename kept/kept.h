@@ -418,7 +418,7 @@ struct kept_damage {
   uint64_t past_end;            /* packed: a slot past the end of the file */
   uint64_t bad_places;          /* version 6: units in place 1 that the
                                    block does not hold or with no slot
-                                   there */
+                                   of its own there */
 };
 
 /* Loads the block states into states (empty before), and if the file

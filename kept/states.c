@@ -136,15 +136,18 @@ struct entry {
 /* The units of place 1 that the entry of block b names, in a slot
  * place1 - 1 (version 6; place1 0: none), the block holding held:
  * returns 0 after keeping them; 1 if they cannot be (units the block
- * does not hold, units without a slot or a slot without units); or -1
- * with errno set.
+ * does not hold, units without a slot or a slot without units, a slot
+ * that is the block's place-0 slot or no slot at all); or -1 with
+ * errno set.
  */
 static int
 load_where (struct kept_overlay *ko, const struct entry *e, uint32_t held)
 {
   if (e->place1 == 0 && e->where == 0)
     return 0;
-  if (e->place1 == 0 || e->where == 0 || (e->where & ~held) != 0)
+  if (e->place1 == 0 || e->where == 0 || (e->where & ~held) != 0 ||
+      e->place1 - 1 >= KEPT_SLOTS_MAX ||
+      e->place1 - 1 == e->entry - KEPT_ENTRY_SLOT)
     return 1;
   if (slotmap_reserve (&ko->where, e->b, 1) == -1)
     return -1;

@@ -416,8 +416,9 @@ report_damage (const char *file, const struct kept_damage *d, uint64_t length)
             d->bad_parts);
   if (d->bad_places)
     printf ("%s: damaged: %" PRIu64 " blocks name units in place 1 that "
-            "they do not hold or have no slot for (cannot repair: what "
-            "they held is unknown)\n", file, d->bad_places);
+            "they cannot have there (units they do not hold, or no slot "
+            "of their own for them; cannot repair: what they held is "
+            "unknown)\n", file, d->bad_places);
   if (d->shared)
     printf ("%s: damaged: %" PRIu64 " blocks have a slot that another block "
             "has too (cannot repair: what they held is unknown)\n",
