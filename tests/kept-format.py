@@ -92,14 +92,16 @@ def v3_layout(block_size, base_size):
     return HEADER, -(-(HEADER + states_length) // align) * align
 
 
-def v4_layout(block_size, base_size):
-    """(states_length, marks_length, data_offset) of a version 4 file:
-    4 bytes a block in each area, after the two copies of the table."""
+def history_layout(block_size, base_size, entry):
+    """(states_length, marks_length, data_offset) of a file of version 4
+    on, its entries of entry bytes (4 in version 4, 8 in 5, 16 in 6),
+    its marks of 4, after the two copies of the table."""
     blocks = -(-base_size // block_size)
-    length = -(-blocks // (PAGE // 4)) * PAGE
+    length = -(-blocks // (PAGE // entry)) * PAGE
+    marks_length = -(-blocks // (PAGE // 4)) * PAGE
     align = max(block_size, 128 * 1024)
-    end = HEADER + 2 * PAGE + 2 * length
-    return length, length, -(-end // align) * align
+    end = HEADER + 2 * PAGE + length + marks_length
+    return length, marks_length, -(-end // align) * align
 
 
 def v5_parts(block_size):
@@ -145,7 +147,7 @@ def to_v4(path, base=None):
         read_packed(path, (5,))
     blocks = -(-base_size // block_size)
     marks_length = -(-blocks // (PAGE // 4)) * PAGE
-    states_length, _, data_offset = v4_layout(block_size, base_size)
+    states_length, _, data_offset = history_layout(block_size, base_size, 4)
     states = bytearray(states_length)
     part = v5_parts(block_size)
     body = bytearray(v5[data:])
@@ -224,36 +226,14 @@ def to_v2(path, base=None):
     os.rename(path + '.v2', path)
 
 
-def v6_layout(block_size, base_size):
-    """(states_length, marks_length, data_offset) of a version 6 file:
-    16-byte entries, 4-byte marks."""
-    blocks = -(-base_size // block_size)
-    length = -(-blocks // (PAGE // 16)) * PAGE
-    marks_length = -(-blocks // (PAGE // 4)) * PAGE
-    align = max(block_size, 128 * 1024)
-    end = HEADER + 2 * PAGE + length + marks_length
-    return length, marks_length, -(-end // align) * align
-
-
-def v5_layout(block_size, base_size):
-    """(states_length, marks_length, data_offset) of a version 5 file:
-    8-byte entries, 4-byte marks."""
-    blocks = -(-base_size // block_size)
-    length = -(-blocks // (PAGE // 8)) * PAGE
-    marks_length = -(-blocks // (PAGE // 4)) * PAGE
-    align = max(block_size, 128 * 1024)
-    end = HEADER + 2 * PAGE + length + marks_length
-    return length, marks_length, -(-end // align) * align
-
-
 def convert_entries(path, old, new):
     """A file of version old as version new, one of 5 and 6: the same
     blocks, their entries cut to 8 bytes or widened to 16."""
     was, header, (block_size, base_size, offset, length, data) = \
         read_packed(path, (old,))
     blocks = -(-base_size // block_size)
-    layout = v6_layout if new == 6 else v5_layout
-    states_length, marks_length, data_offset = layout(block_size, base_size)
+    states_length, marks_length, data_offset = history_layout(
+        block_size, base_size, 16 if new == 6 else 8)
     states = bytearray(states_length)
     size = 16 if old == 6 else 8
     for b in range(blocks):
