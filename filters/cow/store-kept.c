@@ -324,6 +324,25 @@ kept_reserve_blocks (struct store *st, uint64_t first, uint64_t n,
   return r;
 }
 
+/* Version 6: the blocks of [b, end) that are held now have no unit in
+ * place 1 any more, walking the runs of states as the map does
+ * (blkmap.c, clear_locked): only held blocks can have one.
+ */
+static void
+clear_where (struct store_kept *k, uint64_t b, uint64_t end)
+  REQUIRES (k->page_lock)
+{
+  while (b < end) {
+    unsigned state;
+    uint64_t stop = statemap_run (&k->states, b, end, &state);
+
+    for (; (state == KEPT_ALLOCATED || state == KEPT_PARTIAL) && b < stop;
+         ++b)
+      slotmap_set (&k->kept.where, b, 0);
+    b = stop;
+  }
+}
+
 /* Requires kept_reserve_blocks of the blocks (in part, of a record of
  * one block held in part or with units in place 1).  A run's blocks
  * have no unit in place 1: where a run is set, its blocks were not
@@ -333,15 +352,16 @@ static void
 kept_set_blocks (struct store *st, const struct store_blocks *r)
 {
   struct store_kept *k = kept_of (st);
-  uint64_t page, pages, b;
+  uint64_t page, pages;
 
   state_pages_of (k, r->first, r->n, &page, &pages);
   held_lock (&k->page_lock);
   if (r->state == BLK_PARTIAL)
     kept_parts_set (&k->kept, r->first, r->units);
-  if (k->kept.header.layout.places)
-    for (b = r->first; b < r->first + r->n; ++b)
-      slotmap_set (&k->kept.where, b, r->n == 1 ? r->where : 0);
+  if (k->kept.header.layout.places && r->n == 1)
+    slotmap_set (&k->kept.where, r->first, r->where);
+  else if (k->kept.header.layout.places)
+    clear_where (k, r->first, r->first + r->n);
   statemap_set (&k->states, r->first, r->n, r->state);
   statemap_set (&k->dirty_pages, page, pages, 1);
   held_unlock (&k->page_lock);
