@@ -228,10 +228,30 @@ where_cut (const struct store_kept *k, uint64_t first, uint64_t end,
   *where = kept_where_get (&k->kept, first);
   if (*where != 0)
     return 1;
-  for (b = first + 1; b < end && k->kept.header.layout.places; ++b)
+  for (b = first + 1; b < end; ++b)
     if (kept_where_get (&k->kept, b) != 0)
       return b - first;
   return end - first;
+}
+
+/* The slotmap_each_fn of has_places: a block with units in place 1. */
+static int
+found_place (uint64_t b, uint32_t where, void *opaque)
+{
+  (void) b;
+  (void) where;
+  (void) opaque;
+  return 1;
+}
+
+/* Whether a block of the file has units in place 1: looking at the
+ * leaves of the map of places that exist, not at every block.
+ */
+static bool
+has_places (const struct store_kept *k)
+{
+  return k->kept.header.layout.places &&
+         slotmap_each (&k->kept.where, found_place, NULL) != 0;
 }
 
 /* The records loaded from an existing file: runs of blocks in the
@@ -245,6 +265,7 @@ kept_loaded_blocks (struct store *st, store_found_blocks *found,
   struct store_kept *k = kept_of (st);
   uint64_t blocks = k->kept.has_header ? kept_blocks (&k->kept) : 0;
   struct store_blocks r = { .first = 0 };
+  bool places = blocks > 0 && has_places (k);
 
   for (; r.first < blocks; r.first += r.n) {
     unsigned state;
@@ -257,7 +278,7 @@ kept_loaded_blocks (struct store *st, store_found_blocks *found,
       r.n = 1;
       r.units = kept_parts_get (&k->kept, r.first);
     }
-    if (state == KEPT_PARTIAL || state == KEPT_ALLOCATED)
+    if (places && (state == KEPT_PARTIAL || state == KEPT_ALLOCATED))
       r.n = where_cut (k, r.first, r.first + r.n, &r.where);
     if (state != KEPT_NOT_ALLOCATED && found (opaque, &r) == -1)
       return -1;
