@@ -369,6 +369,22 @@ kept_where_get (const struct kept_overlay *ko, uint64_t b)
   return ko->header.layout.places ? slotmap_get (&ko->where, b) : 0;
 }
 
+/* Version 6: the end of the run of blocks of [b, end) from b on that
+ * have no unit in place 1, or b + 1 if b has some: readers take such a
+ * block on its own, its units lying in two slots.
+ */
+static inline uint64_t
+kept_places_cut (const struct kept_overlay *ko, uint64_t b, uint64_t end)
+{
+  if (!ko->header.layout.places)
+    return end;
+  if (kept_where_get (ko, b) != 0)
+    return b + 1;
+  while (++b < end && kept_where_get (ko, b) == 0)
+    ;
+  return b;
+}
+
 /* Opens and locks path (a shared lock to read, an exclusive one to
  * write: the filter writes, so a file it serves cannot be opened) and
  * reads its header if it is not empty.  A file that is not an overlay

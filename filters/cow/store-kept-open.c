@@ -216,24 +216,6 @@ kept_start (struct store *st, uint64_t size, uint64_t *overhead)
   return 0;
 }
 
-/* How many held blocks of [first, end) from first on have no unit in
- * place 1, or 1 if first has, with its units there in *where.
- */
-static uint64_t
-where_cut (const struct store_kept *k, uint64_t first, uint64_t end,
-           uint32_t *where)
-{
-  uint64_t b;
-
-  *where = kept_where_get (&k->kept, first);
-  if (*where != 0)
-    return 1;
-  for (b = first + 1; b < end; ++b)
-    if (kept_where_get (&k->kept, b) != 0)
-      return b - first;
-  return end - first;
-}
-
 /* The slotmap_each_fn of has_places: a block with units in place 1. */
 static int
 found_place (uint64_t b, uint32_t where, void *opaque)
@@ -278,8 +260,10 @@ kept_loaded_blocks (struct store *st, store_found_blocks *found,
       r.n = 1;
       r.units = kept_parts_get (&k->kept, r.first);
     }
-    if (places && (state == KEPT_PARTIAL || state == KEPT_ALLOCATED))
-      r.n = where_cut (k, r.first, r.first + r.n, &r.where);
+    if (places && (state == KEPT_PARTIAL || state == KEPT_ALLOCATED)) {
+      r.n = kept_places_cut (&k->kept, r.first, r.first + r.n) - r.first;
+      r.where = kept_where_get (&k->kept, r.first);
+    }
     if (state != KEPT_NOT_ALLOCATED && found (opaque, &r) == -1)
       return -1;
   }

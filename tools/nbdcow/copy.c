@@ -59,16 +59,7 @@ static uint64_t
 places_cut (const struct overlay_file *ov, uint64_t b, uint64_t end,
             unsigned state)
 {
-  uint64_t i;
-
-  if (!ov->kept.header.layout.places || state == KEPT_ZERO)
-    return end;
-  if (overlay_file_has_places (ov, b))
-    return b + 1;
-  for (i = b + 1; i < end; ++i)
-    if (overlay_file_has_places (ov, i))
-      return i;
-  return end;
+  return state == KEPT_ZERO ? end : kept_places_cut (&ov->kept, b, end);
 }
 
 /* Takes the next piece of blocks in the overlay or zero: sets *offset,
