@@ -117,8 +117,15 @@ expect_exit 1 'no cow-changes-separator' "$NBDCOW" backup --base=nochg.qcow2 \
 "$NBDCOW" checkpoint list "$tmp/nochg.ctl" "" | grep -qx b2 &&
   fail "a refused increment left checkpoint b2"
 start_nbdkit "$tmp/kept.sock" --filter=cow file "$tmp/base" \
+  cow-file="$tmp/kept.cow"
+nbdinfo --size "nbd+unix:///?socket=$tmp/kept.sock" >/dev/null
+stop_nbdkit "$(cat "$tmp/kept.sock.pid")" "$tmp/kept.sock.err"
+"$PYTHON" "$abs_top_srcdir/tests/kept-format.py" v5 "$tmp/kept.cow"
+rm -f "$tmp/kept.sock"
+start_nbdkit "$tmp/kept.sock" --filter=cow file "$tmp/base" \
   cow-file="$tmp/kept.cow" cow-control="$tmp/kept.ctl" cow-view-separator=@
-expect_exit 1 'kept in a file' "$NBDCOW" backup "$tmp/kept.ctl" \
+expect_exit 1 'format version 5 or older, which keeps no views' \
+  "$NBDCOW" backup "$tmp/kept.ctl" \
   "nbd+unix:///?socket=$tmp/kept.sock" bad out.qcow2
 [ ! -e out.qcow2 ] || fail "a refused backup left out.qcow2"
 

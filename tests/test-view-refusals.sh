@@ -6,9 +6,9 @@
 # not have, a second view, a changes view since a checkpoint not older
 # than its view, a name holding @ on a server without
 # cow-view-separator, a view of a server without it, a view of a
-# kept overlay, and a command naming a view where it names an export
-# are each refused, naming what is wrong.  A clone has a
-# view of its own.
+# kept overlay in a file of format version 5, and a command naming a
+# view where it names an export are each refused, naming what is
+# wrong.  A clone has a view of its own.
 . "$abs_top_srcdir/tests/functions.sh"
 
 M=$(( 1024 * 1024 ))
@@ -77,12 +77,17 @@ expect_error 'the server has no cow-view-separator' \
   "$NBDCOW" view create "$ctl" "" b1
 stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
 
-# A kept overlay has no views.
+# A kept overlay in a file of format version 5 has no views.
+rm -f "$tmp/sock"
+start_nbdkit "$tmp/sock" --filter=cow file "$tmp/base" cow-file="$tmp/ov.cow"
+nbdinfo --size "$(uri "")" >/dev/null
+stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
+"$PYTHON" "$tests/kept-format.py" v5 "$tmp/ov.cow"
 rm -f "$tmp/sock"
 start_nbdkit "$tmp/sock" --filter=cow file "$tmp/base" cow-control="$ctl" \
   cow-file="$tmp/ov.cow" cow-view-separator=@
 nbdinfo --size "$(uri "")" >/dev/null
-expect_error 'its overlay is kept in a file (cow-file), which cannot keep a view' \
+expect_error 'its cow-file is of format version 5 or older, which keeps no views' \
   "$NBDCOW" view create "$ctl" "" b1
 "$NBDCOW" checkpoint list "$ctl" "" | grep -q . &&
   fail "the refused view left a checkpoint"

@@ -147,10 +147,10 @@ blk_free (struct blk *blk)
 
   if (blk == NULL)
     return 0;
+  blk_view_end (blk);
   give_back_space (blk);
   if (blk->store)
     r = store_close (blk->store);   /* a kept one flushed first */
-  blkmap_view_end (&blk->map);
   blkmap_free (&blk->map);
   gate_destroy (&blk->gate);
   basemap_free (&blk->base_map);

@@ -187,6 +187,12 @@ blk_view_places_given (struct blk *blk)
  */
 extern void blk_view_give_back_broken (struct blk *blk);
 
+/* At the overlay's end (blk_free): ends its view, if any, giving back
+ * what it kept, to the cap and to the filesystem (blkview.c).  No
+ * request may run.
+ */
+extern void blk_view_end (struct blk *blk);
+
 /* The view's state, read with no lock (view_state is atomic). */
 static inline enum blk_view_state
 blk_view_state_of (struct blk *blk)

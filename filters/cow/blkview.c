@@ -170,12 +170,29 @@ punch_kept (uint64_t b, void *opaque)
 static void
 give_back_places (struct blk *blk) REQUIRES (blk->gate)
 {
+  int err;
+
   if (!__atomic_load_n (&blk->view_places, __ATOMIC_SEQ_CST))
     return;
-  blkmap_each_record (&blk->map, punch_kept, blk);
+  /* A kept store's records on disk must name no unit about to be
+   * punched: with no change running, a flush makes them the map's.
+   * If it fails, the places stay until the file is next opened.
+   */
+  if (blk_flush (blk, &err) == 0)
+    blkmap_each_record (&blk->map, punch_kept, blk);
   blkmap_view_free (&blk->map);
   __atomic_store_n (&blk->view_places, false, __ATOMIC_SEQ_CST);
   __atomic_add_fetch (&blk->view_places_given, 1, __ATOMIC_SEQ_CST);
+}
+
+/* Ends the view, if any, and gives back what it kept. */
+static void
+end_view (struct blk *blk) REQUIRES (blk->gate)
+{
+  blkmap_view_end (&blk->map);
+  __atomic_store_n (&blk->view_state, BLK_VIEW_NONE, __ATOMIC_RELEASE);
+  give_back_kept (blk);
+  give_back_places (blk);
 }
 
 int
@@ -188,12 +205,17 @@ blk_view_delete (struct blk *blk, const char *name)
     errno = ENOENT;
     return -1;
   }
-  blkmap_view_end (&blk->map);
-  __atomic_store_n (&blk->view_state, BLK_VIEW_NONE, __ATOMIC_RELEASE);
-  give_back_kept (blk);
-  give_back_places (blk);
+  end_view (blk);
   gate_open (&blk->gate);
   return 0;
+}
+
+void
+blk_view_end (struct blk *blk)
+{
+  gate_close (&blk->gate);
+  end_view (blk);
+  gate_open (&blk->gate);
 }
 
 bool

@@ -255,8 +255,9 @@ say_view_failure (FILE *out, int err, const char *export, const char *view,
              name);
     break;
   case EOPNOTSUPP:
-    fprintf (out, "error: export \"%s\": its overlay is kept in a file "
-             "(cow-file), which cannot keep a view\n", export);
+    fprintf (out, "error: export \"%s\": its cow-file is of format "
+             "version 5 or older, which keeps no views (a new file keeps "
+             "them)\n", export);
     break;
   case ENOENT:
     fprintf (out, "error: export \"%s\": it has no view \"%s\"\n",

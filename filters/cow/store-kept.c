@@ -109,15 +109,15 @@ data_run (const struct store_kept *k, uint64_t offset, uint64_t end,
   return stop < end ? stop : end;
 }
 
-/* No view of a kept overlay yet: a file of version 6 keeps the units
- * it finds in place 1 there (read, written and punched in their
- * places), but the store moves none there.
+/* A file of version 6 keeps a block's units in two places; a new file
+ * is made in that version.
  */
 static bool
 kept_holds_places (struct store *st)
 {
-  (void) st;
-  return false;
+  struct store_kept *k = kept_of (st);
+
+  return !k->kept.has_header || k->kept.header.layout.places;
 }
 
 static int
@@ -228,20 +228,23 @@ kept_write (struct store *st, const void *buf, uint64_t count,
 }
 
 /* Retires the slots in place of the blocks from offset to stop, which
- * were punched whole.
+ * were punched whole; but a block's place-0 slot while it has one in
+ * place 1, where its units may all lie: its entry names the block by
+ * its place-0 slot.
  */
 static void
 retire_slots (struct store_kept *k, uint64_t offset, uint64_t stop,
               unsigned place)
 {
   const struct blockgeom *g = geom_of (k);
-  uint64_t b;
+  uint64_t b, slot;
 
   if (!k->kept.header.layout.packed)
     return;
   held_lock (&k->slot_lock);
   for (b = blockgeom_block (g, offset); blockgeom_start (g, b) < stop; ++b)
-    kept_slots_retire (&k->kept.slots, b, place);
+    if (place == 1 || !kept_slots_get (&k->kept.slots, b, 1, &slot))
+      kept_slots_retire (&k->kept.slots, b, place);
   held_unlock (&k->slot_lock);
 }
 
