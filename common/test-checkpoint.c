@@ -2,7 +2,9 @@
  * Copyright (C) 2026 the nbdkit-cow authors.
  */
 
-/* Unit test of checkpoint.h: which names name a checkpoint. */
+/* Unit test of checkpoint.h: which names name a checkpoint, and new
+ * ids, never 0 and each another.
+ */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +19,22 @@ expect (const char *name, bool valid)
     fprintf (stderr, "\"%s\" taken as %s\n", name,
              valid ? "invalid" : "valid");
     exit (EXIT_FAILURE);
+  }
+}
+
+static void
+expect_new_ids (void)
+{
+  uint64_t ids[64];
+  unsigned i, j;
+
+  for (i = 0; i < 64; ++i) {
+    ids[i] = checkpoint_new_id ();
+    for (j = 0; j <= i; ++j)
+      if (ids[i] == 0 || (j < i && ids[i] == ids[j])) {
+        fprintf (stderr, "new id %u is 0 or id %u again\n", i, j);
+        exit (EXIT_FAILURE);
+      }
   }
 }
 
@@ -40,5 +58,6 @@ main (void)
   longest[CHECKPOINT_NAME_MAX] = 'x';
   longest[CHECKPOINT_NAME_MAX + 1] = '\0';
   expect (longest, false);
+  expect_new_ids ();
   return EXIT_SUCCESS;
 }

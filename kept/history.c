@@ -29,11 +29,17 @@ enum {
   OFF_COUNT = 20,
   OFF_LAST_EPOCH = 24,
   OFF_ENTRIES = 32,
-  ENTRY_SIZE = 72,              /* epoch (4), name length (1), 3 zero, name */
+  /* epoch (4), name length (1), flags (1), 2 zero, name */
+  ENTRY_SIZE = 72,
+  ENTRY_FLAGS = 5,
   ENTRY_NAME = 8,
+  FLAG_VIEW = 1,                /* struct checkpoint's view */
+  OFF_IDS = 2560,               /* the checkpoints' ids, 8 bytes each */
 };
 
-_Static_assert (OFF_ENTRIES + CHECKPOINTS_MAX * ENTRY_SIZE <= KEPT_TABLE_SIZE,
+_Static_assert (OFF_ENTRIES + CHECKPOINTS_MAX * ENTRY_SIZE <= OFF_IDS,
+                "the entries end before the ids");
+_Static_assert (OFF_IDS + CHECKPOINTS_MAX * 8 <= KEPT_TABLE_SIZE,
                 "the table fits its copy");
 _Static_assert (ENTRY_NAME + CHECKPOINT_NAME_MAX <= ENTRY_SIZE,
                 "a name fits its entry");
@@ -61,7 +67,9 @@ kept_table_encode (const struct kept_table *table, uint8_t *buf)
 
     kept_put_le (e, c->epoch, 4);
     e[4] = len;
+    e[ENTRY_FLAGS] = c->view ? FLAG_VIEW : 0;
     memcpy (e + ENTRY_NAME, c->name, len);
+    kept_put_le (buf + OFF_IDS + 8 * i, c->id, 8);
   }
   kept_put_le (buf + OFF_CRC, table_crc (buf), 4);
 }
@@ -81,6 +89,8 @@ decode_entry (const uint8_t *buf, unsigned i, struct kept_table *table)
   memcpy (c->name, e + ENTRY_NAME, len);
   c->name[len] = '\0';
   c->epoch = kept_get_le (e, 4);
+  c->view = e[ENTRY_FLAGS] & FLAG_VIEW;
+  c->id = kept_get_le (buf + OFF_IDS + 8 * i, 8);
   return checkpoint_name_valid (c->name) && c->epoch != 0 &&
          c->epoch <= table->last_epoch &&
          (i == 0 || c->epoch > table->checkpoints[i - 1].epoch);

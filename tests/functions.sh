@@ -168,6 +168,17 @@ start_nbdkit ()
   fail "nbdkit did not start: $*"
 }
 
+# serve_views NBDKIT-ARGS...: start_nbdkit on $tmp/sock serving
+# $tmp/base through the filter with views and changes views (@ and +),
+# controlled on $tmp/ctl, once a client opened the default export.
+serve_views ()
+{
+  rm -f "$tmp/sock" "$tmp/ctl"
+  start_nbdkit "$tmp/sock" --filter=cow file "$tmp/base" \
+    cow-view-separator=@ cow-changes-separator=+ cow-control="$tmp/ctl" "$@"
+  nbdinfo --size "nbd+unix:///?socket=$tmp/sock" >/dev/null
+}
+
 # stop_nbdkit PID ERRFILE: stops a server from start_nbdkit and waits
 # for it (its overlay may sit on a filesystem the test unmounts next).
 # A server still running 10 seconds after SIGTERM is killed, and fails

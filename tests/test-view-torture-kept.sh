@@ -21,11 +21,7 @@ stats=$tmp/stats.json
 uri="nbd+unix:///?socket=$tmp/sock"
 serve ()
 {
-  rm -f "$tmp/sock" "$tmp/ctl"
-  start_nbdkit "$tmp/sock" --filter=cow file "$tmp/base" cow-file="$ov" \
-    cow-max-size=1G cow-view-separator=@ cow-changes-separator=+ \
-    cow-control="$tmp/ctl" cow-stats="$stats"
-  nbdinfo --size "$uri" >/dev/null
+  serve_views cow-file="$ov" cow-max-size=1G cow-stats="$stats"
   sleep 1.2
 }
 # The space counted, less the blocks' (65536 bytes and 16 of map

@@ -169,14 +169,14 @@ extern int blk_checkpoint_since (struct blk *blk, const char *name,
 extern unsigned blk_checkpoint_list (struct blk *blk,
                                      struct checkpoint *out);
 
-/* Sets *serial to the overlay's number among those this server made
- * and *epoch to checkpoint name's: together, what names this instance
- * of the checkpoint (a checkpoint deleted and made again, or of
- * another overlay, has another).  Returns 0, or -1 with errno set
+/* Sets *id and *epoch to checkpoint name's: together, what names
+ * this instance of the checkpoint, across restarts of a kept overlay
+ * (a checkpoint deleted and made again, of another overlay, or of a
+ * file made again, has another).  Returns 0, or -1 with errno set
  * (ENOENT: no such checkpoint).
  */
 extern int blk_checkpoint_identity (struct blk *blk, const char *name,
-                                    uint64_t *serial, uint32_t *epoch);
+                                    uint64_t *id, uint32_t *epoch);
 
 /* blk_state_run for the changes view since epoch since (0: since the
  * overlay began): a block not changed since then is BLK_NOT_ALLOCATED,
@@ -197,19 +197,42 @@ extern uint64_t blk_change_run (struct blk *blk, uint64_t offset,
  * or -1 with errno: EOPNOTSUPP if the store cannot keep a view, EBUSY
  * if the overlay has one, or as blk_checkpoint_create.
  * blk_view_delete deletes it (and gives back what it kept; its
- * checkpoint stays): 0, or -1 with errno ENOENT if the overlay has no
- * view name.
+ * checkpoint stays): 0, or -1 with errno ESTALE if view name ended
+ * with the server that made it (a kept overlay's, before a restart),
+ * ENOENT if the overlay has no view name.
  */
 enum blk_view_state {
   BLK_VIEW_NONE,                /* no view */
   BLK_VIEW_LIVE,                /* it reads as the overlay did */
   BLK_VIEW_BROKEN,              /* it ran out of room: its reads fail */
+  /* A kept overlay's, which ended with the server that made it (views
+   * do not survive a restart): its checkpoint remains.
+   */
+  BLK_VIEW_ENDED,
 };
+
+/* What is said of a view in BLK_VIEW_ENDED, after its name. */
+#define BLK_VIEW_ENDED_WHY \
+  "ended with the nbdkit that made it (views do not survive a restart " \
+  "of nbdkit)"
+
+/* What the control socket and the statistics call a state. */
+static inline const char *
+blk_view_state_name (enum blk_view_state state)
+{
+  static const char *const names[] = {
+    [BLK_VIEW_NONE] = "none", [BLK_VIEW_LIVE] = "live",
+    [BLK_VIEW_BROKEN] = "broken", [BLK_VIEW_ENDED] = "ended",
+  };
+
+  return names[state];
+}
 extern int blk_view_create (struct blk *blk, const char *name);
 extern int blk_view_delete (struct blk *blk, const char *name);
 
-/* The view's state, copying its name into name (room for
- * CHECKPOINT_NAME_MAX + 1) and the bytes it alone keeps into *kept.
+/* The view's state (BLK_VIEW_ENDED only where there is no other),
+ * copying its name into name (room for CHECKPOINT_NAME_MAX + 1) and
+ * the bytes it alone keeps into *kept.
  */
 extern enum blk_view_state blk_view_get (struct blk *blk, char *name,
                                          uint64_t *kept);

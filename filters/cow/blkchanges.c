@@ -31,8 +31,8 @@ keep_checkpoints (struct blk *blk)
 }
 
 /* A checkpoint that could not be made durable is not made. */
-int
-blk_checkpoint_create (struct blk *blk, const char *name)
+static int
+make_checkpoint (struct blk *blk, const char *name, bool view)
 {
   int err;
 
@@ -40,7 +40,7 @@ blk_checkpoint_create (struct blk *blk, const char *name)
     errno = EOPNOTSUPP;
     return -1;
   }
-  if (changes_create (&blk->changes, name) == -1)
+  if (changes_create (&blk->changes, name, view) == -1)
     return -1;
   if (keep_checkpoints (blk) == 0)
     return 0;
@@ -49,6 +49,31 @@ blk_checkpoint_create (struct blk *blk, const char *name)
   store_note_checkpoints (blk->store);
   errno = err;
   return -1;
+}
+
+int
+blk_checkpoint_create (struct blk *blk, const char *name)
+{
+  return make_checkpoint (blk, name, false);
+}
+
+int
+blk_checkpoint_create_with_view (struct blk *blk, const char *name)
+{
+  return make_checkpoint (blk, name, true);
+}
+
+void
+blk_checkpoint_end_view (struct blk *blk, const char *name)
+{
+  if (changes_end_view (&blk->changes, name))
+    store_note_checkpoints (blk->store);
+}
+
+bool
+blk_checkpoint_view_of (struct blk *blk, char *name)
+{
+  return changes_view_of (&blk->changes, name);
 }
 
 int
@@ -72,9 +97,14 @@ blk_checkpoint_list (struct blk *blk, struct checkpoint *out)
 }
 
 int
-blk_checkpoint_identity (struct blk *blk, const char *name, uint64_t *serial,
+blk_checkpoint_identity (struct blk *blk, const char *name, uint64_t *id,
                          uint32_t *epoch)
 {
-  *serial = blk->serial;
-  return changes_since (&blk->changes, name, epoch);
+  struct checkpoint c;
+
+  if (changes_get (&blk->changes, name, &c) == -1)
+    return -1;
+  *id = c.id;
+  *epoch = c.epoch;
+  return 0;
 }

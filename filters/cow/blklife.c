@@ -11,7 +11,6 @@
 
 #include <inttypes.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,9 +19,6 @@
 #include "blk.h"
 #include "blkpriv.h"
 #include "lockranks.h"
-
-/* The overlays made so far, numbering them (blk->serial). */
-static _Atomic uint64_t overlays_made;
 
 /* A struct blk with no store and no size yet, its disk cut into
  * stripes stripes.
@@ -56,7 +52,6 @@ blk_alloc (uint32_t block_size, unsigned stripes, struct space *space)
     free (blk);
     return NULL;
   }
-  blk->serial = atomic_fetch_add (&overlays_made, 1) + 1;
   basemap_init (&blk->base_map, &blk->map.geom, &blk->waits);
   rangelock_init (&blk->rmw_locks, LOCK_RANK_RMW);
   held_init (&blk->start_lock, LOCK_RANK_START);

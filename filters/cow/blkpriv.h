@@ -44,11 +44,6 @@ struct blk {
   struct store *store;
   struct space *space;
 
-  /* Set once: this overlay's number among those the server made, from
-   * 1 (blk_identity).
-   */
-  uint64_t serial;
-
   /* The write locks of the stripes of the disk, one per stripe: held
    * over every write and punch of the store, and by a fast-path write
    * over its state lookup too (blk_store_write_if_held).  The kernel
@@ -186,6 +181,19 @@ blk_view_places_given (struct blk *blk)
  * at once (blkview.c).  Requires the gate not passed and no lock held.
  */
 extern void blk_view_give_back_broken (struct blk *blk);
+
+/* The checkpoints made with views (blkchanges.c, changes.h):
+ * blk_checkpoint_create_with_view makes one, as blk_checkpoint_create;
+ * blk_checkpoint_end_view notes that its view was deleted (in a kept
+ * file with the next flush); blk_checkpoint_view_of copies into name
+ * the one whose view was not deleted, if any (a live view's, or one
+ * that ended with the server that made it), and returns whether there
+ * is one.
+ */
+extern int blk_checkpoint_create_with_view (struct blk *blk,
+                                            const char *name);
+extern void blk_checkpoint_end_view (struct blk *blk, const char *name);
+extern bool blk_checkpoint_view_of (struct blk *blk, char *name);
 
 /* At the overlay's end (blk_free): ends its view, if any, giving back
  * what it kept, to the cap and to the filesystem (blkview.c).  No

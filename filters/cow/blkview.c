@@ -41,7 +41,7 @@ blk_view_create (struct blk *blk, const char *name)
     err = EBUSY;
     r = -1;
   }
-  else if ((r = blk_checkpoint_create (blk, name)) == -1)
+  else if ((r = blk_checkpoint_create_with_view (blk, name)) == -1)
     err = errno;
   else if ((r = blkmap_view_begin (&blk->map)) == -1) {
     err = errno;
@@ -195,19 +195,36 @@ end_view (struct blk *blk) REQUIRES (blk->gate)
   give_back_places (blk);
 }
 
+/* Whether name is that of a view that ended with the server that made
+ * it.  Caller passed or closed the gate.
+ */
+static bool
+ended_with_server (struct blk *blk, const char *name)
+{
+  char ended[CHECKPOINT_NAME_MAX + 1];
+
+  return blk_view_state_of (blk) == BLK_VIEW_NONE &&
+         blk_checkpoint_view_of (blk, ended) && strcmp (ended, name) == 0;
+}
+
 int
 blk_view_delete (struct blk *blk, const char *name)
 {
+  int err = 0;
+
   gate_close (&blk->gate);
-  if (blk_view_state_of (blk) == BLK_VIEW_NONE ||
-      strcmp (blk->view_name, name) != 0) {
-    gate_open (&blk->gate);
-    errno = ENOENT;
-    return -1;
+  if (ended_with_server (blk, name))
+    err = ESTALE;
+  else if (blk_view_state_of (blk) == BLK_VIEW_NONE ||
+           strcmp (blk->view_name, name) != 0)
+    err = ENOENT;
+  else {
+    end_view (blk);
+    blk_checkpoint_end_view (blk, name);
   }
-  end_view (blk);
   gate_open (&blk->gate);
-  return 0;
+  errno = err;
+  return err ? -1 : 0;
 }
 
 void
@@ -245,6 +262,8 @@ blk_view_get (struct blk *blk, char *name, uint64_t *kept)
   gate_enter (&blk->gate);
   state = blk_view_state_of (blk);
   strcpy (name, state == BLK_VIEW_NONE ? "" : blk->view_name);
+  if (state == BLK_VIEW_NONE && blk_checkpoint_view_of (blk, name))
+    state = BLK_VIEW_ENDED;
   *kept = __atomic_load_n (&blk->view_kept, __ATOMIC_RELAXED);
   gate_leave (&blk->gate);
   return state;

@@ -46,8 +46,13 @@ void
 changes_restore (struct changes *ch, const struct checkpoint *list,
                  unsigned count, uint32_t last_epoch)
 {
+  unsigned i;
+
   held_lock (&ch->lock);
   memcpy (ch->checkpoints, list, count * sizeof *list);
+  for (i = 0; i < count; ++i)
+    if (ch->checkpoints[i].id == 0)
+      ch->checkpoints[i].id = checkpoint_new_id ();
   ch->count = count;
   ch->last_epoch = last_epoch;
   __atomic_store_n (&ch->current, count ? list[count - 1].epoch : 0,
@@ -123,8 +128,18 @@ find (struct changes *ch, const char *name) REQUIRES (ch->lock)
   return -1;
 }
 
+/* No checkpoint is the view's any more.  Caller holds lock. */
+static void
+no_view (struct changes *ch) REQUIRES (ch->lock)
+{
+  unsigned i;
+
+  for (i = 0; i < ch->count; ++i)
+    ch->checkpoints[i].view = false;
+}
+
 int
-changes_create (struct changes *ch, const char *name)
+changes_create (struct changes *ch, const char *name, bool view)
 {
   struct checkpoint *c;
   int err = 0;
@@ -143,9 +158,13 @@ changes_create (struct changes *ch, const char *name)
   else if (ch->last_epoch == UINT32_MAX)
     err = EOVERFLOW;
   if (err == 0) {
+    if (view)
+      no_view (ch);
     c = &ch->checkpoints[ch->count++];
     strcpy (c->name, name);
     c->epoch = ++ch->last_epoch;
+    c->id = checkpoint_new_id ();
+    c->view = view;
     __atomic_store_n (&ch->current, c->epoch, __ATOMIC_RELEASE);
   }
   held_unlock (&ch->lock);
@@ -177,14 +196,56 @@ changes_delete (struct changes *ch, const char *name)
 int
 changes_since (struct changes *ch, const char *name, uint32_t *since)
 {
+  struct checkpoint c;
+
+  if (changes_get (ch, name, &c) == -1)
+    return -1;
+  *since = c.epoch;
+  return 0;
+}
+
+int
+changes_get (struct changes *ch, const char *name, struct checkpoint *out)
+{
   int i;
 
   held_lock (&ch->lock);
   i = find (ch, name);
   if (i >= 0)
-    *since = ch->checkpoints[i].epoch;
+    *out = ch->checkpoints[i];
   held_unlock (&ch->lock);
   return found (i);
+}
+
+bool
+changes_end_view (struct changes *ch, const char *name)
+{
+  bool was;
+  int i;
+
+  held_lock (&ch->lock);
+  i = find (ch, name);
+  was = i >= 0 && ch->checkpoints[i].view;
+  if (was)
+    ch->checkpoints[i].view = false;
+  held_unlock (&ch->lock);
+  return was;
+}
+
+bool
+changes_view_of (struct changes *ch, char *name)
+{
+  unsigned i;
+  bool any = false;
+
+  held_lock (&ch->lock);
+  for (i = 0; i < ch->count && !any; ++i)
+    if (ch->checkpoints[i].view) {
+      strcpy (name, ch->checkpoints[i].name);
+      any = true;
+    }
+  held_unlock (&ch->lock);
+  return any;
 }
 
 unsigned

@@ -68,7 +68,8 @@ extern int changes_start (struct changes *ch, uint64_t blocks);
 
 /* Restores the checkpoints a kept overlay's file holds, after
  * changes_start and before any change: list (count of them, oldest
- * first) and the newest epoch ever taken.
+ * first) and the newest epoch ever taken.  One with no id (a file that
+ * kept none) takes a new one.
  */
 extern void changes_restore (struct changes *ch, const struct checkpoint *list,
                              unsigned count, uint32_t last_epoch);
@@ -121,12 +122,24 @@ changes_any (struct changes *ch)
   return __atomic_load_n (&ch->current, __ATOMIC_ACQUIRE) != 0;
 }
 
-/* Makes checkpoint name, after every change marked so far.  Returns 0,
- * or -1 with errno set: EINVAL, not a valid name; EEXIST, it exists;
- * EMLINK, the overlay has CHECKPOINTS_MAX; EAGAIN, the overlay
- * has not started (no client has opened it); EOVERFLOW, no epoch left.
+/* Makes checkpoint name, after every change marked so far, with a new
+ * id; with view, the one made with the view (struct checkpoint), no
+ * other being so any more.  Returns 0, or -1 with errno set: EINVAL,
+ * not a valid name; EEXIST, it exists; EMLINK, the overlay has
+ * CHECKPOINTS_MAX; EAGAIN, the overlay has not started (no client has
+ * opened it); EOVERFLOW, no epoch left.
  */
-extern int changes_create (struct changes *ch, const char *name);
+extern int changes_create (struct changes *ch, const char *name, bool view);
+
+/* The view made with checkpoint name was deleted: it is no longer the
+ * view's.  Returns whether it was.
+ */
+extern bool changes_end_view (struct changes *ch, const char *name);
+
+/* Whether a checkpoint was made with a view not deleted since, copying
+ * its name into name (room for CHECKPOINT_NAME_MAX + 1).
+ */
+extern bool changes_view_of (struct changes *ch, char *name);
 
 /* Deletes checkpoint name.  Returns 0, or -1 with errno ENOENT. */
 extern int changes_delete (struct changes *ch, const char *name);
@@ -136,6 +149,12 @@ extern int changes_delete (struct changes *ch, const char *name);
  */
 extern int changes_since (struct changes *ch, const char *name,
                           uint32_t *since);
+
+/* Copies checkpoint name into *out.  Returns 0, or -1 with errno
+ * ENOENT.
+ */
+extern int changes_get (struct changes *ch, const char *name,
+                        struct checkpoint *out);
 
 /* Copies the checkpoints, oldest first, into out (room for
  * CHECKPOINTS_MAX) and returns how many; sets *last_epoch, if not

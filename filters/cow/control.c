@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -58,25 +57,6 @@ static struct stat socket_stat;         /* to remove only our own */
 static pthread_t thread;
 static bool thread_running;
 static int stop_pipe[2] = { -1, -1 };    /* control_stop to the thread */
-
-/* Set by control_start, before the thread: a random number naming this
- * server, so that a checkpoint's identity (identify) differs from
- * those of every other server and run.
- */
-static uint64_t server_identity;
-
-static void
-make_server_identity (void)
-{
-  struct timespec now;
-
-  if (getrandom (&server_identity, sizeof server_identity, GRND_NONBLOCK)
-      == sizeof server_identity)
-    return;
-  clock_gettime (CLOCK_REALTIME, &now);
-  server_identity = (uint64_t) now.tv_sec * 1000000000 + now.tv_nsec;
-  server_identity ^= (uint64_t) getpid () << 40;
-}
 
 /* Whether a server listens on the socket at path. */
 static bool
@@ -263,6 +243,10 @@ say_view_failure (FILE *out, int err, const char *export, const char *view,
     fprintf (out, "error: export \"%s\": it has no view \"%s\"\n",
              export, view);
     break;
+  case ESTALE:
+    fprintf (out, "error: export \"%s\": view \"%s\" " BLK_VIEW_ENDED_WHY
+             "; its checkpoint \"%s\" remains\n", export, view, view);
+    break;
   default:
     say_failure (out, err, export, view);
   }
@@ -278,17 +262,14 @@ write_view_export (FILE *out, const char *export, const char *view)
 /* Carries out a command on the view of export's overlay, writing its
  * answer to out: "view" answers its name, state, bytes kept, the
  * export name that reads it and the start of those that read its
- * changes, a line each (nothing if it has none);
+ * changes, a line each (nothing if it has none, the last two empty
+ * if it ended with the server that made it);
  * "view-create" the export name that reads it.
  */
 static void
 run_view (FILE *out, struct blk *blk, const char *verb, const char *export,
           const char *view)
 {
-  static const char *states[] = {
-    [BLK_VIEW_NONE] = "none", [BLK_VIEW_LIVE] = "live",
-    [BLK_VIEW_BROKEN] = "broken",
-  };
   char name[CHECKPOINT_NAME_MAX + 1];
   enum blk_view_state state;
   uint64_t kept;
@@ -297,14 +278,19 @@ run_view (FILE *out, struct blk *blk, const char *verb, const char *export,
   if (strcmp (verb, "view") == 0) {
     state = blk_view_get (blk, name, &kept);
     fputs ("ok\n", out);
-    if (state != BLK_VIEW_NONE) {
-      fprintf (out, "%s\n%s\n%" PRIu64 "\n", name, states[state], kept);
-      write_view_export (out, export, name);
-      if (params.changes_separator)
-        fprintf (out, "%s%c%s%c", export, params.view_separator, name,
-                 params.changes_separator);
-      fputc ('\n', out);
+    if (state == BLK_VIEW_NONE)
+      return;
+    fprintf (out, "%s\n%s\n%" PRIu64 "\n", name,
+             blk_view_state_name (state), kept);
+    if (state == BLK_VIEW_ENDED) {        /* no export reads it */
+      fputs ("\n\n", out);
+      return;
     }
+    write_view_export (out, export, name);
+    if (params.changes_separator)
+      fprintf (out, "%s%c%s%c", export, params.view_separator, name,
+               params.changes_separator);
+    fputc ('\n', out);
     return;
   }
   if (strcmp (verb, "view-create") == 0 && params.view_separator == '\0') {
@@ -377,15 +363,14 @@ run_on (FILE *out, struct blk *blk, const char *verb, const char *export,
     return;
   }
   if (strcmp (verb, "identify") == 0) {
-    uint64_t serial;
+    uint64_t id;
     uint32_t epoch;
 
-    if (blk_checkpoint_identity (blk, checkpoint, &serial, &epoch) == -1) {
+    if (blk_checkpoint_identity (blk, checkpoint, &id, &epoch) == -1) {
       say_failure (out, errno, export, checkpoint);
       return;
     }
-    fprintf (out, "ok\n%016" PRIx64 "-%" PRIu64 "-%" PRIu32 "\n",
-             server_identity, serial, epoch);
+    fprintf (out, "ok\n%016" PRIx64 "-%" PRIu32 "\n", id, epoch);
     return;
   }
   if (strcmp (verb, "create") == 0)
@@ -655,7 +640,6 @@ control_start (void)
 
   if (listen_fd == -1)
     return 0;
-  make_server_identity ();
   if (pipe2 (stop_pipe, O_CLOEXEC) == -1) {
     nbdkit_error ("cow-control=%s: pipe: %m", socket_path);
     return -1;

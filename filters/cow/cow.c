@@ -246,10 +246,14 @@ open_instant (struct conn *c, const char *exportname, const char *view)
   uint64_t kept;
   enum blk_view_state state = blk_view_get (o->blk, name, &kept);
 
-  if (state != BLK_VIEW_NONE && strcmp (name, view) == 0 &&
-      (c->view = strdup (view)) != NULL)
+  if ((state == BLK_VIEW_LIVE || state == BLK_VIEW_BROKEN) &&
+      strcmp (name, view) == 0 && (c->view = strdup (view)) != NULL)
     return 0;
-  if (state != BLK_VIEW_NONE && strcmp (name, view) == 0)
+  if (state == BLK_VIEW_ENDED && strcmp (name, view) == 0)
+    nbdkit_error ("cow: export \"%s\": view \"%s\" of export \"%s\" "
+                  BLK_VIEW_ENDED_WHY "; its checkpoint \"%s\" remains",
+                  exportname, view, o->exportname, view);
+  else if (state != BLK_VIEW_NONE && strcmp (name, view) == 0)
     nbdkit_error ("cow: %m");
   else if (view[0] == '\0')
     nbdkit_error ("cow: export \"%s\": names no view: its '%c' is followed "

@@ -71,10 +71,6 @@ write_fill (FILE *fp, const struct fill_progress *f)
 static void
 write_view (FILE *fp, const struct blk_stats *b)
 {
-  static const char *const states[] = {
-    [BLK_VIEW_LIVE] = "live", [BLK_VIEW_BROKEN] = "broken",
-  };
-
   if (params.view_separator == '\0')
     return;
   fprintf (fp, "      \"views_copied_bytes\": %" PRIu64 ",\n",
@@ -85,7 +81,7 @@ write_view (FILE *fp, const struct blk_stats *b)
   }
   fprintf (fp, "      \"view\": { \"name\": \"%s\", \"state\": \"%s\", "
            "\"kept_bytes\": %" PRIu64 " },\n", b->view_name,
-           states[b->view_state], b->view_kept);
+           blk_view_state_name (b->view_state), b->view_kept);
 }
 
 static void

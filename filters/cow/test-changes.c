@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <nbdkit-filter.h>
 
@@ -67,6 +68,29 @@ expect (struct changes *ch, const char *name, uint64_t b, bool want)
   }
 }
 
+/* c2 and c3 were made with a view, c3 last: c3 alone is the view's,
+ * until it is deleted.  Each checkpoint has an id of its own.
+ */
+static void
+expect_views (struct changes *ch)
+{
+  struct checkpoint c2, c3;
+  char name[CHECKPOINT_NAME_MAX + 1];
+
+  if (changes_get (ch, "c2", &c2) == -1 || changes_get (ch, "c3", &c3) == -1 ||
+      c2.view || !c3.view || c2.id == 0 || c2.id == c3.id) {
+    fprintf (stderr, "test-changes: c2, c3 made with views, kept as %d %d, "
+             "ids %" PRIx64 " %" PRIx64 "\n", c2.view, c3.view, c2.id, c3.id);
+    failed = 1;
+  }
+  if (!changes_view_of (ch, name) || strcmp (name, "c3") != 0 ||
+      changes_end_view (ch, "c2") || !changes_end_view (ch, "c3") ||
+      changes_view_of (ch, name)) {
+    fprintf (stderr, "test-changes: the view's checkpoint not c3 alone\n");
+    failed = 1;
+  }
+}
+
 int
 main (void)
 {
@@ -74,10 +98,10 @@ main (void)
   const uint64_t far = BLOCKS / 2;      /* a leaf of the marks of its own */
 
   changes_init (&ch);
-  if (changes_start (&ch, BLOCKS) == -1 || changes_create (&ch, "c1") == -1)
+  if (changes_start (&ch, BLOCKS) == -1 || changes_create (&ch, "c1", false) == -1)
     return EXIT_FAILURE;
   changes_mark (&ch, 0, 1);
-  if (changes_create (&ch, "c2") == -1)
+  if (changes_create (&ch, "c2", true) == -1)
     return EXIT_FAILURE;
   changes_mark (&ch, 1, 1);
   expect (&ch, "c1", 0, true);
@@ -98,11 +122,12 @@ main (void)
   expect (&ch, "c2", 0, true);          /* more than changed, never less */
 
   /* A checkpoint made after the loss is exact again. */
-  if (changes_create (&ch, "c3") == -1)
+  if (changes_create (&ch, "c3", true) == -1)
     return EXIT_FAILURE;
   changes_mark (&ch, 2, 1);
   expect (&ch, "c3", 2, true);
   expect (&ch, "c3", 0, false);
+  expect_views (&ch);
   changes_free (&ch);
   if (!failed)
     printf ("test-changes: ok\n");

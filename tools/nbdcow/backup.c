@@ -256,9 +256,9 @@ check_previous (struct backup *b)
     ;                           /* it said why */
   else if (strcmp (id, b->prev.identity) != 0)
     nbdcow_error ("--base=%s: holds the disk at another checkpoint \"%s\" "
-                  "than the export's (of another server or run, or deleted "
-                  "and made again since): make a full backup (without "
-                  "--base)", b->base, b->prev.name);
+                  "than the export's (of another server or overlay file, "
+                  "or deleted and made again since): make a full backup "
+                  "(without --base)", b->base, b->prev.name);
   else
     r = 0;
   if (fd >= 0)

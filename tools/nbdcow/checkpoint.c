@@ -155,8 +155,12 @@ control_read_view (const char *lines, struct control_view *v)
       !control_next_line (&lines, v->export, sizeof v->export) ||
       !control_next_line (&lines, v->changes, sizeof v->changes) ||
       *lines != '\0' || !checkpoint_name_valid (v->name) ||
-      (strcmp (v->state, "live") != 0 && strcmp (v->state, "broken") != 0) ||
-      kept[0] < '0' || kept[0] > '9' || v->export[0] == '\0')
+      kept[0] < '0' || kept[0] > '9')
+    return -1;
+  if (strcmp (v->state, "ended") == 0
+      ? v->export[0] != '\0' || v->changes[0] != '\0'
+      : (strcmp (v->state, "live") != 0 && strcmp (v->state, "broken") != 0)
+        || v->export[0] == '\0')
     return -1;
   errno = 0;
   v->kept_bytes = strtoull (kept, &end, 10);
@@ -314,10 +318,17 @@ print_view (const char *socket_path, const char *lines, const char *export,
     nbdcow_error ("%s: the answer does not show a view", socket_path);
     return EXIT_UNUSABLE;
   }
+  if (!json && !any)
+    return EXIT_OK;
   if (!json) {
-    if (any)
-      printf ("view: %s\nstate: %s\nkept_bytes: %llu\nexport: %s\n", v.name,
-              v.state, v.kept_bytes, v.export);
+    printf ("view: %s\nstate: %s\nkept_bytes: %llu\n", v.name, v.state,
+            v.kept_bytes);
+    if (v.export[0])
+      printf ("export: %s\n", v.export);
+    else
+      printf ("note: view %s ended with the nbdkit that made it (views do "
+              "not survive a restart of nbdkit); its checkpoint %s "
+              "remains\n", v.name, v.name);
     return EXIT_OK;
   }
   printf ("{\"export\": ");
@@ -328,7 +339,10 @@ print_view (const char *socket_path, const char *lines, const char *export,
     printf (", \"state\": ");
     json_write_string (stdout, v.state);
     printf (", \"kept_bytes\": %llu, \"export\": ", v.kept_bytes);
-    json_write_string (stdout, v.export);
+    if (v.export[0])
+      json_write_string (stdout, v.export);
+    else
+      printf ("null");
     printf ("}}\n");
   }
   else
