@@ -13,7 +13,9 @@
  * followed by a sequence of operations: reads (plain and cow-on-read),
  * writes, zeroes with and without trim, trims and copy-ups at any
  * offset and length, a point-in-time view made, read (checked against
- * the model as it was when the view was made) and deleted, each optionally with a fault: the n-th base read
+ * the model as it was when the view was made) and deleted (ended by
+ * a crash or reopen of a kept overlay), each optionally with a fault:
+ * the n-th base read
  * fails, the n-th overlay read or write fails, or hole punching is
  * unsupported; and flushes, crashes and clean reopens of a kept
  * overlay.  The base is an in-memory pattern with holes (see
@@ -650,17 +652,24 @@ run_op (struct overlay *o, unsigned i, struct input *in, uint8_t *buf)
   case F_REOPEN:
     fail_overlay_write_at = fail_overlay_read_at = 0;
     punch_unsupported = false;
-    if (o->files == NULL)
+    if (o->files == NULL) {
       (op == F_CRASH ? overlay_crash : overlay_reopen) (o);
+      view_live = false;        /* a view ends with the server */
+    }
     break;
   case F_VIEW_CREATE:
-    if (view_live || o->files == NULL)  /* kept: not yet */
+    /* Faults off: a kept overlay's checkpoint is flushed with it. */
+    if (view_live)
       break;
+    fail_overlay_write_at = 0;
+    punch_unsupported = false;
     r = blk_view_create (blk, "v");
     if (r == -1 && errno == EEXIST && blk_checkpoint_delete (blk, "v") == 0)
       r = blk_view_create (blk, "v");
     if (r == -1)
       abort ();                 /* no fault reaches it */
+    if (o->files == NULL)
+      model_flushed ();
     view_made ();
     break;
   case F_VIEW_READ:
@@ -673,8 +682,17 @@ run_op (struct overlay *o, unsigned i, struct input *in, uint8_t *buf)
       r = 0;                    /* a write that found no room broke it */
     break;
   case F_VIEW_DELETE:
-    if (view_live && blk_view_delete (blk, "v") == -1)
+    /* A kept overlay's is flushed before what only the view kept is
+     * punched: faults off, as for a flush.
+     */
+    if (!view_live)
+      break;
+    fail_overlay_write_at = 0;
+    punch_unsupported = false;
+    if (blk_view_delete (blk, "v") == -1)
       abort ();
+    if (o->files == NULL)
+      model_flushed ();
     view_live = false;
     break;
   case NR_FUZZ_OPS:

@@ -25,6 +25,13 @@
 # no zeroes and no checkpoints, so that no flush changes a state: each
 # flush makes data alone durable, which a power cut must not lose.
 #
+# $KEPT_CRASH_VIEWS=1: point-in-time views (cow-view-separator=@) are
+# made, read and deleted at random moments among the requests, so that
+# writes move what a view keeps to the blocks' other places and the
+# places only a view kept are given back, with crashes in between.
+# Every unit a view reads holds a value written there; a view's
+# checkpoint, which a crash may leave, is deleted after the restart.
+#
 # usage: kept-crash.py NBDKIT BASE OVERLAY SOCKET ROUNDS SEED [POWER_SHIM]
 
 import os
@@ -52,6 +59,7 @@ BLOCK_UNITS = 65536 // UNIT     # units in a block (cow-block-size=64K)
 
 control = overlay + '.ctl'
 data_only = os.environ.get('KEPT_CRASH_DATA_ONLY') == '1'
+views = os.environ.get('KEPT_CRASH_VIEWS') == '1'
 with open(base, 'rb') as f:
     base_data = f.read()
 # values[u]: what unit u has held, in write order; durable[u]: index
@@ -77,6 +85,7 @@ def start(logged=False):
                           base, 'cow-file=' + overlay,
                           'cow-control=' + control,
                           'cow-changes-separator=+'] +
+                         (['cow-view-separator=@'] if views else []) +
                          os.environ.get('KEPT_CRASH_PARAMS', '').split(),
                          stderr=open(overlay + '.err', 'a'), env=env)
     # 30 seconds, as tests/functions.sh gives: under a sanitizer runtime
@@ -198,6 +207,12 @@ def check_checkpoints():
     if not answer.startswith('ok\n'):
         fail('list of checkpoints after round %d: %r' % (r, answer))
     for name in answer.split('\n')[1:-1]:
+        if name.startswith('v'):
+            # A view's, left by the crash: a checkpoint of no instant
+            # the model knows.
+            if command('delete', '', name) is None:
+                raise ServerGone()
+            continue
         if name not in at_checkpoint:
             fail('checkpoint %s came back after round %d' % (name, r))
         reported = changed_units(name)
@@ -217,6 +232,51 @@ def make_checkpoint(name):
     old = 'r%d' % (r - 3)
     if old in at_checkpoint and command('delete', '', old) == 'ok\n':
         del at_checkpoint[old]
+
+
+view_made = None                # the live view's name
+view_deleted = None             # the view deleted since, its checkpoint kept
+view_counts = {'made': 0, 'read': 0, 'deleted': 0}
+
+
+def view_step():
+    """With views, now and then: makes a view, reads a random MiB of it
+    (each unit a value written there), or deletes it.  A power cut may
+    take any command: ServerGone."""
+    global view_made, view_deleted
+    if not views or rng.random() > 0.02:
+        return
+    if view_made is None:
+        # The checkpoint of the view deleted before goes now, not with
+        # it: its flush would make the view's deletion durable at once.
+        if view_deleted and command('delete', '', view_deleted) is None:
+            raise ServerGone()
+        view_deleted = None
+        view_made = 'v%d' % seq
+        answer = command('view-create', '', view_made)
+        if answer is None:
+            raise ServerGone()
+        if not answer.startswith('ok\n'):
+            fail('view %s not made: %r' % (view_made, answer))
+        view_counts['made'] += 1
+        return
+    if rng.random() < 0.5:
+        v = nbd.NBD()
+        v.set_export_name('@' + view_made)
+        v.connect_unix(sock)
+        first = rng.randrange(units - 256)
+        data = v.pread(256 * UNIT, first * UNIT)
+        v.shutdown()
+        for u in range(first, first + 256):
+            if data[(u - first) * UNIT:(u - first + 1) * UNIT] not in values[u]:
+                fail('unit %d of view %s reads data never written there' %
+                     (u, view_made))
+        view_counts['read'] += 1
+        return
+    if command('view-delete', '', view_made) is None:
+        raise ServerGone()
+    view_counts['deleted'] += 1
+    view_made, view_deleted = None, view_made
 
 
 def value(u, seq):
@@ -318,8 +378,10 @@ for r in range(rounds):
 
     # With POWER_SHIM the shim may cut the power itself, at a sync
     # (COW_POWER_CUT): the connection then fails.  Nothing else may.
+    view_made = view_deleted = None
     try:
         while time.time() < deadline:
+            view_step()
             while h.aio_in_flight() < IN_FLIGHT:
                 if rng.random() < 0.05:
                     snapshot = {u: completed[u] for u in range(units)}
@@ -353,7 +415,7 @@ for r in range(rounds):
                     h.aio_pwrite(values[us[0]][-1], us[0] * UNIT,
                                  completion=write_done(us, fua), flags=flags)
             h.poll(-1)
-    except nbd.Error:
+    except (nbd.Error, ServerGone):
         if power_shim is None or p.wait(timeout=10) != -signal.SIGKILL:
             raise
     # Requests are still in flight: the crash comes now.
@@ -375,5 +437,7 @@ check_checkpoints()
 h.shutdown()
 p.terminate()
 p.wait()
-print('kept-crash: %d %s, %d writes, nothing flushed lost, no change '
-      'unmarked' % (rounds, 'power losses' if power_shim else 'kills', seq))
+print('kept-crash: %d %s, %d writes%s, nothing flushed lost, no change '
+      'unmarked' % (rounds, 'power losses' if power_shim else 'kills', seq,
+                    ', views %(made)d made, %(read)d read, %(deleted)d '
+                    'deleted' % view_counts if views else ''))

@@ -4,7 +4,9 @@
 #
 # kill -9 at random moments, requests in flight and flushes now and
 # then: after every restart nothing flushed is lost and nothing never
-# written appears (tests/kept-crash.py has the model).
+# written appears (tests/kept-crash.py has the model).  Then the same
+# with point-in-time views made, read and deleted at random moments,
+# after which nbdcow check finds the file sound.
 . "$abs_top_srcdir/tests/functions.sh"
 
 # One 1 MiB chunk for each of the 8 write locks (cow-stripes=8).
@@ -13,3 +15,10 @@ default_rounds=$(rounds 30 10)
 /usr/bin/python3 "$abs_top_srcdir/tests/kept-crash.py" "$NBDKIT" \
   "$tmp/base" "$tmp/ov" "$tmp/sock" "${KEPT_CRASH_ROUNDS:-$default_rounds}" "$RANDOM" ||
   fail "see above"
+
+rm -f "$tmp"/ov*
+KEPT_CRASH_VIEWS=1 /usr/bin/python3 "$abs_top_srcdir/tests/kept-crash.py" \
+  "$NBDKIT" "$tmp/base" "$tmp/ov" "$tmp/sock" "$(rounds 15 6)" "$RANDOM" ||
+  fail "with views: see above"
+"$NBDCOW" check "$tmp/ov" >"$tmp/check" 2>&1 ||
+  fail "with views: $(cat "$tmp/check")"

@@ -10,7 +10,9 @@
 # a skipped sync of the state pages in each of four tries (the plain
 # suite's rounds), then a random one, which finds what it did not, with
 # the background fill copying the base in beside the writes; then
-# rounds whose flushes change no state, only make data durable.
+# rounds whose flushes change no state, only make data durable; then
+# rounds with point-in-time views made, read and deleted at random
+# moments, after which nbdcow check finds the file sound.
 . "$abs_top_srcdir/tests/functions.sh"
 
 shim=$abs_top_builddir/tests/.libs/power-log.so
@@ -36,3 +38,11 @@ make_base "$tmp/base" $((8 * 1024 * 1024))
 KEPT_CRASH_DATA_ONLY=1 /usr/bin/python3 "$abs_top_srcdir/tests/kept-crash.py" \
   "$NBDKIT" "$tmp/base" "$tmp/ov" "$tmp/sock" "$(rounds 8 4)" 5 "$shim" ||
   fail "data-only flushes: see above"
+
+# Views made, read and deleted among the requests.
+rm -f "$tmp"/ov*
+KEPT_CRASH_VIEWS=1 /usr/bin/python3 "$abs_top_srcdir/tests/kept-crash.py" \
+  "$NBDKIT" "$tmp/base" "$tmp/ov" "$tmp/sock" "$(rounds 15 6)" "$RANDOM" \
+  "$shim" || fail "with views: see above"
+"$NBDCOW" check "$tmp/ov" >"$tmp/check" 2>&1 ||
+  fail "with views: $(cat "$tmp/check")"
