@@ -10,7 +10,8 @@
 # statistics, the files' bytes, nbdcow view show and the filesystem
 # agree, to the byte.  At 64K blocks with whole-block writes, and at 1M
 # blocks with unaligned ones, which a write that failed for want of
-# room must not leave written in part in a place nothing holds.
+# room must not leave written in part in a place nothing holds; over a
+# throw-away overlay and one kept in a file there.
 . "$abs_top_srcdir/tests/functions.sh"
 
 M=$(( 1024 * 1024 ))
@@ -22,19 +23,25 @@ uri="nbd+unix:///?socket=$tmp/sock"
 # some of its own before nbdkit writes any).
 used () { echo $(( $(stat -f -c '(%b - %f) * %S' "$tmp/small") )); }
 
-# full BLOCK-SIZE FS-MB FIRST-MB TOTAL-MB UNALIGNED: FIRST-MB written,
-# a view made, each of 4 connections overwrites a quarter of them, then
-# new blocks up to TOTAL-MB.
+# full BLOCK-SIZE FS-MB FIRST-MB TOTAL-MB UNALIGNED [kept]: FIRST-MB
+# written, a view made, each of 4 connections overwrites a quarter of
+# them, then new blocks up to TOTAL-MB; with kept, the overlay kept in
+# a file on the small filesystem.
 full ()
 {
-  local bs=$1 fs_mb=$2 first=$3 total=$4 unaligned=$5 before show fs files
+  local bs=$1 fs_mb=$2 first=$3 total=$4 unaligned=$5 kept=${6:-}
+  local before show fs files store=() files_of=.server.throwaway_bytes_on_disk
   mount -t tmpfs -o size=${fs_mb}m tmpfs "$tmp/small" 2>/dev/null ||
     skip "cannot mount a small tmpfs here"
   on_exit "umount '$tmp/small' 2>/dev/null"
   rm -f "$tmp/sock" "$stats"
+  if [ -n "$kept" ]; then
+    store=(cow-file="$tmp/small/ov.cow")
+    files_of=.exports[0].overlay_bytes_on_disk
+  fi
   TMPDIR=$tmp/small start_nbdkit "$tmp/sock" --filter=cow file "$tmp/base" \
     cow-block-size="$bs" cow-view-separator=@ cow-control="$ctl" \
-    cow-stats="$stats"
+    cow-stats="$stats" "${store[@]}"
   before=$(used)
   "$PYTHON" - "$uri" "$M" "$first" "$total" "$unaligned" "$NBDCOW" "$ctl" \
     <<'PYEOF' || fail "cow-block-size=$bs: see above"
@@ -91,7 +98,7 @@ PYEOF
   nbdinfo --size "$uri" >/dev/null
   sleep 0.5
   fs=$(( $(used) - before ))
-  files=$(jq .server.throwaway_bytes_on_disk "$stats")
+  files=$(jq "$files_of" "$stats")
   counted=$(jq .server.space.used "$stats")
   echo "cow-block-size=$bs: filesystem $fs, files $files, counted $counted bytes"
   [ "$files" -le "$counted" ] ||
@@ -105,3 +112,5 @@ PYEOF
 
 full 64K 12 8 10 0
 full 1M 24 14 22 1
+full 64K 12 8 10 0 kept
+full 1M 24 14 22 1 kept

@@ -7,7 +7,8 @@
 # connections write, zero and trim.  Once the views are deleted the
 # space counted against cow-max-size is the blocks' and the file's
 # metadata alone, as are the file's bytes on the filesystem.  Then
-# kill -9 with a view alive over flushed writes, and after a view was
+# kill -9 with a view alive over flushed writes (nbdcow info then
+# counts what only the view kept, to give back), and after a view was
 # deleted over writes not flushed: started again, the export reads as
 # flushed (or, per 4K, as written since), the file's bytes are the
 # blocks' alone (what only the view kept given back) and nbdcow check
@@ -70,6 +71,10 @@ write_random 1 True
 nbdcopy "$uri" "$tmp/flushed"
 kill -9 "$(cat "$tmp/sock.pid")"
 sleep 0.2
+# give_back: nbdcow info's bytes to give back.
+give_back () { "$NBDCOW" info --json "$ov" | jq .bytes_to_give_back; }
+[ "$(give_back)" -gt 0 ] ||
+  fail "nbdcow info counts nothing only the view kept after kill -9"
 serve
 cmp "$tmp/flushed" <(nbdcopy "$uri" -) ||
   fail "after kill -9 the export does not read as flushed"
@@ -105,5 +110,7 @@ stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
 "$NBDCOW" check "$ov" >"$tmp/check" 2>&1 || fail "check: $(cat "$tmp/check")"
 grep -q outside "$tmp/check" &&
   fail "a clean stop left what the view kept: $(cat "$tmp/check")"
+[ "$(give_back)" -eq 0 ] ||
+  fail "nbdcow info counts bytes to give back after a clean stop"
 echo "views of a kept overlay read as at their instants; kill -9 with a" \
   "view alive left the export as flushed and the file its blocks alone"

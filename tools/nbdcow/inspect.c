@@ -129,10 +129,18 @@ in_overlay (const struct overlay_counts *c)
   return c->blocks[KEPT_ALLOCATED] + c->blocks[KEPT_PARTIAL];
 }
 
+/* The file's bytes on disk, and of them those outside the overlay's
+ * blocks (kept_leaked_bytes), which nbdkit gives back when it next
+ * opens the file.
+ */
+struct file_bytes {
+  uint64_t on_disk, to_give_back;
+};
+
 static void
 print_info_json (const struct overlay_file *ov, const struct overlay_counts *c,
                  const struct overlay_history *hist, const uint64_t *changed,
-                 uint64_t on_disk)
+                 const struct file_bytes *fb)
 {
   const struct kept_header *h = &ov->kept.header;
   bool v1 = h->version == 1;
@@ -152,7 +160,8 @@ print_info_json (const struct overlay_file *ov, const struct overlay_counts *c,
           c->blocks[KEPT_PARTIAL]);
   printf ("  \"data_bytes\": %" PRIu64 ",\n", c->bytes[KEPT_ALLOCATED]);
   printf ("  \"zero_bytes\": %" PRIu64 ",\n", c->bytes[KEPT_ZERO]);
-  printf ("  \"bytes_on_disk\": %" PRIu64 ",\n", on_disk);
+  printf ("  \"bytes_on_disk\": %" PRIu64 ",\n", fb->on_disk);
+  printf ("  \"bytes_to_give_back\": %" PRIu64 ",\n", fb->to_give_back);
   printf ("  \"complete\": %s,\n", is_complete (c) ? "true" : "false");
   printf ("  \"plugin_facts_kept\": %s,\n",
           h->facts.known ? "true" : "false");
@@ -170,7 +179,7 @@ print_info_json (const struct overlay_file *ov, const struct overlay_counts *c,
 static void
 print_info_text (const struct overlay_file *ov, const struct overlay_counts *c,
                  const struct overlay_history *hist, const uint64_t *changed,
-                 uint64_t on_disk)
+                 const struct file_bytes *fb)
 {
   const struct kept_header *h = &ov->kept.header;
 
@@ -187,7 +196,12 @@ print_info_text (const struct overlay_file *ov, const struct overlay_counts *c,
           c->blocks[KEPT_ZERO], c->blocks[KEPT_NOT_ALLOCATED]);
   printf ("data: %" PRIu64 " bytes in the overlay, %" PRIu64 " bytes zero\n",
           c->bytes[KEPT_ALLOCATED], c->bytes[KEPT_ZERO]);
-  printf ("bytes on disk: %" PRIu64 "\n", on_disk);
+  printf ("bytes on disk: %" PRIu64 "\n", fb->on_disk);
+  if (fb->to_give_back)
+    printf ("bytes to give back: %" PRIu64 " (outside the overlay's "
+            "blocks: writes a crash cut off, or bytes only a view kept; "
+            "nbdkit gives them back when it next opens the file)\n",
+            fb->to_give_back);
   if (is_complete (c) && h->facts.known)
     printf ("complete: yes (the overlay holds the whole disk: it exports "
             "and serves without its base, the plugin's facts kept)\n");
@@ -215,6 +229,7 @@ cmd_info (int argc, char **argv)
   struct overlay_history hist;
   uint64_t changed[CHECKPOINTS_MAX];
   struct overlay_counts c;
+  struct file_bytes fb;
   bool json;
   int r;
 
@@ -229,15 +244,18 @@ cmd_info (int argc, char **argv)
     overlay_file_close (&ov);
     return r;
   }
-  overlay_file_count (&ov, &c);
-  count_changed (&ov, &hist, changed);
-  if (json)
-    print_info_json (&ov, &c, &hist, changed, disk_bytes (ov.kept.fd));
-  else
-    print_info_text (&ov, &c, &hist, changed, disk_bytes (ov.kept.fd));
+  fb.on_disk = disk_bytes (ov.kept.fd);
+  if (kept_leaked_bytes (&ov.kept, &ov.states, &fb.to_give_back) == -1)
+    r = report_kept (&ov.kept);
+  else {
+    overlay_file_count (&ov, &c);
+    count_changed (&ov, &hist, changed);
+    (json ? print_info_json : print_info_text) (&ov, &c, &hist, changed,
+                                                &fb);
+  }
   overlay_history_free (&hist);
   overlay_file_close (&ov);
-  return EXIT_OK;
+  return r;
 }
 
 /*----------------------------------------------------------------------
