@@ -6,7 +6,7 @@
 #
 # usage: bench.py --filter SO --distro-filter SO --nbdcow PROGRAM
 #                 --out DIR [--quick]
-#                 [--targets-only | --tools-only | --no-tables]
+#                 [--targets-only | --tools-only | --no-tables | --only CELL]
 #
 # Every measurement starts fresh servers (so every overlay starts
 # empty) and the peers of one measurement run one after another,
@@ -132,7 +132,13 @@ BK_ALONE, BK_READER, BK_VIEW, BK_QEMU = (
     "ours, no view, no reader", "ours, no view, nbdcopy reading the export",
     "ours, nbdcopy reading a point-in-time view",
     "qemu fleecing (copy-before-write), nbdcopy reading snapshot-access")
-BACKUP_PEERS = [BK_ALONE, BK_READER, BK_VIEW, BK_QEMU]
+BK_KEPT_READER, BK_KEPT_VIEW = (
+    "ours kept (cow-file), no view, nbdcopy reading the export",
+    "ours kept (cow-file), nbdcopy reading a point-in-time view")
+BACKUP_PEERS = [BK_ALONE, BK_READER, BK_VIEW, BK_KEPT_READER, BK_KEPT_VIEW,
+                BK_QEMU]
+BACKUP_KEPT = (BK_KEPT_READER, BK_KEPT_VIEW)    # the overlay in a file
+BACKUP_VIEWS = (BK_VIEW, BK_KEPT_VIEW)
 BACKUP_JOBS = 4
 SYNCED_WRITES = [  # name, fio rw, bs
     ("4K sequential write + flush", "write", "4k"),
@@ -1016,12 +1022,15 @@ class Backups(RotatedCell):
     nbdcopy reads, again and again, a point-in-time view of it; against
     the same writes alone and beside nbdcopy reading the export itself,
     and against QEMU's fleecing of the same disk (qemu-storage-daemon:
-    copy-before-write into a qcow2 scratch, snapshot-access over it).
-    Also what keeping the view costs: the bytes written to keep it (ours:
-    those it made the overlay copy; QEMU's: its scratch file) against
-    the bytes overwritten that the overlay held at its instant (ours:
-    those only the view keeps), and the time to make a view of a 1 TiB
-    disk with 1 GiB in its overlay, asked of the control socket."""
+    copy-before-write into a qcow2 scratch, snapshot-access over it);
+    the overlay throw-away, and kept in a file (cow-file), with and
+    without a view.  Also what keeping the view costs: the bytes written
+    to keep it (ours: those it made the overlay copy, with either
+    store; QEMU's: its scratch file) against the bytes
+    overwritten that the overlay held at its instant (ours: those only
+    the view keeps), and the time to make a view of a 1 TiB disk with 1
+    GiB in its overlay, throw-away and kept, asked of the control
+    socket."""
 
     def __init__(self, bench):
         super().__init__(bench, 3, 5, [("4K random write", "4k")])
@@ -1042,12 +1051,16 @@ class Backups(RotatedCell):
             sys.exit("control %s: %s" % (fields, answer))
         return answer.decode()[3:]
 
-    def ours(self, size):
+    def ours(self, size, kept):
+        """Ours over nbdkit null of size, its overlay kept in a new file
+        if kept."""
         b = self.b
         ctl = os.path.join(b.work, "cow.ctl")
-        b.nbdkit("srv", [b.args.filter], ["null", size],
-                 ["cow-control=" + ctl, "cow-view-separator=@",
-                  "cow-stats=" + os.path.join(b.tmp, "stats.json")])
+        params = ["cow-control=" + ctl, "cow-view-separator=@",
+                  "cow-stats=" + os.path.join(b.tmp, "stats.json")]
+        if kept:
+            params.append("cow-file=" + os.path.join(b.tmp, "kept.cow"))
+        b.nbdkit("srv", [b.args.filter], ["null", size], params)
         return "nbd+unix:///?socket=" + b.sock("srv")
 
     def fill(self, uri):
@@ -1087,10 +1100,10 @@ class Backups(RotatedCell):
         if peer == BK_QEMU:
             uri, read_uri, _, scratch = self.qemu()
         else:
-            uri = self.ours(DISK)
+            uri = self.ours(DISK, peer in BACKUP_KEPT)
             self.fill(uri)
-            read_uri = uri if peer == BK_READER else None
-            if peer == BK_VIEW:
+            read_uri = uri if peer in (BK_READER, BK_KEPT_READER) else None
+            if peer in BACKUP_VIEWS:
                 read_uri = "nbd+unix:///" + self.control(
                     "view-create", "", "b").strip() + "?socket=" + \
                     b.sock("srv")
@@ -1106,13 +1119,13 @@ class Backups(RotatedCell):
             if reader:
                 os.killpg(reader.pid, signal.SIGTERM)
                 reader.wait()
-        if peer == BK_VIEW:
+        if peer in BACKUP_VIEWS:
             time.sleep(1.2)         # the statistics, rewritten each second
             with open(os.path.join(b.tmp, "stats.json")) as f:
                 export = json.load(f)["exports"][0]
-            row.setdefault("kept_bytes", []).append(
+            row.setdefault("kept_bytes", {}).setdefault(peer, []).append(
                 export["view"]["kept_bytes"])
-            row.setdefault("copied_bytes", []).append(
+            row.setdefault("copied_bytes", {}).setdefault(peer, []).append(
                 export["views_copied_bytes"])
         if peer == BK_QEMU:
             row.setdefault("scratch_bytes", []).append(
@@ -1121,13 +1134,16 @@ class Backups(RotatedCell):
             r["requests"] * 4096)
         return r
 
-    def make_time_ms(self):
+    def make_time_ms(self, kept):
         """The medians of making a view of a 1 TiB disk with 1 GiB in its
-        overlay, and of deleting it, in ms, over 9 of each."""
+        overlay (kept in a file if kept), and of deleting it, in ms, over
+        9 of each."""
         b = self.b
-        uri = self.ours("1T")
-        b.run(["nbdcopy", "--", "[", "nbdkit", "pattern", DISK, "]",
-               uri])
+        uri = self.ours("1T", kept)
+        # Flushed, as a guest's disk is now and then: the view's
+        # checkpoint flushes a kept file, which then has little to sync.
+        b.run(["nbdcopy", "--flush", "--", "[", "nbdkit", "pattern", DISK,
+               "]", uri])
         made, deleted = [], []
         for i in range(1 if b.args.quick else 9):
             t = time.monotonic()
@@ -1145,9 +1161,12 @@ class Backups(RotatedCell):
         row["iops"] = rotated_iops(
             self.b, BACKUP_PEERS, self.rounds, "backups | " + row["workload"],
             lambda peer: self.measure(peer, row))
-        row["make_ms"], row["delete_ms"] = self.make_time_ms()
-        progress("backups | a view of 1 TiB with 1 GiB held: made in %.2f "
-                 "ms, deleted in %.2f ms" % (row["make_ms"], row["delete_ms"]))
+        for kept, key in [(False, ""), (True, "kept_")]:
+            made, deleted = self.make_time_ms(kept)
+            row[key + "make_ms"], row[key + "delete_ms"] = made, deleted
+            progress("backups | a view of 1 TiB with 1 GiB held%s: made in "
+                     "%.2f ms, deleted in %.2f ms" %
+                     (" in a kept file" if kept else "", made, deleted))
         results.append(row)
 
 
@@ -1305,6 +1324,12 @@ def command_output(argv):
         return ""
 
 
+# The cells --only runs alone, by their keys in results.json.
+CELLS = {"shared_handles": SharedHandles, "tools": Tools,
+         "changes": ChangesView, "fill": Fill, "first_writes": FirstWrites,
+         "synced_writes": SyncedWrites, "backups": Backups}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--filter", required=True)
@@ -1317,6 +1342,7 @@ def main():
     ap.add_argument("--targets-only", action="store_true")
     ap.add_argument("--tools-only", action="store_true")
     ap.add_argument("--no-tables", action="store_true")
+    ap.add_argument("--only", choices=sorted(CELLS))
     args = ap.parse_args()
     os.makedirs(os.path.join(args.work, "tmp"), exist_ok=True)
     os.makedirs(args.out, exist_ok=True)
@@ -1329,17 +1355,19 @@ def main():
                "synced_writes": [], "backups": []}
     started = time.time()
     try:
-        if not (args.targets_only or args.tools_only):
+        if args.only:
+            CELLS[args.only](b).run(results[args.only])
+        elif not (args.targets_only or args.tools_only):
             if not args.no_tables:
                 b.fio_matrix(results["fio"])
             b.pipeline(results["pipeline"])
             b.zeroes(results["zeroes"])
             SharedHandles(b).run(results["shared_handles"])
-        if not args.targets_only:
+        if not args.targets_only and not args.only:
             Tools(b).run(results["tools"])
             ChangesView(b).run(results["changes"])
             Fill(b).run(results["fill"])
-        if not args.tools_only:
+        if not args.tools_only and not args.only:
             FirstWrites(b).run(results["first_writes"])
             SyncedWrites(b).run(results["synced_writes"])
             Backups(b).run(results["backups"])
