@@ -11,7 +11,9 @@
 # agree, to the byte.  At 64K blocks with whole-block writes, and at 1M
 # blocks with unaligned ones, which a write that failed for want of
 # room must not leave written in part in a place nothing holds; over a
-# throw-away overlay and one kept in a file there.
+# throw-away overlay and one kept in a file there.  Then a kept file's
+# filesystem filled by another file while a state page it never wrote
+# is dirty.
 . "$abs_top_srcdir/tests/functions.sh"
 
 M=$(( 1024 * 1024 ))
@@ -26,7 +28,8 @@ used () { echo $(( $(stat -f -c '(%b - %f) * %S' "$tmp/small") )); }
 # full BLOCK-SIZE FS-MB FIRST-MB TOTAL-MB UNALIGNED [kept]: FIRST-MB
 # written, a view made, each of 4 connections overwrites a quarter of
 # them, then new blocks up to TOTAL-MB; with kept, the overlay kept in
-# a file on the small filesystem.
+# a file on the small filesystem, the new blocks at the disk's end (so
+# that their states lie in a page of the file not written before).
 full ()
 {
   local bs=$1 fs_mb=$2 first=$3 total=$4 unaligned=$5 kept=${6:-}
@@ -44,12 +47,12 @@ full ()
     cow-stats="$stats" "${store[@]}"
   before=$(used)
   "$PYTHON" - "$uri" "$M" "$first" "$total" "$unaligned" "$NBDCOW" "$ctl" \
-    <<'PYEOF' || fail "cow-block-size=$bs: see above"
+    "${kept:+at-end}" <<'PYEOF' || fail "cow-block-size=$bs: see above"
 import random, subprocess, sys, threading
 import nbd
-uri, M, first, total, unaligned, nbdcow, ctl = sys.argv[1:8]
+uri, M, first, total, unaligned, nbdcow, ctl, at_end = sys.argv[1:9]
 M, first, total, unaligned = int(M), int(first), int(total), unaligned == '1'
-model = bytearray(total * M)
+model = bytearray(32 * M)
 failed = []
 
 def write(h, offset, data):
@@ -82,11 +85,12 @@ for t in threads:
     t.start()
 for t in threads:
     t.join()
+skip = 32 - total if at_end else 0
 for mb in range(first, total):
-    write(handles[mb % 4], mb * M, r.randbytes(M))
+    write(handles[mb % 4], (mb + skip) * M, r.randbytes(M))
 if failed:
     sys.exit('%d writes failed, the first %s' % (len(failed), failed[0]))
-if handles[0].pread(total * M, 0) != model:
+if handles[0].pread(32 * M, 0) != model:
     sys.exit('the disk does not read as written')
 PYEOF
   show=$("$NBDCOW" view show "$ctl" "")
@@ -114,3 +118,32 @@ full 64K 12 8 10 0
 full 1M 24 14 22 1
 full 64K 12 8 10 0 kept
 full 1M 24 14 22 1 kept
+
+# A kept file whose filesystem fills while a view lives, with a state
+# page never written before dirty: the write that broke the view goes
+# on, and the flush before the view's places go back finds its room
+# (the view made allocated the metadata), so they do go back.
+mount -t tmpfs -o size=8m tmpfs "$tmp/small" 2>/dev/null ||
+  skip "cannot mount a small tmpfs here"
+rm -f "$tmp/sock"
+start_nbdkit "$tmp/sock" --filter=cow file "$tmp/base" cow-view-separator=@ \
+  cow-control="$ctl" cow-file="$tmp/small/ov.cow"
+nbdsh -u "$uri" -c "h.pwrite(b'a' * (2 * $M), 0); h.flush()"
+"$NBDCOW" view create "$ctl" "" b2 >/dev/null
+nbdsh -u "$uri" -c "h.pwrite(b'b' * $M, 0); h.pwrite(b'c' * 65536, 31 * $M)"
+dd if=/dev/zero of="$tmp/small/filler" bs=64K 2>/dev/null || true
+nbdsh -u "$uri" -c "
+h.pwrite(b'd' * $M, $M)
+assert h.pread(2 * $M, 0) == b'b' * $M + b'd' * $M
+assert h.pread(65536, 31 * $M) == b'c' * 65536
+" || fail "a client's write failed on a full filesystem under a kept view"
+"$NBDCOW" view show "$ctl" "" | grep -qx 'state: broken' ||
+  fail "the view did not break: $("$NBDCOW" view show "$ctl" "")"
+# The file holds the blocks (2M and 64K) and its metadata (header and
+# table 16K, states 8K, marks 4K), with 256K for the filesystem's own.
+held=$(( $(stat -c %b "$tmp/small/ov.cow") * 512 ))
+[ "$held" -le $(( 2 * M + 65536 + 28672 + 262144 )) ] ||
+  fail "the broken view's places not given back: the file holds $held bytes"
+stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
+umount "$tmp/small"
+

@@ -36,6 +36,10 @@ blk_view_create (struct blk *blk, const char *name)
     errno = EAGAIN;
     return -1;
   }
+  if (store_begin_places (blk->store, &err) == -1) {
+    errno = err;
+    return -1;
+  }
   gate_close (&blk->gate);
   if (blk_view_state_of (blk) != BLK_VIEW_NONE) {
     err = EBUSY;

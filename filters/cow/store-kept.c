@@ -120,6 +120,24 @@ kept_holds_places (struct store *st)
   return !k->kept.has_header || k->kept.header.layout.places;
 }
 
+/* The table, the states and the marks allocated on the filesystem.  A
+ * filesystem that cannot allocate ahead (EOPNOTSUPP) allocates them as
+ * a flush writes them, as before any view.
+ */
+static int
+kept_begin_places (struct store *st, int *err)
+{
+  struct store_kept *k = kept_of (st);
+  const struct kept_layout *l = &k->kept.header.layout;
+  uint64_t end = l->marks_offset + l->marks_length;
+
+  if (fallocate (k->kept.fd, 0, l->table_offset, end - l->table_offset) == 0
+      || errno == EOPNOTSUPP)
+    return 0;
+  *err = errno;
+  return -1;
+}
+
 static int
 kept_read (struct store *st, void *buf, uint64_t count, uint64_t offset,
            unsigned place, int *err)
@@ -753,6 +771,7 @@ const struct store_ops kept_store_ops = {
   .facts = kept_facts,
   .keep_facts = kept_keep_facts,
   .holds_places = kept_holds_places,
+  .begin_places = kept_begin_places,
   .read = kept_read,
   .write = kept_write,
   .punch = kept_punch,

@@ -82,6 +82,14 @@ struct store_ops {
    */
   bool (*holds_places) (struct store *st);
 
+  /* As a point-in-time view is made, before it keeps anything: a kept
+   * file's metadata is allocated whole on the filesystem, so that no
+   * flush while views keep places (the one before they are given back
+   * included) needs room the filesystem may then lack.  Returns 0, or
+   * -1 with *err set (ENOSPC).  NULL: nothing to do.
+   */
+  int (*begin_places) (struct store *st, int *err);
+
   /* pread of disk bytes [offset, offset+count) of allocated blocks
    * from place, taking no lock.  Returns 0, or -1 with *err set.
    */
@@ -244,6 +252,12 @@ static inline bool
 store_holds_places (struct store *st)
 {
   return st->ops->holds_places == NULL || st->ops->holds_places (st);
+}
+
+static inline int
+store_begin_places (struct store *st, int *err)
+{
+  return st->ops->begin_places ? st->ops->begin_places (st, err) : 0;
 }
 
 static inline int
