@@ -4,7 +4,8 @@
 #
 # A kept overlay's view ends with the server, its checkpoint does not:
 # after kill -9, and after a clean stop, nbdcow view show gives the view
-# as ended, naming it, with a note that views do not survive a restart;
+# as ended, naming it, with a note that views do not survive a restart
+# (and the statistics as ended);
 # view delete and a client reading EXPORT@NAME are refused saying the
 # same; the checkpoint is listed and its changes view reads.  A new
 # view is live and takes the ended one's place; deleted, none is shown.
@@ -13,7 +14,7 @@
 make_base "$tmp/base" $(( 4 * 1024 * 1024 ))
 ctl=$tmp/ctl
 uri="nbd+unix:///?socket=$tmp/sock"
-serve () { serve_views cow-file="$tmp/ov.cow"; }
+serve () { serve_views cow-file="$tmp/ov.cow" cow-stats="$tmp/stats.json"; }
 ended_with_server='ended with the nbdkit that made it \(views do not survive a restart of nbdkit\)'
 
 # ended NAME: after a restart, view NAME is shown and refused as ended.
@@ -34,6 +35,12 @@ ended ()
     fail "a client read view $1 after a restart"
   grep -qE "export \"@$1\": view \"$1\" of export \"\" $ended_with_server" \
     "$tmp/sock.err" || fail "nbdkit's log does not say why @$1 is refused"
+  sleep 1.2                     # the statistics, written each second
+  jq -e --arg n "$1" '.exports[0].view == {name: $n, state: "ended",
+                                            kept_bytes: 0}' \
+    "$tmp/stats.json" >/dev/null ||
+    fail "view $1 in the statistics: $(jq -c '.exports[0].view' \
+                                          "$tmp/stats.json")"
   "$NBDCOW" checkpoint list "$ctl" "" | grep -qx "$1" ||
     fail "checkpoint $1 is gone after the restart"
   nbdinfo --size "nbd+unix:///+$1?socket=$tmp/sock" >/dev/null ||
