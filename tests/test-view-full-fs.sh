@@ -13,7 +13,8 @@
 # room must not leave written in part in a place nothing holds; over a
 # throw-away overlay and one kept in a file there.  Then a kept file's
 # filesystem filled by another file while a state page it never wrote
-# is dirty.
+# is dirty; and the room a view takes for a kept file's metadata given
+# back.
 . "$abs_top_srcdir/tests/functions.sh"
 
 M=$(( 1024 * 1024 ))
@@ -144,6 +145,31 @@ assert h.pread(65536, 31 * $M) == b'c' * 65536
 held=$(( $(stat -c %b "$tmp/small/ov.cow") * 512 ))
 [ "$held" -le $(( 2 * M + 65536 + 28672 + 262144 )) ] ||
   fail "the broken view's places not given back: the file holds $held bytes"
+stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
+umount "$tmp/small"
+
+# A view of a large disk's kept file takes the room of its metadata
+# (12.5M for 40G) on a 16M filesystem: deleted, it gives it back; live
+# and keeping nothing, a write that finds no room breaks it and goes on.
+mount -t tmpfs -o size=16m tmpfs "$tmp/small" 2>/dev/null ||
+  skip "cannot mount a small tmpfs here"
+rm -f "$tmp/sock"
+start_nbdkit "$tmp/sock" --filter=cow null size=40G cow-view-separator=@ \
+  cow-control="$ctl" cow-file="$tmp/small/big.cow"
+nbdsh -u "$uri" -c "h.pwrite(b'a' * (2 * $M), 0); h.flush()"
+before=$(used)
+"$NBDCOW" view create "$ctl" "" b4 >/dev/null
+"$NBDCOW" view delete "$ctl" "" b4
+[ "$(used)" -le $(( before + 65536 )) ] ||
+  fail "a deleted view left $(( $(used) - before )) bytes of the filesystem"
+"$NBDCOW" view create "$ctl" "" b5 >/dev/null
+nbdsh -u "$uri" -c "
+for i in range(160):
+    h.pwrite(b'b' * 65536, $M * 1024 + i * 65536)
+h.flush()
+" || fail "a client's write failed for the room a view of a kept file took"
+"$NBDCOW" view show "$ctl" "" | grep -qx 'state: broken' ||
+  fail "the view keeping nothing did not break: $("$NBDCOW" view show "$ctl" "")"
 stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
 umount "$tmp/small"
 

@@ -63,10 +63,17 @@ stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
 serve
 ended v2
 
-"$NBDCOW" view create "$ctl" "" v3 >/dev/null
-"$NBDCOW" view delete "$ctl" "" v3
-stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
-serve
-[ -z "$("$NBDCOW" view show "$ctl" "")" ] ||
-  fail "a view deleted before a restart shown: $("$NBDCOW" view show "$ctl" "")"
+# A view deleted, then a clean stop, and then kill -9 with no flush
+# after the deletion: neither shows again.
+crash () { kill -9 "$1"; }
+for stop in stop_nbdkit crash; do
+  "$NBDCOW" view create "$ctl" "" v3 >/dev/null
+  "$NBDCOW" view delete "$ctl" "" v3
+  $stop "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
+  sleep 0.2
+  serve
+  [ -z "$("$NBDCOW" view show "$ctl" "")" ] ||
+    fail "a view deleted before $stop shown: $("$NBDCOW" view show "$ctl" "")"
+  "$NBDCOW" checkpoint delete "$ctl" "" v3
+done
 echo "a kept overlay's view ends with the server, saying so; its checkpoint stays"

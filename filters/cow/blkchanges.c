@@ -67,7 +67,7 @@ void
 blk_checkpoint_end_view (struct blk *blk, const char *name)
 {
   if (changes_end_view (&blk->changes, name))
-    store_note_checkpoints (blk->store);
+    keep_checkpoints (blk);     /* failed, the next flush writes it */
 }
 
 bool

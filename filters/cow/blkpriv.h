@@ -109,10 +109,13 @@ struct blk {
    * view_places, whether the view's records keep units in places the
    * overlay no longer uses, from its making until they are punched
    * (when it is deleted, or after it broke); view_places_given, how
-   * many times they were.
+   * many times they were; view_room, whether the store took room on
+   * the filesystem for the view (store_begin_places), given back with
+   * the places.
    */
   bool view_places;
   uint64_t view_places_given;
+  bool view_room;
 
   /* Atomic.  sized: set once, under start_lock, and read without it,
    * so that no one waits on the start's I/O to learn that it is not
@@ -163,8 +166,8 @@ extern bool blk_view_break_in_place (struct blk *blk);
 
 /* blkview.c, for a change (write, zero, trim) of blk.c that found no
  * room on the overlay's filesystem: breaks the live view if it keeps
- * any units, and gives back to the filesystem the places a broken view
- * kept.  Returns whether places were given back since the count
+ * any units or the store holds room for it, and gives back to the
+ * filesystem the places (and room) a broken view kept.  Returns whether places were given back since the count
  * blk_view_places_given read before the change: it may then try once
  * more.  Requires the gate not passed and no lock held.
  */
@@ -185,7 +188,8 @@ extern void blk_view_give_back_broken (struct blk *blk);
 /* The checkpoints made with views (blkchanges.c, changes.h):
  * blk_checkpoint_create_with_view makes one, as blk_checkpoint_create;
  * blk_checkpoint_end_view notes that its view was deleted (in a kept
- * file with the next flush); blk_checkpoint_view_of copies into name
+ * file at once, as a checkpoint deleted is: if that flush fails, with
+ * the next); blk_checkpoint_view_of copies into name
  * the one whose view was not deleted, if any (a live view's, or one
  * that ended with the server that made it), and returns whether there
  * is one.

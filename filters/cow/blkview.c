@@ -26,7 +26,7 @@
 int
 blk_view_create (struct blk *blk, const char *name)
 {
-  int r = 0, err = 0;
+  int r = 0, err = 0, room;
 
   if (!store_holds_places (blk->store)) {
     errno = EOPNOTSUPP;
@@ -36,7 +36,7 @@ blk_view_create (struct blk *blk, const char *name)
     errno = EAGAIN;
     return -1;
   }
-  if (store_begin_places (blk->store, &err) == -1) {
+  if ((room = store_begin_places (blk->store, &err)) == -1) {
     errno = err;
     return -1;
   }
@@ -53,6 +53,7 @@ blk_view_create (struct blk *blk, const char *name)
   }
   else {
     __atomic_store_n (&blk->view_places, true, __ATOMIC_SEQ_CST);
+    __atomic_store_n (&blk->view_room, room == 1, __ATOMIC_SEQ_CST);
     strcpy (blk->view_name, name);
     blk_checkpoint_since (blk, name, &blk->view_epoch);
     __atomic_store_n (&blk->view_kept, 0, __ATOMIC_RELAXED);
@@ -143,6 +144,18 @@ blk_view_break_if_keeping (struct blk *blk)
   return true;
 }
 
+/* blk_view_break_if_keeping, or if the store holds room on the
+ * filesystem for the view.
+ */
+static void
+break_if_holding_room (struct blk *blk)
+{
+  if (blk_view_break_if_keeping (blk) ||
+      !__atomic_load_n (&blk->view_room, __ATOMIC_SEQ_CST))
+    return;
+  blk_view_break_in_place (blk);
+}
+
 /* Punches the units block b's record keeps in places b no longer
  * holds them in: after the view ended, under b's rmw lock.
  */
@@ -182,8 +195,11 @@ give_back_places (struct blk *blk) REQUIRES (blk->gate)
    * punched: with no change running, a flush makes them the map's.
    * If it fails, the places stay until the file is next opened.
    */
-  if (blk_flush (blk, &err) == 0)
+  if (blk_flush (blk, &err) == 0) {
     blkmap_each_record (&blk->map, punch_kept, blk);
+    if (__atomic_exchange_n (&blk->view_room, false, __ATOMIC_SEQ_CST))
+      store_end_places (blk->store);
+  }
   blkmap_view_free (&blk->map);
   __atomic_store_n (&blk->view_places, false, __ATOMIC_SEQ_CST);
   __atomic_add_fetch (&blk->view_places_given, 1, __ATOMIC_SEQ_CST);
@@ -223,8 +239,8 @@ blk_view_delete (struct blk *blk, const char *name)
            strcmp (blk->view_name, name) != 0)
     err = ENOENT;
   else {
-    end_view (blk);
     blk_checkpoint_end_view (blk, name);
+    end_view (blk);
   }
   gate_open (&blk->gate);
   errno = err;
@@ -242,7 +258,7 @@ blk_view_end (struct blk *blk)
 bool
 blk_view_give_room (struct blk *blk, uint64_t given_before)
 {
-  blk_view_break_if_keeping (blk);
+  break_if_holding_room (blk);
   blk_view_give_back_broken (blk);
   return blk_view_places_given (blk) != given_before;
 }

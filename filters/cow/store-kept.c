@@ -131,11 +131,73 @@ kept_begin_places (struct store *st, int *err)
   const struct kept_layout *l = &k->kept.header.layout;
   uint64_t end = l->marks_offset + l->marks_length;
 
-  if (fallocate (k->kept.fd, 0, l->table_offset, end - l->table_offset) == 0
-      || errno == EOPNOTSUPP)
+  if (fallocate (k->kept.fd, 0, l->table_offset, end - l->table_offset) == 0)
+    return 1;
+  if (errno == EOPNOTSUPP)
     return 0;
   *err = errno;
   return -1;
+}
+
+/* Whether state page p holds only zeros in memory, written or not:
+ * its blocks all not allocated.  Caller holds page_lock.
+ */
+static bool
+state_page_is_zero (struct store_kept *k, uint64_t p) REQUIRES (k->page_lock)
+{
+  uint64_t per_page = k->kept.header.layout.blocks_per_page;
+  uint64_t first = p * per_page, end = first + per_page, blocks;
+  unsigned state;
+
+  blocks = kept_blocks (&k->kept);
+  if (end > blocks)
+    end = blocks;
+  return statemap_run (&k->states, first, end, &state) == end &&
+         state == KEPT_NOT_ALLOCATED;
+}
+
+/* The slotmap_each_fn of kept_end_places: block b has a mark, so its
+ * marks page is not zero.
+ */
+static int
+note_marked_page (uint64_t b, uint32_t mark, void *opaque)
+{
+  uint8_t *marked = opaque;
+
+  (void) mark;
+  marked[b / KEPT_MARKS_PER_PAGE] = 1;
+  return 0;
+}
+
+/* Punches the state and marks pages that hold only zeros.  Each state
+ * page is checked and punched holding page_lock, so that a copy-up
+ * (which passes no gate) setting a state there waits, and then dirties
+ * the page for the next flush; no change runs, so no mark moves.
+ */
+static void
+kept_end_places (struct store *st)
+{
+  struct store_kept *k = kept_of (st);
+  const struct kept_layout *l = &k->kept.header.layout;
+  uint64_t p, at;
+  uint8_t *marked;
+
+  for (p = 0; p < state_pages (k); ++p) {
+    held_lock (&k->page_lock);
+    if (state_page_is_zero (k, p))
+      punch_hole (k->kept.fd, l->states_offset + p * KEPT_STATE_PAGE,
+                  KEPT_STATE_PAGE);
+    held_unlock (&k->page_lock);
+  }
+  if (!k->history || (marked = calloc (marks_pages (k), 1)) == NULL)
+    return;
+  slotmap_each (changes_marks (k->changes), note_marked_page, marked);
+  for (p = 0; p < marks_pages (k); ++p) {
+    at = l->marks_offset + p * KEPT_STATE_PAGE;
+    if (!marked[p])
+      punch_hole (k->kept.fd, at, KEPT_STATE_PAGE);
+  }
+  free (marked);
 }
 
 static int
@@ -772,6 +834,7 @@ const struct store_ops kept_store_ops = {
   .keep_facts = kept_keep_facts,
   .holds_places = kept_holds_places,
   .begin_places = kept_begin_places,
+  .end_places = kept_end_places,
   .read = kept_read,
   .write = kept_write,
   .punch = kept_punch,

@@ -85,10 +85,19 @@ struct store_ops {
   /* As a point-in-time view is made, before it keeps anything: a kept
    * file's metadata is allocated whole on the filesystem, so that no
    * flush while views keep places (the one before they are given back
-   * included) needs room the filesystem may then lack.  Returns 0, or
-   * -1 with *err set (ENOSPC).  NULL: nothing to do.
+   * included) needs room the filesystem may then lack.  Returns 1 if
+   * it took room, which the view then holds (end_places gives it
+   * back), 0 if none, or -1 with *err set (ENOSPC).  NULL: nothing to
+   * do.
    */
   int (*begin_places) (struct store *st, int *err);
+
+  /* Once the view's places went back: what begin_places allocated
+   * that holds only zeros is given back to the filesystem, so that a
+   * view costs the file no room once it ended.  No change may run.
+   * NULL: nothing to do.
+   */
+  void (*end_places) (struct store *st);
 
   /* pread of disk bytes [offset, offset+count) of allocated blocks
    * from place, taking no lock.  Returns 0, or -1 with *err set.
@@ -258,6 +267,13 @@ static inline int
 store_begin_places (struct store *st, int *err)
 {
   return st->ops->begin_places ? st->ops->begin_places (st, err) : 0;
+}
+
+static inline void
+store_end_places (struct store *st)
+{
+  if (st->ops->end_places)
+    st->ops->end_places (st);
 }
 
 static inline int
