@@ -139,21 +139,21 @@ kept_begin_places (struct store *st, int *err)
   return -1;
 }
 
-/* Whether state page p holds only zeros in memory, written or not:
- * its blocks all not allocated.  Caller holds page_lock.
+/* From state page p on, the pages that hold only zeros in memory,
+ * written or not (their blocks all not allocated): returns the end of
+ * their run, p if page p is not one.  Caller holds page_lock.
  */
-static bool
-state_page_is_zero (struct store_kept *k, uint64_t p) REQUIRES (k->page_lock)
+static uint64_t
+zero_state_pages (struct store_kept *k, uint64_t p) REQUIRES (k->page_lock)
 {
   uint64_t per_page = k->kept.header.layout.blocks_per_page;
-  uint64_t first = p * per_page, end = first + per_page, blocks;
+  uint64_t blocks = kept_blocks (&k->kept), end;
   unsigned state;
 
-  blocks = kept_blocks (&k->kept);
-  if (end > blocks)
-    end = blocks;
-  return statemap_run (&k->states, first, end, &state) == end &&
-         state == KEPT_NOT_ALLOCATED;
+  end = statemap_run (&k->states, p * per_page, blocks, &state);
+  if (state != KEPT_NOT_ALLOCATED)
+    return p;
+  return end == blocks ? state_pages (k) : end / per_page;
 }
 
 /* The slotmap_each_fn of kept_end_places: block b has a mark, so its
@@ -169,33 +169,46 @@ note_marked_page (uint64_t b, uint32_t mark, void *opaque)
   return 0;
 }
 
-/* Punches the state and marks pages that hold only zeros.  Each state
- * page is checked and punched holding page_lock, so that a copy-up
- * (which passes no gate) setting a state there waits, and then dirties
- * the page for the next flush; no change runs, so no mark moves.
+/* Punches pages [p, end) of the state area (marks page m being page
+ * state_pages + m).
+ */
+static void
+punch_pages (struct store_kept *k, uint64_t p, uint64_t end)
+{
+  punch_hole (k->kept.fd,
+              k->kept.header.layout.states_offset + p * KEPT_STATE_PAGE,
+              (end - p) * KEPT_STATE_PAGE);
+}
+
+/* Punches the runs of state and marks pages that hold only zeros.  A
+ * run of state pages is found and punched holding page_lock, so that a
+ * copy-up (which passes no gate) setting a state there waits, and then
+ * dirties its page for the next flush; no change runs, so no mark
+ * moves.
  */
 static void
 kept_end_places (struct store *st)
 {
   struct store_kept *k = kept_of (st);
-  const struct kept_layout *l = &k->kept.header.layout;
-  uint64_t p, at;
+  uint64_t p = 0, end, states = state_pages (k);
   uint8_t *marked;
 
-  for (p = 0; p < state_pages (k); ++p) {
+  while (p < states) {
     held_lock (&k->page_lock);
-    if (state_page_is_zero (k, p))
-      punch_hole (k->kept.fd, l->states_offset + p * KEPT_STATE_PAGE,
-                  KEPT_STATE_PAGE);
+    end = zero_state_pages (k, p);
+    if (end > p)
+      punch_pages (k, p, end);
     held_unlock (&k->page_lock);
+    p = end > p ? end : p + 1;
   }
   if (!k->history || (marked = calloc (marks_pages (k), 1)) == NULL)
     return;
   slotmap_each (changes_marks (k->changes), note_marked_page, marked);
-  for (p = 0; p < marks_pages (k); ++p) {
-    at = l->marks_offset + p * KEPT_STATE_PAGE;
-    if (!marked[p])
-      punch_hole (k->kept.fd, at, KEPT_STATE_PAGE);
+  for (p = 0; p < marks_pages (k); p = end + 1) {
+    for (end = p; end < marks_pages (k) && !marked[end]; ++end)
+      ;
+    if (end > p)
+      punch_pages (k, states + p, states + end);
   }
   free (marked);
 }
