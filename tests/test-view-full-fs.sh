@@ -149,15 +149,21 @@ stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
 umount "$tmp/small"
 
 # A view of a large disk's kept file takes the room of its metadata
-# (12.5M for 40G) on a 16M filesystem: deleted, it gives it back; live
-# and keeping nothing, a write that finds no room breaks it and goes on.
+# (12.5M for 40G) on a 16M filesystem: refused or deleted, it gives it
+# back; live and keeping nothing, a write that finds no room breaks it
+# and goes on.
 mount -t tmpfs -o size=16m tmpfs "$tmp/small" 2>/dev/null ||
   skip "cannot mount a small tmpfs here"
 rm -f "$tmp/sock"
 start_nbdkit "$tmp/sock" --filter=cow null size=40G cow-view-separator=@ \
   cow-control="$ctl" cow-file="$tmp/small/big.cow"
 nbdsh -u "$uri" -c "h.pwrite(b'a' * (2 * $M), 0); h.flush()"
+"$NBDCOW" checkpoint create "$ctl" "" taken
 before=$(used)
+expect_exit 1 'checkpoint "taken" already' \
+  "$NBDCOW" view create "$ctl" "" taken
+[ "$(used)" -le $(( before + 65536 )) ] ||
+  fail "a refused view left $(( $(used) - before )) bytes of the filesystem"
 "$NBDCOW" view create "$ctl" "" b4 >/dev/null
 "$NBDCOW" view delete "$ctl" "" b4
 [ "$(used)" -le $(( before + 65536 )) ] ||

@@ -23,10 +23,42 @@
 #include "blkstore.h"
 #include "checks.h"
 
+/* Makes the view and its checkpoint.  Returns 0, or an errno, the
+ * room the store took for it given back.  Caller closed the gate.
+ */
+static int
+make_view (struct blk *blk, const char *name) REQUIRES (blk->gate)
+{
+  int room, err = 0;
+
+  if (blk_view_state_of (blk) != BLK_VIEW_NONE)
+    return EBUSY;
+  if ((room = store_begin_places (blk->store, &err)) == -1)
+    return err;
+  if (blk_checkpoint_create_with_view (blk, name) == -1)
+    err = errno;
+  else if (blkmap_view_begin (&blk->map) == -1) {
+    err = errno;
+    blk_checkpoint_delete (blk, name);
+  }
+  if (err) {
+    if (room == 1)
+      store_end_places (blk->store);
+    return err;
+  }
+  __atomic_store_n (&blk->view_places, true, __ATOMIC_SEQ_CST);
+  __atomic_store_n (&blk->view_room, room == 1, __ATOMIC_SEQ_CST);
+  strcpy (blk->view_name, name);
+  blk_checkpoint_since (blk, name, &blk->view_epoch);
+  __atomic_store_n (&blk->view_kept, 0, __ATOMIC_RELAXED);
+  __atomic_store_n (&blk->view_state, BLK_VIEW_LIVE, __ATOMIC_RELEASE);
+  return 0;
+}
+
 int
 blk_view_create (struct blk *blk, const char *name)
 {
-  int r = 0, err = 0, room;
+  int err;
 
   if (!store_holds_places (blk->store)) {
     errno = EOPNOTSUPP;
@@ -36,32 +68,11 @@ blk_view_create (struct blk *blk, const char *name)
     errno = EAGAIN;
     return -1;
   }
-  if ((room = store_begin_places (blk->store, &err)) == -1) {
-    errno = err;
-    return -1;
-  }
   gate_close (&blk->gate);
-  if (blk_view_state_of (blk) != BLK_VIEW_NONE) {
-    err = EBUSY;
-    r = -1;
-  }
-  else if ((r = blk_checkpoint_create_with_view (blk, name)) == -1)
-    err = errno;
-  else if ((r = blkmap_view_begin (&blk->map)) == -1) {
-    err = errno;
-    blk_checkpoint_delete (blk, name);
-  }
-  else {
-    __atomic_store_n (&blk->view_places, true, __ATOMIC_SEQ_CST);
-    __atomic_store_n (&blk->view_room, room == 1, __ATOMIC_SEQ_CST);
-    strcpy (blk->view_name, name);
-    blk_checkpoint_since (blk, name, &blk->view_epoch);
-    __atomic_store_n (&blk->view_kept, 0, __ATOMIC_RELAXED);
-    __atomic_store_n (&blk->view_state, BLK_VIEW_LIVE, __ATOMIC_RELEASE);
-  }
+  err = make_view (blk, name);
   gate_open (&blk->gate);
   errno = err;
-  return r;
+  return err ? -1 : 0;
 }
 
 /* Gives back to the cap the bytes the view keeps, each byte once
