@@ -224,6 +224,13 @@ static uint8_t durable_value[MAX_DISK], durable_other[MAX_DISK];
 static uint8_t durable_certainty[MAX_DISK];
 static bool discarded[MAX_DISK];
 
+/* Since the last flush, the byte a zero or trim found where hole
+ * punching was unsupported, which stays in the slot the flushed states
+ * may still name (left_many: more than one such byte).
+ */
+static uint8_t left_value[MAX_DISK];
+static bool left[MAX_DISK], left_many[MAX_DISK];
+
 /* Byte x was set to v by a request that succeeded (ok) or failed. */
 static void
 model_set (uint64_t x, uint8_t v, bool ok)
@@ -248,11 +255,31 @@ model_flushed (void)
   memcpy (durable_other, other, disk_size);
   memcpy (durable_certainty, certainty, disk_size);
   memset (discarded, 0, disk_size);
+  memset (left, 0, disk_size);
+  memset (left_many, 0, disk_size);
+}
+
+/* A zero or trim of [offset, end) where hole punching is unsupported:
+ * the bytes it replaces may stay in their slot, which a crash may bring
+ * back (an unflushed write, then an unflushed zero).
+ */
+static void
+model_unpunched (uint64_t offset, uint64_t end)
+{
+  uint64_t x;
+
+  for (x = offset; x < end; ++x) {
+    if (certainty[x] != EXACT || (left[x] && left_value[x] != value[x]))
+      left_many[x] = true;
+    left[x] = true;
+    left_value[x] = value[x];
+  }
 }
 
 /* A crash: each byte reads as at the last flush, or as now (the data
  * of its block, in the slot the flushed states name), or as zeros
- * where a discard punched that slot.
+ * where a discard punched that slot, or as what a discard that could
+ * not punch left there.
  */
 static void
 model_crashed (void)
@@ -260,10 +287,12 @@ model_crashed (void)
   uint64_t x;
 
   for (x = 0; x < disk_size; ++x) {
-    if (certainty[x] == ANY || durable_certainty[x] == ANY) {
+    if (certainty[x] == ANY || durable_certainty[x] == ANY || left_many[x]) {
       certainty[x] = ANY;
       continue;
     }
+    if (left[x])
+      model_set (x, left_value[x], false);
     model_set (x, durable_value[x], false);
     if (durable_certainty[x] == TWO)
       model_set (x, durable_other[x], false);
@@ -624,6 +653,8 @@ run_op (struct overlay *o, unsigned i, struct input *in, uint8_t *buf)
     break;
   case F_ZERO_TRIM:
   case F_ZERO_NO_TRIM:
+    if (punch_unsupported && o->files == NULL)
+      model_unpunched (offset, offset + count);
     r = blk_zero (blk, &base, count, offset, op == F_ZERO_TRIM, &err);
     for (x = 0; x < count; ++x)
       model_set (offset + x, 0, r == 0);
@@ -631,6 +662,8 @@ run_op (struct overlay *o, unsigned i, struct input *in, uint8_t *buf)
       model_discard (offset, offset + count);
     break;
   case F_TRIM:
+    if (punch_unsupported && o->files == NULL)
+      model_unpunched (offset, offset + count);
     r = blk_trim (blk, count, offset, &err);
     if (r == 0)
       model_discard (offset, offset + count);
