@@ -154,6 +154,8 @@ kept_close (struct kept_overlay *ko)
   kept_slots_free (&ko->slots);
   slotmap_free (&ko->parts);
   slotmap_free (&ko->where);
+  free (ko->log.blocks);
+  ko->log.blocks = NULL;
   if (ko->fd >= 0)
     close (ko->fd);
   ko->fd = -1;
@@ -195,6 +197,7 @@ kept_create (struct kept_overlay *ko, uint32_t block_size,
   if (r == -1)
     return kept_fail (ko, false, "cannot create the overlay: %m");
   ko->has_header = true;
+  kept_log_start (&ko->log);
   if (h->layout.packed && kept_slots_init (&ko->slots, kept_blocks (ko)) == -1)
     return kept_fail (ko, false, "cannot hold the block slots: %m");
   if ((h->layout.part_shift &&

@@ -92,6 +92,10 @@ kept_layout (uint32_t version, uint32_t block_size, uint64_t base_size,
                                    + layout->states_length : 0;
   layout->marks_length = history ? div_round_up (blocks, KEPT_MARKS_PER_PAGE)
                                    * KEPT_STATE_PAGE : 0;
+  /* The log: after the marks, before the data. */
+  layout->log_offset = version >= KEPT_LOG_VERSION
+                       ? layout->marks_offset + layout->marks_length : 0;
+  layout->log_length = version >= KEPT_LOG_VERSION ? KEPT_LOG_SIZE : 0;
   layout->data_offset = round_up (kept_metadata_end (layout), align);
 }
 

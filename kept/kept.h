@@ -43,8 +43,10 @@
 #define KEPT_NAME_MAX 4096      /* the longest NBD export name */
 #define KEPT_STATE_PAGE 4096    /* the state area is written in pages */
 
-/* The format version of new files; versions 1 to 5 are read and
- * written too.  Version 6 is version 5 with a block's entry twice as
+/* The format version of new files; versions 1 to 6 are read and
+ * written too.  Version 7 is version 6 with a log after the marks, in
+ * which a flush records the entries it changed in the sync of their
+ * data (log.c).  Version 6 is version 5 with a block's entry twice as
  * long again, keeping a second slot of the block, its place 1, and
  * which of its units lie there (a point-in-time view keeps the others'
  * old bytes in place 0).  Version 5 is version 4 with a block's entry
@@ -55,11 +57,12 @@
  * versions 1 and 2 store block b at its own offset (2 bits of state
  * per block).
  */
-#define KEPT_VERSION 6
+#define KEPT_VERSION 7
 #define KEPT_PACKED_VERSION 3   /* the first packed version */
 #define KEPT_HISTORY_VERSION 4  /* the first with checkpoints and marks */
 #define KEPT_PARTS_VERSION 5    /* the first with blocks held in part */
 #define KEPT_PLACES_VERSION 6   /* the first with two places a block */
+#define KEPT_LOG_VERSION 7      /* the first with a log of entries */
 
 /* Version 5 keeps blocks in part, of block sizes from 16K on, in
  * sub-blocks of blockgeom_sub_shift: at most KEPT_PARTS of them.
@@ -92,6 +95,8 @@ struct kept_layout {
   uint64_t states_length;       /* a whole number of state pages */
   uint64_t marks_offset;        /* history: the marks, after the states */
   uint64_t marks_length;        /* history: whole pages, 4 bytes a block */
+  uint64_t log_offset;          /* version 7: the log, after the marks */
+  uint64_t log_length;          /* version 7: KEPT_LOG_SIZE, else 0 */
   uint64_t data_offset;         /* block 0, or slot 0 if packed */
 };
 
@@ -132,7 +137,7 @@ struct kept_facts {
  */
 struct kept_header {
   struct kept_layout layout;
-  uint32_t version;             /* 1 to 6 */
+  uint32_t version;             /* 1 to 7 */
   uint32_t flags;               /* KEPT_FLAGS */
   uint32_t recoveries;          /* times opened after a crash */
   struct kept_facts facts;      /* version 2 on */
@@ -143,12 +148,14 @@ struct kept_header {
 extern void kept_layout (uint32_t version, uint32_t block_size,
                          uint64_t base_size, struct kept_layout *layout);
 
-/* The end of the file's metadata (header, table, states, marks): the
- * bytes before data_offset past it are a hole, taking no space.
+/* The end of the file's metadata (header, table, states, marks, log):
+ * the bytes before data_offset past it are a hole, taking no space.
  */
 static inline uint64_t
 kept_metadata_end (const struct kept_layout *layout)
 {
+  if (layout->log_length)
+    return layout->log_offset + layout->log_length;
   return layout->history ? layout->marks_offset + layout->marks_length
                          : layout->states_offset + layout->states_length;
 }
@@ -288,6 +295,43 @@ enum kept_mode {
   KEPT_CREATE,                  /* as WRITE, creating a missing file */
 };
 
+/* Version 7: the log (log.c, docs/overlay-format.md).  A flush that
+ * changed few entries writes them as one record after the last, in the
+ * sync of the data they name, instead of writing their state pages
+ * after a sync of their own; a flush that changed more, or the table
+ * or marks, writes the pages, and then empties the log.
+ */
+#define KEPT_LOG_SIZE (128 * 1024)      /* the log's bytes in the file */
+#define KEPT_LOG_ENTRIES 256            /* at most in a record */
+#define KEPT_LOG_DATA (16 * 1024 * 1024) /* bytes a record checks, at most */
+
+/* A block's entry as a record holds it: as the state page stores it
+ * (kept_entry_of), with the units whose data the record checks (those
+ * the entry names where the file's entries before did not) and the
+ * CRC-32C of their bytes, in unit order.
+ */
+struct kept_log_entry {
+  uint64_t b;
+  uint32_t entry, parts, place1, where;
+  uint32_t units, crc;
+};
+
+/* What the log holds: set by kept_load_states, moved on by
+ * kept_log_write and kept_log_reset.
+ */
+struct kept_log {
+  uint64_t lap;                 /* the sequence of the first record */
+  uint64_t next_sequence;       /* of the next record */
+  uint64_t next_at;             /* where it goes, from log_offset */
+  uint64_t records;             /* in the log since its reset */
+  uint64_t replayed;            /* records the load applied */
+  uint64_t dropped;             /* blocks of a last record the load
+                                   dropped: their data not durable */
+  uint32_t dropped_before;      /* blocks the last recovery dropped */
+  uint64_t *blocks;             /* the blocks the load's records set, */
+  uint64_t nr_blocks;           /* ascending, once each */
+};
+
 /* The file, its header, and once its states are loaded (or it is
  * created), a packed file's slots.  The block states are the caller's:
  * the filter keeps them with its own lock.
@@ -305,6 +349,7 @@ struct kept_overlay {
   struct slotmap where;         /* places: of each block in the
                                    overlay, its units in place 1, bit i
                                    for unit i (kept_units_all) */
+  struct kept_log log;          /* version 7 */
   bool damaged;                 /* the last failure was damage, not I/O */
   char why[1024];               /* the last failure: "PATH: what" */
 };
@@ -576,5 +621,45 @@ extern int kept_flush (struct kept_overlay *ko, kept_take_pages *take,
  * blocks in the overlay or not, each reading what it read before.
  */
 extern int kept_empty (struct kept_overlay *ko);
+
+/*----------------------------------------------------------------------
+ * Version 7: the log (log.c).
+ */
+
+/* Block b's entry as the state page stores it, from states and the
+ * slots, parts and places in memory (units and crc 0).
+ */
+extern void kept_entry_of (const struct kept_overlay *ko,
+                           const struct statemap *states, uint64_t b,
+                           struct kept_log_entry *e);
+
+/* The units of block b that entry e names where old does not (in
+ * another slot, or not at all): the units a record of e checks.
+ */
+extern uint32_t kept_new_units (const struct kept_overlay *ko,
+                                const struct kept_log_entry *old,
+                                const struct kept_log_entry *e);
+
+/* Sets e->crc to the CRC-32C of the bytes of e->units in the file, each
+ * read from the place e says.  Returns 0, or -1 with ko->why set.
+ */
+extern int kept_log_sum (struct kept_overlay *ko, struct kept_log_entry *e);
+
+/* Whether a record of n entries fits in the log after its last. */
+extern bool kept_log_room (const struct kept_overlay *ko, unsigned n);
+
+/* Writes a record of the n entries (kept_log_room; 0 for one that only
+ * says the record before it was made durable) after the last, then
+ * fdatasync: the one sync of a flush.  Returns 0, or -1 with ko->why
+ * set: the next write goes where this one did.
+ */
+extern int kept_log_write (struct kept_overlay *ko,
+                           const struct kept_log_entry *entries, unsigned n);
+
+/* Empties the log, durably, once the state pages hold every entry of
+ * its records (they are durable), noting dropped (the blocks a
+ * recovery dropped) for nbdcow.  Returns 0, or -1 with ko->why set.
+ */
+extern int kept_log_reset (struct kept_overlay *ko, uint32_t dropped);
 
 #endif /* KEPT_H */

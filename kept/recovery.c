@@ -235,6 +235,8 @@ kept_empty (struct kept_overlay *ko)
   if (r == 0)
     r = kept_zero_area (ko, l->states_offset, l->states_length,
                         "block states");
+  if (r == 0 && l->log_length)
+    r = kept_zero_area (ko, l->log_offset, l->log_length, "log");
   if (r == 0 && fdatasync (ko->fd) == -1)
     r = kept_fail (ko, false, "fdatasync: %m");
   /* Packed, the data area goes whole, its few extents with it. */

@@ -127,12 +127,6 @@ load_parts (struct kept_overlay *ko, uint64_t b, unsigned *state,
   return 0;
 }
 
-/* A block's entry of a packed state area, its fields decoded. */
-struct entry {
-  uint64_t b;
-  uint32_t entry, parts, place1, where;
-};
-
 /* The units of place 1 that the entry of block b names, in a slot
  * place1 - 1 (version 6; place1 0: none), the block holding held:
  * returns 0 after keeping them; 1 if they cannot be (units the block
@@ -141,7 +135,7 @@ struct entry {
  * errno set.
  */
 static int
-load_where (struct kept_overlay *ko, const struct entry *e, uint32_t held)
+load_where (struct kept_overlay *ko, const struct kept_log_entry *e, uint32_t held)
 {
   if (e->place1 == 0 && e->where == 0)
     return 0;
@@ -172,7 +166,7 @@ forget_entry (struct kept_overlay *ko, uint64_t b)
  * the overlay); or -1 after kept_fail.
  */
 static int
-load_entry (struct kept_overlay *ko, const struct entry *e, unsigned *state,
+load_entry (struct kept_overlay *ko, const struct kept_log_entry *e, unsigned *state,
             uint64_t file_length, struct kept_slots *slots,
             struct kept_damage *damage)
 {
@@ -220,6 +214,46 @@ load_entry (struct kept_overlay *ko, const struct entry *e, unsigned *state,
   return r;
 }
 
+void
+kept_unload_block (struct kept_overlay *ko, struct statemap *states,
+                   uint64_t b)
+{
+  const struct kept_layout *l = &ko->header.layout;
+  unsigned place;
+  uint64_t slot;
+
+  for (place = 0; place < (l->places ? 2 : 1); ++place)
+    if (kept_slots_get (&ko->slots, b, place, &slot)) {
+      slotalloc_release (&ko->slots.taken, slot);
+      kept_slots_retire (&ko->slots, b, place);
+    }
+  if (l->part_shift && kept_parts_get (ko, b) != 0)
+    kept_parts_set (ko, b, 0);
+  if (kept_where_get (ko, b) != 0)
+    slotmap_set (&ko->where, b, 0);
+  statemap_set (states, b, 1, KEPT_NOT_ALLOCATED);
+}
+
+int
+kept_load_logged (struct kept_overlay *ko, struct statemap *states,
+                  const struct kept_log_entry *e, uint64_t file_length,
+                  struct kept_damage *damage)
+{
+  unsigned state;
+  int r;
+
+  if (e->entry == KEPT_ENTRY_BASE && e->parts == 0 && e->place1 == 0 &&
+      e->where == 0)
+    return 0;
+  r = load_entry (ko, e, &state, file_length, &ko->slots, damage);
+  if (r != 0)
+    return r;
+  if (statemap_reserve (states, e->b, 1) == -1)
+    return kept_fail (ko, false, "cannot load the block states: %m");
+  statemap_set (states, e->b, 1, state);
+  return 0;
+}
+
 /* A chunk of a packed state area: entries of blocks [first, first +
  * n).  A bad entry is counted in *damage and its block left not
  * allocated, or fails the load if damage is NULL.
@@ -234,7 +268,7 @@ load_packed (struct kept_overlay *ko, const uint8_t *buf, uint64_t first,
 
   for (i = 0; i < n; ++i) {
     const uint8_t *p = buf + size * i;
-    struct entry e = {
+    struct kept_log_entry e = {
       .b = first + i,
       .entry = kept_get_le (p, 4),
       .parts = size >= 8 ? kept_get_le (p + 4, 4) : 0,
@@ -304,15 +338,49 @@ kept_load_states (struct kept_overlay *ko, struct statemap *states,
   if ((l->part_shift && slotmap_init (&ko->parts, kept_blocks (ko)) == -1) ||
       (l->places && slotmap_init (&ko->where, kept_blocks (ko)) == -1))
     return kept_fail (ko, false, "cannot load the block states: %m");
-  return kept_read_area (ko, l->states_offset, l->states_length,
-                         "block states", load_chunk, &load);
+  if (kept_read_area (ko, l->states_offset, l->states_length,
+                      "block states", load_chunk, &load) == -1)
+    return -1;
+  return l->log_length ? kept_log_replay (ko, states, load.file_length,
+                                          damage)
+                       : 0;
+}
+
+void
+kept_entry_of (const struct kept_overlay *ko, const struct statemap *states,
+               uint64_t b, struct kept_log_entry *e)
+{
+  const struct kept_slots *slots = &ko->slots;
+  uint64_t slot;
+
+  *e = (struct kept_log_entry) { .b = b, .entry = KEPT_ENTRY_BASE };
+  switch (statemap_get (states, b)) {
+  case KEPT_ZERO:
+    e->entry = KEPT_ENTRY_ZERO;
+    break;
+  case KEPT_PARTIAL:
+    e->parts = kept_parts_get (ko, b);
+    /* fall through */
+  case KEPT_ALLOCATED:
+    /* A block in the overlay, whole or in part, always has its slot. */
+    if (kept_slots_get (slots, b, 0, &slot))
+      e->entry = slot + KEPT_ENTRY_SLOT;
+    /* The place-1 slot is named only with units in it. */
+    e->where = kept_where_get (ko, b);
+    if (e->where != 0 && kept_slots_get (slots, b, 1, &slot))
+      e->place1 = slot + 1;
+    break;
+  }
+  if (e->entry == KEPT_ENTRY_BASE)
+    e->parts = 0;
+  if (e->entry < KEPT_ENTRY_SLOT || e->place1 == 0)
+    e->where = e->place1 = 0;
 }
 
 void
 kept_export_page (const struct kept_overlay *ko, const struct statemap *states,
                   uint64_t page, uint8_t *buf)
 {
-  const struct kept_slots *slots = &ko->slots;
   const struct kept_layout *l = &ko->header.layout;
   uint64_t first = page * l->blocks_per_page, i;
 
@@ -322,34 +390,15 @@ kept_export_page (const struct kept_overlay *ko, const struct statemap *states,
   }
   for (i = 0; i < l->blocks_per_page; ++i) {
     uint8_t *p = buf + l->entry_size * i;
-    uint64_t b = first + i, slot;
-    uint32_t entry = KEPT_ENTRY_BASE, parts = 0, place1 = 0, where = 0;
+    struct kept_log_entry e;
 
-    switch (statemap_get (states, b)) {
-    case KEPT_ZERO:
-      entry = KEPT_ENTRY_ZERO;
-      break;
-    case KEPT_PARTIAL:
-      parts = kept_parts_get (ko, b);
-      /* fall through */
-    case KEPT_ALLOCATED:
-      /* A block in the overlay, whole or in part, always has its slot. */
-      if (kept_slots_get (slots, b, 0, &slot))
-        entry = slot + KEPT_ENTRY_SLOT;
-      /* The place-1 slot is named only with units in it. */
-      where = kept_where_get (ko, b);
-      if (where != 0 && kept_slots_get (slots, b, 1, &slot))
-        place1 = slot + 1;
-      break;
-    }
-    if (entry < KEPT_ENTRY_SLOT || place1 == 0)
-      where = place1 = 0;
-    kept_put_le (p, entry, 4);
+    kept_entry_of (ko, states, first + i, &e);
+    kept_put_le (p, e.entry, 4);
     if (l->entry_size >= 8)
-      kept_put_le (p + 4, entry == KEPT_ENTRY_BASE ? 0 : parts, 4);
+      kept_put_le (p + 4, e.parts, 4);
     if (l->entry_size == 16) {
-      kept_put_le (p + 8, place1, 4);
-      kept_put_le (p + 12, where, 4);
+      kept_put_le (p + 8, e.place1, 4);
+      kept_put_le (p + 12, e.where, 4);
     }
   }
 }

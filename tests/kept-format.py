@@ -7,7 +7,7 @@
 #       sets header fields (version, flags, recoveries) and makes the
 #       checksum right again;
 #   kept-format.py v4 FILE [BASE]
-#       rewrites a file of format version 5 (or 6, as v5 first) as
+#       rewrites a file of format version 5 (or 6 or 7, as v5 first) as
 #       version 4: the same
 #       blocks, states, slots, checkpoints and marks, a block held in
 #       part held whole, the rest of it read from BASE (needed only if
@@ -24,19 +24,22 @@
 #       checkpoints: the files that earlier releases made, for the tests
 #       that still open them;
 #   kept-format.py v5 FILE
-#       rewrites a file of format version 6 with no unit in place 1 as
-#       version 5 (8-byte entries, the same blocks, states, slots,
-#       checkpoints and marks);
+#       rewrites a file of format version 6 (or 7, as v6 first) with no
+#       unit in place 1 as version 5 (8-byte entries, the same blocks,
+#       states, slots, checkpoints and marks);
 #   kept-format.py v6 FILE
-#       rewrites a file of format version 5 as version 6;
+#       rewrites a file of format version 5 as version 6, or one of
+#       version 7 whose log holds no record as version 6 (no log);
+#   kept-format.py v7 FILE
+#       rewrites a file of format version 6 as version 7, its log empty;
 #   kept-format.py move FILE B:UNITS...
-#       in a file of version 6, moves the units UNITS (a mask, as 0x...)
+#       in a file of version 6 or 7, moves the units UNITS (a mask, as 0x...)
 #       of each block B, which it holds, to a place-1 slot of its own
 #       after the last slot, their bytes in place 0 overwritten with
 #       0xee: what a writer that moved them for a view leaves;
 #   kept-format.py places FILE B PLACE1 WHERE
 #       sets block B's place-1 slot + 1 and its units there in a file
-#       of version 6, as they are: damage, for the tests of the check.
+#       of version 6 or 7, as they are: damage, for the tests of the check.
 
 import os
 import struct
@@ -48,6 +51,7 @@ CRC_AT = 56
 FIELDS = {'version': 8, 'flags': 60, 'recoveries': 64}
 BLOCK_SIZE, BASE_SIZE = 16, 24
 STATES_OFFSET = 32
+LOG = 128 * 1024                # the log of version 7
 
 
 def crc32c(data):
@@ -92,15 +96,16 @@ def v3_layout(block_size, base_size):
     return HEADER, -(-(HEADER + states_length) // align) * align
 
 
-def history_layout(block_size, base_size, entry):
+def history_layout(block_size, base_size, entry, log=0):
     """(states_length, marks_length, data_offset) of a file of version 4
-    on, its entries of entry bytes (4 in version 4, 8 in 5, 16 in 6),
-    its marks of 4, after the two copies of the table."""
+    on, its entries of entry bytes (4 in version 4, 8 in 5, 16 in 6
+    and 7), its marks of 4, after the two copies of the table, then
+    log bytes of log (version 7)."""
     blocks = -(-base_size // block_size)
     length = -(-blocks // (PAGE // entry)) * PAGE
     marks_length = -(-blocks // (PAGE // 4)) * PAGE
     align = max(block_size, 128 * 1024)
-    end = HEADER + 2 * PAGE + length + marks_length
+    end = HEADER + 2 * PAGE + length + marks_length + log
     return length, marks_length, -(-end // align) * align
 
 
@@ -136,13 +141,40 @@ def relabel(header, version, states_offset, states_length, data_offset,
     seal(header)
 
 
-def to_v4(path, base=None):
-    """A version 5 file (or 6, as version 5 first) as version 4: 4-byte
-    entries, a block held in part filled from base."""
+def version_of(path):
     with open(path, 'rb') as f:
         f.seek(8)
-        if struct.unpack('<I', f.read(4))[0] == 6:
-            convert_entries(path, 6, 5)
+        return struct.unpack('<I', f.read(4))[0]
+
+
+def convert_log(path, old, new):
+    """A file of version old as version new, one of 6 and 7: the same
+    blocks and entries, without a log or with an empty one."""
+    was, header, (block_size, base_size, offset, length, data) = \
+        read_packed(path, (old,))
+    _, marks_length, data_offset = history_layout(
+        block_size, base_size, 16, LOG if new == 7 else 0)
+    relabel(header, new, offset, length, data_offset, keep_stale=True)
+    with open(path + '.new', 'wb') as f:
+        f.truncate(data_offset + len(was) - data)
+        f.write(header + was[HEADER:offset + length + marks_length])
+        f.seek(data_offset)
+        f.write(was[data:])
+    os.rename(path + '.new', path)
+
+
+def as_v6(path):
+    """path, rewritten as version 6 first if it is version 7."""
+    if version_of(path) == 7:
+        convert_log(path, 7, 6)
+
+
+def to_v4(path, base=None):
+    """A version 5 file (or 6 or 7, as version 5 first) as version 4:
+    4-byte entries, a block held in part filled from base."""
+    as_v6(path)
+    if version_of(path) == 6:
+        convert_entries(path, 6, 5)
     v5, header, (block_size, base_size, offset, length, data) = \
         read_packed(path, (5,))
     blocks = -(-base_size // block_size)
@@ -178,11 +210,9 @@ def to_v4(path, base=None):
 
 
 def as_v4(path, base):
-    """path, rewritten as version 4 first if it is version 5 or 6."""
-    with open(path, 'rb') as f:
-        f.seek(8)
-        if struct.unpack('<I', f.read(4))[0] in (5, 6):
-            to_v4(path, base)
+    """path, rewritten as version 4 first if it is version 5 to 7."""
+    if version_of(path) in (5, 6, 7):
+        to_v4(path, base)
 
 
 def to_v3(path, base=None):
@@ -252,11 +282,11 @@ def convert_entries(path, old, new):
 
 
 def move(path, moves):
-    """In a version 6 file, the units of each B:UNITS of moves moved to
-    a place-1 slot of B's own after the last slot, overwritten with
-    0xee in place 0."""
+    """In a version 6 or 7 file, the units of each B:UNITS of moves
+    moved to a place-1 slot of B's own after the last slot, overwritten
+    with 0xee in place 0."""
     v6, header, (block_size, base_size, offset, length, data) = \
-        read_packed(path, (6,))
+        read_packed(path, (6, 7))
     unit = v5_parts(block_size) or block_size
     body = bytearray(v6[data:])
     slots = -(-len(body) // block_size)
@@ -287,7 +317,7 @@ def move(path, moves):
 def set_places(path, b, place1, where):
     with open(path, 'r+b') as f:
         header = f.read(HEADER)
-        assert struct.unpack_from('<I', header, 8)[0] == 6, 'version'
+        assert struct.unpack_from('<I', header, 8)[0] in (6, 7), 'version'
         offset, = struct.unpack_from('<Q', header, STATES_OFFSET)
         f.seek(offset + 16 * int(b) + 8)
         f.write(struct.pack('<II', int(place1, 0), int(where, 0)))
@@ -298,9 +328,14 @@ if __name__ == '__main__':
     if command == 'header':
         set_fields(path, sys.argv[3:])
     elif command == 'v5':
+        as_v6(path)
         convert_entries(path, 6, 5)
+    elif command == 'v6' and version_of(path) == 7:
+        convert_log(path, 7, 6)
     elif command == 'v6':
         convert_entries(path, 5, 6)
+    elif command == 'v7':
+        convert_log(path, 6, 7)
     elif command == 'move':
         move(path, sys.argv[3:])
     elif command == 'places':
@@ -310,5 +345,5 @@ if __name__ == '__main__':
         convert(path, *sys.argv[3:4])
     else:
         sys.exit('usage: kept-format.py header FILE FIELD=VALUE... | '
-                 'v2|v3|v4 FILE [BASE] | v5|v6 FILE | move FILE B:UNITS... | '
+                 'v2|v3|v4 FILE [BASE] | v5|v6|v7 FILE | move FILE B:UNITS... | '
                  'places FILE B PLACE1 WHERE')

@@ -3,9 +3,10 @@
 # Copyright (C) 2026 the nbdkit-cow authors.
 #
 # Format version 6 keeps a second slot of a block, its place 1, and
-# which of its units lie there (docs/overlay-format.md).  A new file is
-# version 6; rewritten as version 5 and back (tests/kept-format.py v5,
-# v6) it reads the same: nbdkit serves each, writes into it and
+# which of its units lie there (docs/overlay-format.md), and so does
+# version 7, with its log.  A new file is version 7; rewritten as
+# version 5 and back through 6 (tests/kept-format.py v5, v6, v7) it
+# reads the same: nbdkit serves each, writes into it and
 # restarts on it (it keeps its version), and nbdcow info, check,
 # export and commit agree.  With
 # units moved to place 1, their bytes in place 0 overwritten, nbdcow
@@ -73,12 +74,12 @@ h.flush()
 "
   nbdcopy "$uri" "$tmp/live.img"
   stop
-  [ "$(version)" = 6 ] || fail "B=$B: a new file is not version 6"
-  reads_as "$tmp/live.img" "version 6"
+  [ "$(version)" = 7 ] || fail "B=$B: a new file is not version 7"
+  reads_as "$tmp/live.img" "version 7"
   bytes=$(jq .data_bytes <("$NBDCOW" info --json "$ov"))
 
-  # As version 5, and back.
-  for v in 5 6; do
+  # As version 5, and back through 6.
+  for v in 5 6 7; do
     "$PYTHON" "$abs_top_srcdir/tests/kept-format.py" "v$v" "$ov"
     jq -e ".data_bytes == $bytes" <("$NBDCOW" info --json "$ov") \
       >/dev/null || fail "B=$B: info counts other bytes in version $v"
@@ -141,5 +142,5 @@ h.zero($B, 3 * $B)"
     expect_start_failure "cow-file=$ov: corrupted block states" \
       --filter=cow file "$tmp/base" cow-file="$ov" cow-block-size="$B"
   done
-  echo "B=$B: version 6 reads alike in nbdkit and nbdcow, units in place 1 too; damage caught"
+  echo "B=$B: versions 6 and 7 read alike in nbdkit and nbdcow, units in place 1 too; damage caught"
 done

@@ -103,8 +103,8 @@ nbdsh -u "$uri" -c "h.zero(3 * $B, $B); h.flush()"
 stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
 rm -f "$tmp/sock"
 cp "$tmp/zeros" "$ov"
-truncate -s 30000 "$ov"   # past the marks of changes, which end at 24K
-expect_exit 2 "$ov: damaged: truncated to 30000 bytes, its layout takes $data_offset" \
+truncate -s 200000 "$ov"   # past the log, which ends at 24K + 128K
+expect_exit 2 "$ov: damaged: truncated to 200000 bytes, its layout takes $data_offset" \
   "$NBDCOW" check "$ov"
 expect_exit 0 "$ov: repaired: extended to $data_offset bytes" \
   "$NBDCOW" check --repair "$ov"

@@ -298,15 +298,35 @@ blk_holds_all (struct blk *blk)
   return counts[BLK_NOT_ALLOCATED] == 0 && counts[BLK_PARTIAL] == 0;
 }
 
+/* The store_holder of a flush: the stripes' write locks of a range. */
+static void
+hold_stripes (void *opaque, uint64_t offset, uint64_t count) NO_TSA
+{
+  struct blk *blk = opaque;
+
+  stripes_lock (&blk->stripes, offset, count);
+}
+
+static void
+release_stripes (void *opaque, uint64_t offset, uint64_t count) NO_TSA
+{
+  struct blk *blk = opaque;
+
+  stripes_unlock (&blk->stripes, offset, count);
+}
+
 int
 blk_flush (struct blk *blk, int *err)
 {
+  const struct store_holder holder = {
+    .hold = hold_stripes, .release = release_stripes, .opaque = blk,
+  };
   int r;
 
   if (!store_flushes (blk->store))
     return 0;
   countedlock_lock (&blk->flush_lock);
-  r = store_flush (blk->store, err);
+  r = store_flush (blk->store, &holder, err);
   countedlock_unlock (&blk->flush_lock);
   return r;
 }

@@ -29,6 +29,8 @@ enum lock_rank {
   LOCK_RANK_PAGE = 4,                   /* page_lock */
   LOCK_RANK_STALE = 4,                  /* stale_lock */
   LOCK_RANK_SLOT = 4,                   /* slot_lock */
+  LOCK_RANK_LOG = 4,                    /* log_lock */
+  LOCK_RANK_WATCH = 5,                  /* watch_lock */
   LOCK_RANK_SLOTS = 5,                  /* slots_lock */
   LOCK_RANK_STATE = 6,                  /* state_lock */
   LOCK_RANK_BASE_MAP = 6,               /* base_map_lock */

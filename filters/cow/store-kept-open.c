@@ -183,6 +183,12 @@ load (struct store_kept *k, uint64_t size)
   if (alloc_dirty_marks (k) == -1)
     return -1;
   kept_punch_unallocated (ko, &k->states);
+  if (h->layout.log_length && kept_fold_log (k, ko->log.dropped) == -1)
+    return -1;
+  if (ko->log.dropped)
+    nbdkit_debug ("cow-file=%s: the last change of %" PRIu64 " blocks was "
+                  "dropped: its data did not reach the disk before the "
+                  "crash", ko->path, ko->log.dropped);
   if (crashed)
     nbdkit_debug ("cow-file=%s: not closed cleanly: it holds what was "
                   "flushed before", ko->path);
@@ -337,6 +343,8 @@ store_kept_open (const char *path, const char *name, uint32_t block_size,
   held_init (&k->page_lock, LOCK_RANK_PAGE);
   held_init (&k->slot_lock, LOCK_RANK_SLOT);
   held_init (&k->stale_lock, LOCK_RANK_STALE);
+  held_init (&k->log_lock, LOCK_RANK_LOG);
+  held_init (&k->watch_lock, LOCK_RANK_WATCH);
   if (kept_open (&k->kept, path, KEPT_CREATE) == -1) {
     report (k);
     kept_free (k);

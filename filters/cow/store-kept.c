@@ -294,6 +294,120 @@ take_slots (struct store *st, uint64_t offset, uint64_t end, unsigned place)
   return r;
 }
 
+/*----------------------------------------------------------------------
+ * Version 7: the units the log watches (store-kept.h, watch_lock), which
+ * a write or punch must not change unseen.
+ */
+
+/* Whether [offset, offset+count) meets a unit of the n entries. */
+static bool
+meets_units (const struct store_kept *k, const struct kept_log_entry *list,
+             unsigned n, uint64_t offset, uint64_t count)
+{
+  const struct blockgeom *g = geom_of (k);
+  unsigned shift = kept_unit_shift (&k->kept.header.layout), i;
+  uint64_t end = offset + count;
+
+  for (i = 0; i < n; ++i) {
+    uint64_t start = blockgeom_start (g, list[i].b);
+    uint64_t stop = blockgeom_end (g, list[i].b), lo, hi;
+
+    if (list[i].units == 0 || end <= start || offset >= stop)
+      continue;
+    lo = (offset > start ? offset - start : 0) >> shift;
+    hi = ((end < stop ? end : stop) - start - 1) >> shift;
+    if (list[i].units >> lo & ((UINT64_C (2) << (hi - lo)) - 1))
+      return true;
+  }
+  return false;
+}
+
+/* A record after the last is durable: its units need no watching. */
+static void
+unwatch_written (struct store_kept *k)
+{
+  held_lock (&k->watch_lock);
+  free (k->written);
+  k->written = NULL;
+  k->nr_written = 0;
+  __atomic_store_n (&k->watched, k->nr_taking, __ATOMIC_RELEASE);
+  held_unlock (&k->watch_lock);
+}
+
+/* The record a flush took is written (now true: its units are the last
+ * record's now) or given up.  Returns whether a write tainted it.
+ */
+static bool
+end_taking (struct store_kept *k, bool now)
+{
+  bool tainted;
+
+  held_lock (&k->watch_lock);
+  tainted = k->tainted;
+  if (now) {
+    free (k->written);
+    k->written = k->taking;
+    k->nr_written = k->nr_taking;
+  }
+  else
+    free (k->taking);
+  k->taking = NULL;
+  k->nr_taking = 0;
+  k->tainted = false;
+  __atomic_store_n (&k->watched, k->nr_written, __ATOMIC_RELEASE);
+  held_unlock (&k->watch_lock);
+  return tainted;
+}
+
+/* The last record is no longer the log's last: an empty one written
+ * after it, durably, unless a record has been since.  Returns 0, or -1
+ * with *err set after nbdkit_error.
+ */
+static int
+confirm_written (struct store_kept *k, uint64_t offset, uint64_t count,
+                 int *err)
+{
+  bool still;
+  int r = 0;
+
+  held_lock (&k->log_lock);
+  held_lock (&k->watch_lock);
+  still = meets_units (k, k->written, k->nr_written, offset, count);
+  held_unlock (&k->watch_lock);
+  if (still) {
+    r = kept_log_write (&k->kept, NULL, 0);
+    if (r == 0)
+      unwatch_written (k);
+    else {
+      *err = errno;
+      report (k);
+    }
+  }
+  held_unlock (&k->log_lock);
+  return r;
+}
+
+/* Before a write or punch of [offset, offset+count): a unit of the
+ * record a flush is taking taints it (the flush then confirms it); a
+ * unit of the last record is confirmed first.  The caller holds the
+ * range's write locks, which a flush holds as it takes a unit, so
+ * that the unit is watched before the change looks or after it ends.
+ */
+static int
+watch_change (struct store_kept *k, uint64_t offset, uint64_t count, int *err)
+{
+  bool written;
+
+  if (__atomic_load_n (&k->watched, __ATOMIC_ACQUIRE) == 0)
+    return 0;
+  held_lock (&k->watch_lock);
+  if (meets_units (k, k->taking, k->nr_taking, offset, count))
+    k->tainted = true;
+  written = meets_units (k, k->written, k->nr_written, offset, count);
+  held_unlock (&k->watch_lock);
+  return written ? confirm_written (k, offset, count, err) : 0;
+}
+
 static int
 kept_write (struct store *st, const void *buf, uint64_t count,
             uint64_t offset, unsigned place, int *err) REQUIRES (*st->stripes)
@@ -305,6 +419,8 @@ kept_write (struct store *st, const void *buf, uint64_t count,
 
   CHECK ((place == 0 || k->kept.header.layout.places) &&
          stripes_held (st->stripes, offset, count));
+  if (watch_change (k, offset, count, err) == -1)
+    return -1;
   if (take_slots (st, offset, end, place) == -1)
     goto fail;
   for (; pos < end; pos = stop) {
@@ -357,6 +473,10 @@ kept_punch (struct store *st, uint64_t count, uint64_t offset,
 
   CHECK ((place == 0 || k->kept.header.layout.places) &&
          stripes_held (st->stripes, offset, count));
+  if (watch_change (k, offset, count, &saved_errno) == -1) {
+    errno = saved_errno;
+    return -1;
+  }
   for (; offset < end; offset = stop) {
     stop = data_run (k, offset, end, place, &found, &at);
     if (!found)
@@ -439,6 +559,58 @@ clear_where (struct store_kept *k, uint64_t b, uint64_t end)
   }
 }
 
+/* Version 7: the file has a log. */
+static bool
+logs (const struct store_kept *k)
+{
+  return k->kept.header.layout.log_length != 0;
+}
+
+/* Version 7: room in changed for one more entry, else overflow set.
+ * Caller holds page_lock.
+ */
+static bool
+room_changed (struct store_kept *k) REQUIRES (k->page_lock)
+{
+  struct kept_log_entry *more;
+  unsigned cap;
+
+  if (k->nr_changed < k->cap_changed)
+    return true;
+  cap = k->cap_changed ? 2 * k->cap_changed : 8;
+  more = k->nr_changed < KEPT_LOG_ENTRIES
+         ? realloc (k->changed, cap * sizeof *more) : NULL;
+  if (more == NULL) {
+    k->overflow = true;
+    return false;
+  }
+  k->changed = more;
+  k->cap_changed = cap;
+  return true;
+}
+
+/* Version 7: blocks [first, first+n) are about to change; each not
+ * changed since a flush last took them is noted with its entry as it
+ * stands, which that flush took.  Past KEPT_LOG_ENTRIES, the next
+ * flush writes the pages.
+ */
+static void
+note_changed (struct store_kept *k, uint64_t first, uint64_t n)
+  REQUIRES (k->page_lock)
+{
+  uint64_t b;
+  unsigned i;
+
+  if (!logs (k))
+    return;
+  for (b = first; b < first + n && !k->overflow; ++b) {
+    for (i = 0; i < k->nr_changed && k->changed[i].b != b; ++i)
+      ;
+    if (i == k->nr_changed && room_changed (k))
+      kept_entry_of (&k->kept, &k->states, b, &k->changed[k->nr_changed++]);
+  }
+}
+
 /* Requires kept_reserve_blocks of the blocks (in part, of a record of
  * one block held in part or with units in place 1).  A run's blocks
  * have no unit in place 1: where a run is set, its blocks were not
@@ -452,6 +624,7 @@ kept_set_blocks (struct store *st, const struct store_blocks *r)
 
   state_pages_of (k, r->first, r->n, &page, &pages);
   held_lock (&k->page_lock);
+  note_changed (k, r->first, r->n);
   if (r->state == BLK_PARTIAL)
     kept_parts_set (&k->kept, r->first, r->units);
   if (k->kept.header.layout.places && r->n == 1)
@@ -747,33 +920,276 @@ take_dirty_pages (void *opaque, uint64_t *next, uint64_t *at,
   return n;
 }
 
-/* Version 4: what ended was as the flush began, which settle_stale
- * compares with what begun is as it ends.
+/* Version 7: the entries the pages now hold need no record: those
+ * taken before the first round, whose pages the rounds take.  Caller
+ * holds page_lock.
+ */
+static void
+forget_changed (struct store_kept *k) REQUIRES (k->page_lock)
+{
+  k->nr_changed = 0;
+  k->overflow = false;
+}
+
+/* Version 7: the log emptied once the pages hold all it held; and
+ * nothing watched, since no record is left to check.
  */
 static int
-kept_store_flush (struct store *st, int *err)
+reset_log (struct store_kept *k, uint32_t dropped)
 {
-  struct store_kept *k = kept_of (st);
+  int r;
 
-  if (!k->started)
-    return 0;
-  k->ended_at_flush = __atomic_load_n (&k->ended, __ATOMIC_SEQ_CST);
+  held_lock (&k->log_lock);
+  r = kept_log_reset (&k->kept, dropped);
+  if (r == 0)
+    unwatch_written (k);
+  held_unlock (&k->log_lock);
+  return r;
+}
+
+/* The flush that writes the pages (docs/overlay-format.md): what ended
+ * was as it began, which settle_stale compares with what begun is as
+ * it ends.  Version 7: then the log emptied, if it holds a record.  A
+ * flush that fails leaves overflow set, so that the next writes the
+ * pages again.
+ */
+static int
+flush_pages (struct store_kept *k, int *err)
+{
+  if (logs (k)) {
+    held_lock (&k->page_lock);
+    forget_changed (k);
+    held_unlock (&k->page_lock);
+  }
   k->flush_errno = 0;
   k->table_taken = false;
-  if (kept_flush (&k->kept, take_dirty_pages, redirty_pages, k) == -1) {
+  if (kept_flush (&k->kept, take_dirty_pages, redirty_pages, k) == -1 ||
+      (logs (k) && k->kept.log.records > 0 &&
+       reset_log (k, k->kept.log.dropped_before) == -1)) {
     *err = errno;
     report (k);
-    return -1;
+    goto fail;
   }
   if (k->flush_errno != 0) {
     *err = k->flush_errno;
-    return -1;
+    goto fail;
   }
   if (k->table_taken)
     __atomic_store_n (&k->table_kept, k->table_taken_count > 0,
                       __ATOMIC_SEQ_CST);
-  if (k->history)
+  return 0;
+ fail:
+  if (logs (k)) {
+    held_lock (&k->page_lock);
+    k->overflow = true;
+    held_unlock (&k->page_lock);
+  }
+  return -1;
+}
+
+/* Whether a marks page has a raised mark not yet written. */
+static bool
+marks_dirty (const struct store_kept *k)
+{
+  uint64_t w;
+
+  for (w = 0; k->history && w < div_round_up (marks_pages (k), 64); ++w)
+    if (__atomic_load_n (&k->dirty_marks[w], __ATOMIC_RELAXED) != 0)
+      return true;
+  return false;
+}
+
+/* Version 7: the entries taken by a flush whose record was not written
+ * are changed again, as they were before it took them.
+ */
+static void
+retake_changed (struct store_kept *k, const struct kept_log_entry *old,
+                unsigned n)
+{
+  unsigned i, j;
+
+  held_lock (&k->page_lock);
+  for (i = 0; i < n && !k->overflow; ++i) {
+    for (j = 0; j < k->nr_changed && k->changed[j].b != old[i].b; ++j)
+      ;
+    if (j < k->nr_changed)
+      k->changed[j] = old[i];
+    else if (room_changed (k))
+      k->changed[k->nr_changed++] = old[i];
+  }
+  held_unlock (&k->page_lock);
+}
+
+/* Version 7: takes block e->b's entry as it stands, the units it names
+ * where old did not, and their checksum, watched (taking) from before
+ * their bytes are read to when a record after this one is durable.
+ * holder holds the block's write locks meanwhile, so that a write into
+ * it comes before or finds it watched.
+ */
+static int
+take_entry (struct store_kept *k, const struct store_holder *holder,
+            const struct kept_log_entry *old, struct kept_log_entry *e)
+{
+  const struct blockgeom *g = geom_of (k);
+  uint64_t start = blockgeom_start (g, old->b);
+  uint64_t len = blockgeom_end (g, old->b) - start;
+  int r;
+
+  holder->hold (holder->opaque, start, len);
+  held_lock (&k->page_lock);
+  kept_entry_of (&k->kept, &k->states, old->b, e);
+  held_unlock (&k->page_lock);
+  e->units = kept_new_units (&k->kept, old, e);
+  held_lock (&k->watch_lock);
+  k->taking[k->nr_taking++] = *e;
+  __atomic_store_n (&k->watched, k->nr_written + k->nr_taking,
+                    __ATOMIC_RELEASE);
+  held_unlock (&k->watch_lock);
+  r = kept_log_sum (&k->kept, e);
+  holder->release (holder->opaque, start, len);
+  return r;
+}
+
+/* Version 7: the record written, then what it took watched as the
+ * last record's; a record tainted meanwhile is followed by an empty
+ * one, so that its checksums are never the last.  Caller holds
+ * log_lock.
+ */
+static int
+write_record (struct store_kept *k, const struct kept_log_entry *entries,
+              unsigned n)
+{
+  int r = kept_log_write (&k->kept, entries, n);
+
+  if (end_taking (k, r == 0) && r == 0 &&
+      (r = kept_log_write (&k->kept, NULL, 0)) == 0)
+    unwatch_written (k);
+  return r;
+}
+
+/* Version 7: a flush that changed no entry (only data written, into
+ * units the overlay held): the data's sync.
+ */
+static int
+sync_data (struct store_kept *k, int *err)
+{
+  if (fdatasync (k->kept.fd) == 0)
+    return 0;
+  *err = errno;
+  nbdkit_error ("cow-file=%s: flush: %m", k->kept.path);
+  return -1;
+}
+
+/* Version 7: the flush of one sync (docs/overlay-format.md, "The
+ * log"): the entries changed since the last flush as a record, written
+ * and synced with the data they name.  Returns 1 if it cannot (too
+ * many, the table or marks changed, the log full): the pages are
+ * written then.  Else 0, or -1 with *err set.
+ */
+static int
+flush_log (struct store_kept *k, const struct store_holder *holder, int *err)
+{
+  struct kept_log_entry *old, *e, *taking;
+  unsigned n, i;
+  uint64_t bytes = 0;
+  int r = 0;
+
+  held_lock (&k->page_lock);
+  n = k->nr_changed;
+  if (k->overflow || k->table_dirty || marks_dirty (k) ||
+      !kept_log_room (&k->kept, n)) {
+    held_unlock (&k->page_lock);
+    return 1;
+  }
+  if (n == 0) {
+    held_unlock (&k->page_lock);
+    return sync_data (k, err);
+  }
+  old = malloc (2 * n * sizeof *old);
+  taking = malloc (n * sizeof *taking);
+  if (old == NULL || taking == NULL) {
+    held_unlock (&k->page_lock);
+    free (old);
+    free (taking);
+    return 1;
+  }
+  memcpy (old, k->changed, n * sizeof *old);
+  k->nr_changed = 0;
+  held_unlock (&k->page_lock);
+  e = old + n;
+  held_lock (&k->watch_lock);
+  k->taking = taking;
+  held_unlock (&k->watch_lock);
+  for (i = 0; i < n && r == 0; ++i) {
+    r = take_entry (k, holder, &old[i], &e[i]);
+    bytes += (uint64_t) __builtin_popcount (e[i].units)
+             << kept_unit_shift (&k->kept.header.layout);
+  }
+  held_lock (&k->log_lock);
+  if (r == 0 && bytes <= KEPT_LOG_DATA)
+    r = write_record (k, e, n);
+  else {
+    end_taking (k, false);
+    if (r == 0)
+      r = 1;
+  }
+  held_unlock (&k->log_lock);
+  if (r != 0)
+    retake_changed (k, old, n);
+  if (r == -1) {
+    *err = errno;
+    report (k);
+  }
+  free (old);
+  return r;
+}
+
+static int
+kept_store_flush (struct store *st, const struct store_holder *holder,
+                  int *err)
+{
+  struct store_kept *k = kept_of (st);
+  int r = 1;
+
+  if (!k->started)
+    return 0;
+  k->ended_at_flush = __atomic_load_n (&k->ended, __ATOMIC_SEQ_CST);
+  if (logs (k) && holder)
+    r = flush_log (k, holder, err);
+  if (r == 1)
+    r = flush_pages (k, err);
+  if (r == 0 && k->history)
     settle_stale (k);
+  return r;
+}
+
+int
+kept_fold_log (struct store_kept *k, uint32_t dropped)
+{
+  const struct kept_log *log = &k->kept.log;
+  uint64_t i, page, pages;
+  int err;
+
+  if (log->records == 0 && dropped == 0)
+    return 0;
+  held_lock (&k->page_lock);
+  for (i = 0; i < log->nr_blocks; ++i) {
+    state_pages_of (k, log->blocks[i], 1, &page, &pages);
+    if (statemap_reserve (&k->dirty_pages, page, 1) == -1) {
+      held_unlock (&k->page_lock);
+      nbdkit_error ("cow-file=%s: %m", k->kept.path);
+      return -1;
+    }
+    statemap_set (&k->dirty_pages, page, 1, 1);
+  }
+  held_unlock (&k->page_lock);
+  k->kept.log.dropped_before = dropped;
+  if (flush_pages (k, &err) == -1)
+    return -1;
+  if (dropped > 0 && log->records == 0 && reset_log (k, dropped) == -1) {
+    report (k);
+    return -1;
+  }
   return 0;
 }
 
@@ -801,9 +1217,14 @@ kept_free (struct store_kept *k)
   statemap_free (&k->states);
   statemap_free (&k->dirty_pages);
   free (k->dirty_marks);
+  free (k->changed);
+  free (k->taking);
+  free (k->written);
   held_destroy (&k->page_lock);
   held_destroy (&k->slot_lock);
   held_destroy (&k->stale_lock);
+  held_destroy (&k->log_lock);
+  held_destroy (&k->watch_lock);
   free (k->name);
   free (k);
 }
@@ -822,7 +1243,7 @@ kept_store_close (struct store *st)
   int err, r = 0;
 
   if (k->started) {
-    if (kept_store_flush (st, &err) == -1) {
+    if (flush_pages (k, &err) == -1) {
       nbdkit_error ("cow-file=%s: the last flush failed: %s: the file holds "
                     "what was flushed before", k->kept.path, strerror (err));
       kept_set_flags (&k->kept, KEPT_OPEN | KEPT_FLUSH_FAILED, recoveries);

@@ -73,6 +73,39 @@ struct store_kept {
    */
   mutex_t stale_lock;
 
+  /* Version 7, under page_lock: the blocks whose entries changed since
+   * a flush last took them, each with its entry as that flush took it
+   * (changed, at most KEPT_LOG_ENTRIES of them, room for cap_changed);
+   * past that, overflow: the next flush writes the pages.
+   */
+  struct kept_log_entry *changed FIELD_GUARDED_BY (page_lock);
+  unsigned nr_changed FIELD_GUARDED_BY (page_lock);
+  unsigned cap_changed FIELD_GUARDED_BY (page_lock);
+  bool overflow FIELD_GUARDED_BY (page_lock);
+
+  /* Version 7: log_lock serializes the log's writes (kept.log): a
+   * flush's record and its sync, a confirming record, the log emptied.
+   * Held over them; inside it only watch_lock.
+   */
+  mutex_t log_lock;
+
+  /* Under watch_lock, held over no I/O: the units a write must not
+   * change unseen (docs/design.md, "One sync a flush"): those the
+   * last record checks, until a record after it is durable (written;
+   * a write into one first makes one durable), and those of the record
+   * a flush is taking (taking; a write into one taints it, and the
+   * flush makes a record after it durable before it returns).  watched
+   * counts both, atomic, so that a write with nothing to look at takes
+   * no lock.
+   */
+  mutex_t watch_lock;
+  struct kept_log_entry *written FIELD_GUARDED_BY (watch_lock);
+  unsigned nr_written FIELD_GUARDED_BY (watch_lock);
+  struct kept_log_entry *taking FIELD_GUARDED_BY (watch_lock);
+  unsigned nr_taking FIELD_GUARDED_BY (watch_lock);
+  bool tainted FIELD_GUARDED_BY (watch_lock);
+  unsigned watched;
+
   /* Under the block layer's flush_lock, the flush in progress: what
    * ended was as it began, whether it took the table and how many
    * checkpoints that held, and the error of a take that could not mark
@@ -134,6 +167,13 @@ marks_pages (const struct store_kept *k)
  */
 extern const struct store_ops kept_store_ops;
 extern void kept_free (struct store_kept *k);
+
+/* Version 7, before any request: the state pages of the blocks the log
+ * set written and the log emptied, durably, noting dropped (the blocks
+ * of a record whose data a crash lost).  Returns 0, or -1 after
+ * nbdkit_error.
+ */
+extern int kept_fold_log (struct store_kept *k, uint32_t dropped);
 
 /* store-kept-open.c: the operations of the start, before any request:
  * no lock.  kept_start makes a new file's header or checks an existing

@@ -48,6 +48,16 @@ struct store_blocks {
   uint32_t units, where;
 };
 
+/* The block layer's write locks of [offset, offset+count), which a
+ * kept store's flush takes (hold) and drops (release) through these
+ * around reading data a write must not change meanwhile.
+ */
+struct store_holder {
+  void (*hold) (void *opaque, uint64_t offset, uint64_t count);
+  void (*release) (void *opaque, uint64_t offset, uint64_t count);
+  void *opaque;
+};
+
 /* A record a kept store loaded.  Returns 0, or -1 to stop. */
 typedef int store_found_blocks (void *opaque, const struct store_blocks *r);
 
@@ -174,11 +184,14 @@ struct store_ops {
   void (*change_end) (struct store *st);
 
   /* Kept: makes every write completed so far durable, one flush at a
-   * time (the block layer's flush_lock).  Returns 0, or -1 with *err
-   * set.  NULL for a throw-away store: it dies with nbdkit, so there
-   * is nothing to make durable.
+   * time (the block layer's flush_lock).  A flush that reads data a
+   * write must not change meanwhile holds that range's write locks
+   * through holder (NULL when no request runs).  Returns 0, or -1 with
+   * *err set.  NULL for a throw-away store: it dies with nbdkit, so
+   * there is nothing to make durable.
    */
-  int (*flush) (struct store *st, int *err);
+  int (*flush) (struct store *st, const struct store_holder *holder,
+                int *err);
 
   /* The files the store keeps its data in, and the disk space the
    * store takes in bytes, its blocks in the overlay holding data_bytes:
@@ -368,9 +381,9 @@ store_flushes (const struct store *st)
 
 /* Requires store_flushes. */
 static inline int
-store_flush (struct store *st, int *err)
+store_flush (struct store *st, const struct store_holder *holder, int *err)
 {
-  return st->ops->flush (st, err);
+  return st->ops->flush (st, holder, err);
 }
 
 static inline unsigned

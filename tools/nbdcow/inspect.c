@@ -137,6 +137,46 @@ struct file_bytes {
   uint64_t on_disk, to_give_back;
 };
 
+/* Version 7: the records in the log (flushes whose entries the state
+ * pages do not hold yet), the blocks of a last record whose data a
+ * crash cut off, which a load drops, and those the last recovery
+ * dropped.
+ */
+static void
+print_log_json (const struct kept_overlay *ko)
+{
+  const struct kept_log *log = &ko->log;
+
+  if (!ko->header.layout.log_length) {
+    printf ("  \"log\": null,\n");
+    return;
+  }
+  printf ("  \"log\": { \"records\": %" PRIu64 ", \"blocks_to_drop\": %"
+          PRIu64 ", \"blocks_dropped\": %" PRIu32 " },\n", log->replayed,
+          log->dropped, log->dropped_before);
+}
+
+static void
+print_log_text (const struct kept_overlay *ko)
+{
+  const struct kept_log *log = &ko->log;
+
+  if (!ko->header.layout.log_length)
+    return;
+  if (log->replayed)
+    printf ("log: %" PRIu64 " records of flushes (nbdkit writes them into "
+            "the block states when it next opens the file)\n",
+            log->replayed);
+  else
+    printf ("log: empty (the block states hold every flush)\n");
+  if (log->dropped)
+    printf ("log: the last record names data a crash cut off: the change "
+            "of its %" PRIu64 " blocks is dropped\n", log->dropped);
+  if (log->dropped_before)
+    printf ("dropped at the last recovery: the change of %" PRIu32 " blocks, "
+            "whose data a crash cut off\n", log->dropped_before);
+}
+
 static void
 print_info_json (const struct overlay_file *ov, const struct overlay_counts *c,
                  const struct overlay_history *hist, const uint64_t *changed,
@@ -166,6 +206,7 @@ print_info_json (const struct overlay_file *ov, const struct overlay_counts *c,
   printf ("  \"plugin_facts_kept\": %s,\n",
           h->facts.known ? "true" : "false");
   print_checkpoints_json (hist, changed);
+  print_log_json (&ov->kept);
   if (v1)
     printf ("  \"closed_cleanly\": null,\n  \"last_flush_failed\": null,\n"
             "  \"recoveries\": null\n}\n");
@@ -217,6 +258,7 @@ print_info_text (const struct overlay_file *ov, const struct overlay_counts *c,
     printf ("closed cleanly: yes\n");
   if (h->version > 1)
     printf ("recoveries from crashes: %" PRIu32 "\n", h->recoveries);
+  print_log_text (&ov->kept);
   if (h->layout.history)
     print_checkpoints_text (hist, changed);
 }
@@ -368,7 +410,8 @@ check_length (struct overlay_file *ov, bool repair)
   if ((uint64_t) st.st_size < kept_metadata_end (l)) {
     printf ("%s: cannot repair: the block states are cut short%s, what "
             "they held is lost\n", ov->kept.path,
-            l->history ? ", or the marks of changes after them" : "");
+            l->log_length ? ", or the marks of changes or the log after them"
+            : l->history ? ", or the marks of changes after them" : "");
     return false;
   }
   if (!l->packed)
