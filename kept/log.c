@@ -277,9 +277,16 @@ record_durable (struct kept_overlay *ko, const uint8_t *buf, unsigned n,
     struct kept_log_entry e, sum;
 
     decode_entry (buf + RECORD_HEADER + RECORD_ENTRY * i, &e);
+    if (e.b >= kept_blocks (ko))
+      continue;                 /* damage, which the load reports */
+    /* Units the entry does not hold cannot have been checked. */
+    if ((e.units & ~units_held (ko, &e)) != 0) {
+      *durable = false;
+      return 0;
+    }
     sum = e;
-    if (e.b >= kept_blocks (ko) || kept_log_sum (ko, &sum) == -1)
-      return e.b >= kept_blocks (ko) ? 0 : -1;
+    if (kept_log_sum (ko, &sum) == -1)
+      return -1;
     *durable = sum.crc == e.crc;
   }
   return 0;

@@ -25,6 +25,15 @@
 # no zeroes and no checkpoints, so that no flush changes a state: each
 # flush makes data alone durable, which a power cut must not lose.
 #
+# $KEPT_CRASH_FRESH=1: no zeroes and no checkpoints, and most writes
+# into blocks never written, flushed often, so that most flushes take
+# new space and (of a file of format version 7) write a record of the
+# log in the one sync of its data (a flush that writes marks of
+# checkpoints writes the pages), the others often into those units
+# again, which the last record checks; with POWER_SHIM the power is cut at one sync in
+# $KEPT_CRASH_CUT (50 by default), inside which a crash may leave the
+# record durable and its data not.
+#
 # $KEPT_CRASH_VIEWS=1: point-in-time views (cow-view-separator=@) are
 # made, read and deleted at random moments among the requests, so that
 # writes move what a view keeps to the blocks' other places and the
@@ -59,6 +68,9 @@ BLOCK_UNITS = 65536 // UNIT     # units in a block (cow-block-size=64K)
 
 control = overlay + '.ctl'
 data_only = os.environ.get('KEPT_CRASH_DATA_ONLY') == '1'
+fresh_only = os.environ.get('KEPT_CRASH_FRESH') == '1'
+if fresh_only:
+    IN_FLIGHT = 2               # a write seldom far from the flush before
 views = os.environ.get('KEPT_CRASH_VIEWS') == '1'
 with open(base, 'rb') as f:
     base_data = f.read()
@@ -78,7 +90,8 @@ def start(logged=False):
         env.update(NBDKIT_PRELOAD=power_shim,
                    COW_POWER_FILE=os.path.realpath(overlay),
                    COW_POWER_LOG=overlay + '.log',
-                   COW_POWER_CUT='50', COW_POWER_SEED=str(rng.randrange(1 << 30)))
+                   COW_POWER_CUT=os.environ.get('KEPT_CRASH_CUT', '50'),
+                   COW_POWER_SEED=str(rng.randrange(1 << 30)))
     if os.path.exists(control):
         os.unlink(control)
     p = subprocess.Popen([nbdkit, '-f', '-U', sock, '--filter=cow', 'file',
@@ -301,6 +314,7 @@ def power_image():
 # get wrong) keep happening round after round.
 fresh = list(range(units // BLOCK_UNITS))
 rng.shuffle(fresh)
+recent = []                     # units of fresh blocks, as first written
 
 seq = 0
 if power_shim and not os.path.exists(overlay):
@@ -335,7 +349,7 @@ for r in range(rounds):
     try:
         verify(h)
         check_checkpoints()
-        if not data_only:
+        if not data_only and not fresh_only:
             make_checkpoint('r%d' % r)
     except (nbd.Error, ServerGone):
         if power_shim is None or p.wait(timeout=10) != -signal.SIGKILL:
@@ -383,11 +397,11 @@ for r in range(rounds):
         while time.time() < deadline:
             view_step()
             while h.aio_in_flight() < IN_FLIGHT:
-                if rng.random() < 0.05:
+                if rng.random() < (0.3 if fresh_only else 0.05):
                     snapshot = {u: completed[u] for u in range(units)}
                     h.aio_flush(completion=flush_done(snapshot))
                     continue
-                if not data_only and rng.random() < 0.02:
+                if not data_only and not fresh_only and rng.random() < 0.02:
                     # A whole block zeroed, so that blocks keep changing
                     # state (and the state area keeps being written).
                     first = rng.randrange(units // BLOCK_UNITS) * BLOCK_UNITS
@@ -396,16 +410,22 @@ for r in range(rounds):
                         break
                 else:
                     us = [rng.randrange(units)]
-                    if fresh and not data_only and rng.random() < 0.02:
+                    if fresh and not data_only and \
+                       rng.random() < (0.6 if fresh_only else 0.02):
                         us = [fresh.pop() * BLOCK_UNITS +
                               rng.randrange(BLOCK_UNITS)]
+                        recent.append(us[0])
+                    elif fresh_only and recent and rng.random() < 0.5:
+                        # Again into a unit a recent flush first wrote.
+                        us = [rng.choice(recent[-2:])]
                     if us[0] in busy:
                         break
                 busy.update(us)
                 seq += 1
                 fua = rng.random() < 0.05
                 flags = nbd.CMD_FLAG_FUA if fua else 0
-                if len(us) > 1 or (not data_only and rng.random() < 0.1):
+                if len(us) > 1 or (not data_only and not fresh_only and
+                                   rng.random() < 0.1):
                     for u in us:
                         values[u].append(bytes(UNIT))
                     h.aio_zero(len(us) * UNIT, us[0] * UNIT,

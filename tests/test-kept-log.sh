@@ -148,6 +148,29 @@ assert h.pread(4096, 2 * B) == base.read(4096), 'block 2 is not the base'
 stop
 echo "a torn record ends the log"
 
+# A last record whose entry says it checked units the block does not
+# hold (a hostile file, its checksum made right) is dropped too.
+cp "$tmp/intact" "$ov"
+"$PYTHON" -c "
+import struct, sys
+sys.path.insert(0, '$abs_top_srcdir/tests')
+from importlib import import_module
+crc32c = import_module('kept-format').crc32c
+path, at = sys.argv[1], int(sys.argv[2]) + 4096 + 512 + 1024
+with open(path, 'r+b') as f:
+    f.seek(at)
+    rec = bytearray(f.read(512))
+    n, = struct.unpack_from('<I', rec, 16)
+    struct.pack_into('<I', rec, 32 + 24, 0x20001)   # entry 0's units
+    struct.pack_into('<I', rec, 20, 0)
+    struct.pack_into('<I', rec, 20, crc32c(bytes(rec[:32 + 32 * n])))
+    f.seek(at)
+    f.write(rec)
+" "$ov" "$log_at"
+[ "$(info "$ov" .log.blocks_to_drop)" = 1 ] ||
+  fail "a record checking units its block lacks: $("$NBDCOW" info --json "$ov" 2>&1)"
+echo "a record that checked units its block does not hold is dropped"
+
 # A clean stop leaves nothing to replay.
 cp "$tmp/intact" "$ov"
 serve "$ov"
