@@ -144,6 +144,7 @@ SYNCED_WRITES = [  # name, fio rw, bs
     ("4K sequential write + flush", "write", "4k"),
     ("64K sequential write + flush", "write", "64k"),
     ("4K random write + flush", "randwrite", "4k"),
+    ("64K random write + flush", "randwrite", "64k"),
 ]
 
 

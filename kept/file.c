@@ -314,20 +314,24 @@ kept_zero_area (struct kept_overlay *ko, uint64_t offset, uint64_t length,
 }
 
 /* Writes n pages of metadata from buf and makes them durable: no
- * sync if there are none.
+ * sync if there are none.  Pages that lie one after another in the
+ * file (and so in buf, taken in the file's order) go in one write.
  */
 static int
 write_pages (struct kept_overlay *ko, const uint64_t *at, const uint8_t *buf,
              unsigned n)
 {
-  unsigned i;
+  unsigned i, j;
 
   if (n == 0)
     return 0;
-  for (i = 0; i < n; ++i)
-    if (pwrite_full (ko->fd, buf + i * KEPT_STATE_PAGE, KEPT_STATE_PAGE,
-                     at[i]) == -1)
+  for (i = 0; i < n; i = j) {
+    for (j = i + 1; j < n && at[j] == at[j - 1] + KEPT_STATE_PAGE; ++j)
+      ;
+    if (pwrite_full (ko->fd, buf + (uint64_t) i * KEPT_STATE_PAGE,
+                     (uint64_t) (j - i) * KEPT_STATE_PAGE, at[i]) == -1)
       return -1;
+  }
   return fdatasync (ko->fd);
 }
 

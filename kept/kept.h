@@ -328,6 +328,9 @@ struct kept_log {
   uint64_t dropped;             /* blocks of a last record the load
                                    dropped: their data not durable */
   uint32_t dropped_before;      /* blocks the last recovery dropped */
+  uint64_t fresh_slots;         /* slots from here on lay past the end
+                                   of the file as it opened (a writer's,
+                                   kept_log_fresh) */
   uint64_t *blocks;             /* the blocks the load's records set, */
   uint64_t nr_blocks;           /* ascending, once each */
 };
@@ -641,9 +644,17 @@ extern uint32_t kept_new_units (const struct kept_overlay *ko,
                                 const struct kept_log_entry *e);
 
 /* Sets e->crc to the CRC-32C of the bytes of e->units in the file, each
- * read from the place e says.  Returns 0, or -1 with ko->why set.
+ * read from the place e says; a unit of zeros in a slot from
+ * ko->log.fresh_slots on leaves e->units instead, reading as zeros
+ * whether its write reached the disk or not.  Returns 0, or -1 with
+ * ko->why set.
  */
 extern int kept_log_sum (struct kept_overlay *ko, struct kept_log_entry *e);
+
+/* A writer, once the file is cut after its last slot (kept_cut): the
+ * slots past its end are fresh.  Returns 0, or -1 with ko->why set.
+ */
+extern int kept_log_fresh (struct kept_overlay *ko);
 
 /* Whether a record of n entries fits in the log after its last. */
 extern bool kept_log_room (const struct kept_overlay *ko, unsigned n);

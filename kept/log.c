@@ -15,6 +15,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "crc32c.h"
@@ -86,44 +87,100 @@ kept_new_units (const struct kept_overlay *ko, const struct kept_log_entry *old,
   return units;
 }
 
-int
-kept_log_sum (struct kept_overlay *ko, struct kept_log_entry *e)
+/* Continues crc over units [first, end) of e, whose len bytes are at
+ * buf; with fresh, a unit of zeros leaves e->units instead.
+ */
+static uint32_t
+sum_run (const struct kept_overlay *ko, struct kept_log_entry *e,
+         unsigned first, unsigned end, const uint8_t *buf, uint64_t len,
+         bool fresh, uint32_t crc)
+{
+  unsigned shift = kept_unit_shift (&ko->header.layout), i;
+
+  for (i = first; i < end; ++i) {
+    uint64_t off = (uint64_t) (i - first) << shift;
+    uint64_t n = len - off < (UINT64_C (1) << shift) ? len - off
+                                                    : UINT64_C (1) << shift;
+
+    if (fresh && is_zero ((const char *) buf + off, n))
+      e->units &= ~(UINT32_C (1) << i);
+    else
+      crc = crc32c (crc, buf + off, n);
+  }
+  return crc;
+}
+
+/* Sets e->crc to the CRC-32C of the units of e->units, each read from
+ * its place.  With drop_fresh, a unit of zeros in a slot that lay past
+ * the end of the file when it was opened leaves e->units instead: it
+ * reads as zeros whether its write reached the disk or not.
+ */
+static int
+sum_units (struct kept_overlay *ko, struct kept_log_entry *e, bool drop_fresh)
 {
   const struct kept_layout *l = &ko->header.layout;
-  unsigned shift = kept_unit_shift (l), i;
+  unsigned shift = kept_unit_shift (l), i, j;
   uint64_t start = blockgeom_start (&l->geom, e->b);
   uint64_t bytes = blockgeom_end (&l->geom, e->b) - start;
-  uint8_t *buf;
   uint32_t crc = 0;
+  uint8_t *buf;
   int r = 0;
 
   e->crc = 0;
   if (e->units == 0)
     return 0;
-  buf = malloc (UINT64_C (1) << shift);
+  buf = malloc (bytes);
   if (buf == NULL)
     return kept_fail (ko, false, "malloc: %m");
-  for (i = 0; i < 32 && r == 0; ++i) {
-    uint64_t at = (uint64_t) i << shift, len = UINT64_C (1) << shift;
+  for (i = 0; i < 32 && r == 0; i = j) {
+    uint64_t slot = unit_slot (e, i), at = (uint64_t) i << shift, len;
     ssize_t got;
 
-    if (!(e->units >> i & 1))
+    /* A run of units to check lying in one slot: one read. */
+    for (j = i; j < 32 && (e->units >> j & 1) && unit_slot (e, j) == slot;
+         ++j)
+      ;
+    if (j == i) {
+      j = i + 1;
       continue;
+    }
+    len = ((uint64_t) j << shift) - at;
     if (at + len > bytes)
       len = bytes - at;
-    got = pread (ko->fd, buf, len, l->data_offset
-                 + blockgeom_start (&l->geom, unit_slot (e, i)) + at);
-    if (got == -1)
+    got = pread (ko->fd, buf, len,
+                 l->data_offset + blockgeom_start (&l->geom, slot) + at);
+    if (got == -1) {
       r = kept_fail (ko, false, "cannot read the data the log names: %m");
-    else {
-      /* Past the end of the file reads as the hole it would be. */
-      memset (buf + got, 0, len - got);
-      crc = crc32c (crc, buf, len);
+      break;
     }
+    /* Past the end of the file reads as the hole it would be. */
+    memset (buf + got, 0, len - got);
+    crc = sum_run (ko, e, i, j, buf, len,
+                   drop_fresh && slot >= ko->log.fresh_slots, crc);
   }
   free (buf);
   e->crc = crc;
   return r;
+}
+
+int
+kept_log_sum (struct kept_overlay *ko, struct kept_log_entry *e)
+{
+  return sum_units (ko, e, true);
+}
+
+int
+kept_log_fresh (struct kept_overlay *ko)
+{
+  const struct kept_layout *l = &ko->header.layout;
+  uint64_t block = blockgeom_block_size (&l->geom);
+  struct stat st;
+
+  if (fstat (ko->fd, &st) == -1)
+    return kept_fail (ko, false, "fstat: %m");
+  ko->log.fresh_slots = (uint64_t) st.st_size <= l->data_offset ? 0
+    : ((uint64_t) st.st_size - l->data_offset + block - 1) / block;
+  return 0;
 }
 
 /* Room is kept after every record for an empty one. */
@@ -263,12 +320,31 @@ record_at (const uint8_t *buf, uint64_t len, uint64_t sequence)
   return n;
 }
 
+/* Whether the slots of entry e lie within the file's length. */
+static bool
+within_file (const struct kept_overlay *ko, const struct kept_log_entry *e,
+             uint64_t file_length)
+{
+  const struct kept_layout *l = &ko->header.layout;
+  uint64_t bytes = blockgeom_end (&l->geom, e->b)
+                   - blockgeom_start (&l->geom, e->b);
+
+  if (e->entry >= KEPT_ENTRY_SLOT &&
+      l->data_offset + blockgeom_start (&l->geom, e->entry - KEPT_ENTRY_SLOT)
+      + bytes > file_length)
+    return false;
+  return e->place1 == 0 ||
+         l->data_offset + blockgeom_start (&l->geom, e->place1 - 1) + bytes
+         <= file_length;
+}
+
 /* Whether the data each entry of the record at buf names (n entries)
- * is what it was when the record was written: its checksums match.
+ * is what it was when the record was written: its slots within the
+ * file and its checksums matching.
  */
 static int
 record_durable (struct kept_overlay *ko, const uint8_t *buf, unsigned n,
-                bool *durable)
+                uint64_t file_length, bool *durable)
 {
   unsigned i;
 
@@ -279,13 +355,16 @@ record_durable (struct kept_overlay *ko, const uint8_t *buf, unsigned n,
     decode_entry (buf + RECORD_HEADER + RECORD_ENTRY * i, &e);
     if (e.b >= kept_blocks (ko))
       continue;                 /* damage, which the load reports */
-    /* Units the entry does not hold cannot have been checked. */
-    if ((e.units & ~units_held (ko, &e)) != 0) {
+    /* Units the entry does not hold cannot have been checked; a slot
+     * past the end of the file (its length not durable) holds nothing.
+     */
+    if ((e.units & ~units_held (ko, &e)) != 0 ||
+        !within_file (ko, &e, file_length)) {
       *durable = false;
       return 0;
     }
     sum = e;
-    if (kept_log_sum (ko, &sum) == -1)
+    if (sum_units (ko, &sum, false) == -1)
       return -1;
     *durable = sum.crc == e.crc;
   }
@@ -389,7 +468,8 @@ kept_log_replay (struct kept_overlay *ko, struct statemap *states,
    * after it would have been written only once it had.
    */
   if (log->records > 0 &&
-      record_durable (ko, buf + HEAD_SIZE + last_at, last_n, &durable) == -1)
+      record_durable (ko, buf + HEAD_SIZE + last_at, last_n, file_length,
+                      &durable) == -1)
     goto out;
   if (!durable) {
     log->dropped = last_n;

@@ -183,6 +183,10 @@ load (struct store_kept *k, uint64_t size)
   if (alloc_dirty_marks (k) == -1)
     return -1;
   kept_punch_unallocated (ko, &k->states);
+  if (h->layout.log_length && kept_log_fresh (ko) == -1) {
+    report (k);
+    return -1;
+  }
   if (h->layout.log_length && kept_fold_log (k, ko->log.dropped) == -1)
     return -1;
   if (ko->log.dropped)

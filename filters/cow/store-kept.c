@@ -931,16 +931,20 @@ forget_changed (struct store_kept *k) REQUIRES (k->page_lock)
   k->overflow = false;
 }
 
-/* Version 7: the log emptied once the pages hold all it held; and
- * nothing watched, since no record is left to check.
+/* Version 7: the log emptied once the pages hold all it held (always,
+ * or only if it holds a record), noting dropped, or if not always the
+ * blocks the last recovery dropped; nothing is watched then, since no
+ * record is left to check.
  */
 static int
-reset_log (struct store_kept *k, uint32_t dropped)
+empty_log (struct store_kept *k, bool always, uint32_t dropped)
 {
-  int r;
+  int r = 0;
 
   held_lock (&k->log_lock);
-  r = kept_log_reset (&k->kept, dropped);
+  if (always || k->kept.log.records > 0)
+    r = kept_log_reset (&k->kept,
+                        always ? dropped : k->kept.log.dropped_before);
   if (r == 0)
     unwatch_written (k);
   held_unlock (&k->log_lock);
@@ -964,8 +968,7 @@ flush_pages (struct store_kept *k, int *err)
   k->flush_errno = 0;
   k->table_taken = false;
   if (kept_flush (&k->kept, take_dirty_pages, redirty_pages, k) == -1 ||
-      (logs (k) && k->kept.log.records > 0 &&
-       reset_log (k, k->kept.log.dropped_before) == -1)) {
+      (logs (k) && empty_log (k, false, 0) == -1)) {
     *err = errno;
     report (k);
     goto fail;
@@ -1021,10 +1024,11 @@ retake_changed (struct store_kept *k, const struct kept_log_entry *old,
 }
 
 /* Version 7: takes block e->b's entry as it stands, the units it names
- * where old did not, and their checksum, watched (taking) from before
- * their bytes are read to when a record after this one is durable.
- * holder holds the block's write locks meanwhile, so that a write into
- * it comes before or finds it watched.
+ * where old did not, and their checksum, watched (taking) until a
+ * record after this one is durable.  holder holds the block's write
+ * locks from before the units' bytes are read to after they are
+ * watched, so that a write into the block comes before or finds them
+ * watched.
  */
 static int
 take_entry (struct store_kept *k, const struct store_holder *holder,
@@ -1040,12 +1044,12 @@ take_entry (struct store_kept *k, const struct store_holder *holder,
   kept_entry_of (&k->kept, &k->states, old->b, e);
   held_unlock (&k->page_lock);
   e->units = kept_new_units (&k->kept, old, e);
+  r = kept_log_sum (&k->kept, e);
   held_lock (&k->watch_lock);
   k->taking[k->nr_taking++] = *e;
   __atomic_store_n (&k->watched, k->nr_written + k->nr_taking,
                     __ATOMIC_RELEASE);
   held_unlock (&k->watch_lock);
-  r = kept_log_sum (&k->kept, e);
   holder->release (holder->opaque, start, len);
   return r;
 }
@@ -1097,7 +1101,7 @@ flush_log (struct store_kept *k, const struct store_holder *holder, int *err)
   held_lock (&k->page_lock);
   n = k->nr_changed;
   if (k->overflow || k->table_dirty || marks_dirty (k) ||
-      !kept_log_room (&k->kept, n)) {
+      n > KEPT_LOG_ENTRIES) {
     held_unlock (&k->page_lock);
     return 1;
   }
@@ -1126,7 +1130,7 @@ flush_log (struct store_kept *k, const struct store_holder *holder, int *err)
              << kept_unit_shift (&k->kept.header.layout);
   }
   held_lock (&k->log_lock);
-  if (r == 0 && bytes <= KEPT_LOG_DATA)
+  if (r == 0 && bytes <= KEPT_LOG_DATA && kept_log_room (&k->kept, n))
     r = write_record (k, e, n);
   else {
     end_taking (k, false);
@@ -1186,7 +1190,7 @@ kept_fold_log (struct store_kept *k, uint32_t dropped)
   k->kept.log.dropped_before = dropped;
   if (flush_pages (k, &err) == -1)
     return -1;
-  if (dropped > 0 && log->records == 0 && reset_log (k, dropped) == -1) {
+  if (dropped > 0 && log->records == 0 && empty_log (k, true, dropped) == -1) {
     report (k);
     return -1;
   }
