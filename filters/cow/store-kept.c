@@ -235,6 +235,13 @@ kept_read (struct store *st, void *buf, uint64_t count, uint64_t offset,
   return 0;
 }
 
+/* Version 7: the file has a log. */
+static bool
+logs (const struct store_kept *k)
+{
+  return k->kept.header.layout.log_length != 0;
+}
+
 /* Extends the file, sparsely, past its last slot taken, so that the
  * writes of the next GROW_BYTES of new slots leave its length alone.
  * Best effort: a write past the end extends the file anyway.  The
@@ -264,33 +271,42 @@ grow_ahead (struct store_kept *k) REQUIRES (k->slot_lock)
  * any byte is written, so that a write that cannot have its slots
  * fails having written nothing.  The write locks of the range keep
  * other threads from changing these blocks' slots; it takes slot_lock
- * only if a block has no slot.
+ * only if a block has no slot.  Sets *fresh if every block had none
+ * and each took one past the end of the file as it opened (version 7:
+ * kept_log_fresh), which reads as zeros.
  */
 static int
-take_slots (struct store *st, uint64_t offset, uint64_t end, unsigned place)
-  REQUIRES (*st->stripes)
+take_slots (struct store *st, uint64_t offset, uint64_t end, unsigned place,
+            bool *fresh) REQUIRES (*st->stripes)
 {
   struct store_kept *k = kept_of (st);
   const struct blockgeom *g = geom_of (k);
   struct kept_slots *slots = &k->kept.slots;
-  uint64_t b = blockgeom_block (g, offset);
+  uint64_t b = blockgeom_block (g, offset), first = b;
   uint64_t last = blockgeom_block (g, end - 1);
   uint64_t slot;
   int r = 0;
 
+  *fresh = false;
   if (!k->kept.header.layout.packed)
     return 0;
   while (b <= last && kept_slots_get (slots, b, place, &slot))
     ++b;
   if (b > last)
     return 0;
+  *fresh = b == first && logs (k);
   held_lock (&k->slot_lock);
   for (; b <= last && r == 0; ++b)
     if (!kept_slots_get (slots, b, place, &slot))
       r = kept_slots_take (slots, b, place, &slot);
+    else
+      *fresh = false;
   if (r == 0)
     grow_ahead (k);
   held_unlock (&k->slot_lock);
+  /* Slots taken in order: the first is the lowest. */
+  if (*fresh && kept_slots_get (slots, first, place, &slot))
+    *fresh = slot >= k->kept.log.fresh_slots;
   return r;
 }
 
@@ -415,14 +431,20 @@ kept_write (struct store *st, const void *buf, uint64_t count,
   struct store_kept *k = kept_of (st);
   uint64_t end = offset + count, pos = offset, stop, at;
   const char *p = buf;
-  bool found;
+  bool found, fresh;
 
   CHECK ((place == 0 || k->kept.header.layout.places) &&
          stripes_held (st->stripes, offset, count));
   if (watch_change (k, offset, count, err) == -1)
     return -1;
-  if (take_slots (st, offset, end, place) == -1)
+  if (take_slots (st, offset, end, place, &fresh) == -1)
     goto fail;
+  /* Zeros into fresh slots: they read as zeros already.  A write of
+   * zeros through fallocate would leave unwritten extents, which the
+   * writes into the block then convert, one journal commit a sync.
+   */
+  if (fresh && p == NULL)
+    return 0;
   for (; pos < end; pos = stop) {
     stop = data_run (k, pos, end, place, &found, &at);
     if (storeio_write (k->kept.fd, p, stop - pos, at) == -1)
@@ -557,13 +579,6 @@ clear_where (struct store_kept *k, uint64_t b, uint64_t end)
       slotmap_set (&k->kept.where, b, 0);
     b = stop;
   }
-}
-
-/* Version 7: the file has a log. */
-static bool
-logs (const struct store_kept *k)
-{
-  return k->kept.header.layout.log_length != 0;
 }
 
 /* Version 7: room in changed for one more entry, else overflow set.
