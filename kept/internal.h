@@ -46,6 +46,14 @@ kept_get_le (const uint8_t *p, unsigned bytes)
   return v;
 }
 
+/* The end, in the file, of block b's data in slot slot (packed). */
+static inline uint64_t
+kept_slot_end (const struct kept_layout *l, uint64_t b, uint64_t slot)
+{
+  return l->data_offset + blockgeom_start (&l->geom, slot)
+         + blockgeom_end (&l->geom, b) - blockgeom_start (&l->geom, b);
+}
+
 /* The CRC-32C of the size bytes at buf with the 4 bytes at crc_at
  * (where the checksum is kept) taken as zero.
  */

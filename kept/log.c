@@ -326,16 +326,12 @@ within_file (const struct kept_overlay *ko, const struct kept_log_entry *e,
              uint64_t file_length)
 {
   const struct kept_layout *l = &ko->header.layout;
-  uint64_t bytes = blockgeom_end (&l->geom, e->b)
-                   - blockgeom_start (&l->geom, e->b);
 
   if (e->entry >= KEPT_ENTRY_SLOT &&
-      l->data_offset + blockgeom_start (&l->geom, e->entry - KEPT_ENTRY_SLOT)
-      + bytes > file_length)
+      kept_slot_end (l, e->b, e->entry - KEPT_ENTRY_SLOT) > file_length)
     return false;
   return e->place1 == 0 ||
-         l->data_offset + blockgeom_start (&l->geom, e->place1 - 1) + bytes
-         <= file_length;
+         kept_slot_end (l, e->b, e->place1 - 1) <= file_length;
 }
 
 /* Whether the data each entry of the record at buf names (n entries)

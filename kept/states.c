@@ -69,8 +69,7 @@ load_slot (struct kept_overlay *ko, struct kept_slots *slots, uint64_t b,
            struct kept_damage *damage)
 {
   const struct kept_layout *l = &ko->header.layout;
-  uint64_t end = l->data_offset + blockgeom_start (&l->geom, slot)
-                 + blockgeom_end (&l->geom, b) - blockgeom_start (&l->geom, b);
+  uint64_t end = kept_slot_end (l, b, slot);
   int r;
 
   if (end > file_length) {

@@ -604,6 +604,19 @@ room_changed (struct store_kept *k) REQUIRES (k->page_lock)
   return true;
 }
 
+/* Version 7: where block b is in changed, or nr_changed.  Caller holds
+ * page_lock.
+ */
+static unsigned
+changed_at (const struct store_kept *k, uint64_t b) REQUIRES (k->page_lock)
+{
+  unsigned i;
+
+  for (i = 0; i < k->nr_changed && k->changed[i].b != b; ++i)
+    ;
+  return i;
+}
+
 /* Version 7: blocks [first, first+n) are about to change; each not
  * changed since a flush last took them is noted with its entry as it
  * stands, which that flush took.  Past KEPT_LOG_ENTRIES, the next
@@ -614,16 +627,12 @@ note_changed (struct store_kept *k, uint64_t first, uint64_t n)
   REQUIRES (k->page_lock)
 {
   uint64_t b;
-  unsigned i;
 
   if (!logs (k))
     return;
-  for (b = first; b < first + n && !k->overflow; ++b) {
-    for (i = 0; i < k->nr_changed && k->changed[i].b != b; ++i)
-      ;
-    if (i == k->nr_changed && room_changed (k))
+  for (b = first; b < first + n && !k->overflow; ++b)
+    if (changed_at (k, b) == k->nr_changed && room_changed (k))
       kept_entry_of (&k->kept, &k->states, b, &k->changed[k->nr_changed++]);
-  }
 }
 
 /* Requires kept_reserve_blocks of the blocks (in part, of a record of
@@ -1028,8 +1037,7 @@ retake_changed (struct store_kept *k, const struct kept_log_entry *old,
 
   held_lock (&k->page_lock);
   for (i = 0; i < n && !k->overflow; ++i) {
-    for (j = 0; j < k->nr_changed && k->changed[j].b != old[i].b; ++j)
-      ;
+    j = changed_at (k, old[i].b);
     if (j < k->nr_changed)
       k->changed[j] = old[i];
     else if (room_changed (k))
