@@ -55,7 +55,19 @@ on_exit () { cleanup_cmds="$1; $cleanup_cmds"; }
 TMPDIR="$tmp"
 export TMPDIR
 
-fail () { echo "FAIL: $*" >&2; exit 1; }
+# fail MESSAGE: fails the test, showing the end of each server's
+# messages (an abort or an assertion names its cause there).
+fail ()
+{
+  local err
+  echo "FAIL: $*" >&2
+  for err in "$tmp"/*.err; do
+    [ -s "$err" ] || continue
+    echo "--- the last lines of $err:" >&2
+    tail -n 20 "$err" >&2
+  done
+  exit 1
+}
 skip () { echo "SKIP: $*"; exit 77; }
 
 # Python for nbdsh -c "$EXPECT_EIO" -c ...: expect_eio(WHAT, FN) fails
