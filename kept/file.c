@@ -154,8 +154,7 @@ kept_close (struct kept_overlay *ko)
   kept_slots_free (&ko->slots);
   slotmap_free (&ko->parts);
   slotmap_free (&ko->where);
-  free (ko->log.blocks);
-  ko->log.blocks = NULL;
+  kept_log_free (&ko->log);
   if (ko->fd >= 0)
     close (ko->fd);
   ko->fd = -1;

@@ -161,30 +161,69 @@ kept_export_marks_page (const struct kept_overlay *ko,
                  first + i < blocks ? slotmap_get (marks, first + i) : 0, 4);
 }
 
-/* What kept_load_marks passes to load_chunk. */
+/* What kept_load_marks passes to load_chunk: with next, the first
+ * block of the log's (ko->log.blocks, version 8) not yet passed.
+ */
 struct load {
   kept_found_mark *found;
   void *opaque;
   uint32_t *max_mark;
+  uint64_t next;
 };
 
-/* A chunk of the marks area, len bytes from byte at of it. */
+/* Passes block b's mark, unless 0. */
+static int
+pass_mark (struct kept_overlay *ko, struct load *load, uint64_t b,
+           uint32_t mark)
+{
+  if (mark == 0)
+    return 0;
+  if (mark > *load->max_mark)
+    *load->max_mark = mark;
+  if (load->found (load->opaque, b, mark) == -1)
+    return kept_fail (ko, false, "cannot load the marks: %m");
+  return 0;
+}
+
+/* Passes the marks the log gave the blocks before block end not passed
+ * yet, whose pages' marks are zero (a chunk of zeros is not read).
+ */
+static int
+pass_logged (struct kept_overlay *ko, struct load *load, uint64_t end)
+{
+  const struct kept_log *log = &ko->log;
+
+  for (; load->next < log->nr_blocks && log->blocks[load->next] < end;
+       load->next++)
+    if (pass_mark (ko, load, log->blocks[load->next],
+                   log->marks[load->next]) == -1)
+      return -1;
+  return 0;
+}
+
+/* A chunk of the marks area, len bytes from byte at of it: each mark
+ * raised to the one the log gave its block.
+ */
 static int
 load_chunk (struct kept_overlay *ko, const uint8_t *buf, uint64_t at,
             uint64_t len, void *opaque)
 {
+  const struct kept_log *log = &ko->log;
   struct load *load = opaque;
-  uint64_t blocks = kept_blocks (ko), i;
+  uint64_t blocks = kept_blocks (ko), i, b;
 
-  for (i = 0; i < len / 4 && at / 4 + i < blocks; ++i) {
+  if (pass_logged (ko, load, at / 4) == -1)
+    return -1;
+  for (i = 0; i < len / 4 && (b = at / 4 + i) < blocks; ++i) {
     uint32_t mark = kept_get_le (buf + 4 * i, 4);
 
-    if (mark == 0)
-      continue;
-    if (mark > *load->max_mark)
-      *load->max_mark = mark;
-    if (load->found (load->opaque, at / 4 + i, mark) == -1)
-      return kept_fail (ko, false, "cannot load the marks: %m");
+    if (load->next < log->nr_blocks && log->blocks[load->next] == b) {
+      if (log->marks[load->next] > mark)
+        mark = log->marks[load->next];
+      load->next++;
+    }
+    if (pass_mark (ko, load, b, mark) == -1)
+      return -1;
   }
   return 0;
 }
@@ -194,11 +233,13 @@ kept_load_marks (struct kept_overlay *ko, kept_found_mark *found, void *opaque,
                  uint32_t *max_mark)
 {
   const struct kept_layout *l = &ko->header.layout;
-  struct load load = { found, opaque, max_mark };
+  struct load load = { found, opaque, max_mark, 0 };
 
   *max_mark = 0;
-  return kept_read_area (ko, l->marks_offset, l->marks_length,
-                         "marks of changes", load_chunk, &load);
+  if (kept_read_area (ko, l->marks_offset, l->marks_length,
+                      "marks of changes", load_chunk, &load) == -1)
+    return -1;
+  return pass_logged (ko, &load, UINT64_MAX);
 }
 
 /* The table first: with it empty, the marks mean nothing. */

@@ -94,6 +94,9 @@ extern int kept_load_logged (struct kept_overlay *ko, struct statemap *states,
 /* Version 7: log is the empty log of a new file. */
 extern void kept_log_start (struct kept_log *log);
 
+/* Frees what the load of the log found (blocks, marks). */
+extern void kept_log_free (struct kept_log *log);
+
 /* Version 7: applies the records of the log to the states loaded from
  * the pages (kept_load_states), the last only if the data it names is
  * durable, and sets ko->log.  Returns 0, or -1 after kept_fail.

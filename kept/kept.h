@@ -43,10 +43,12 @@
 #define KEPT_NAME_MAX 4096      /* the longest NBD export name */
 #define KEPT_STATE_PAGE 4096    /* the state area is written in pages */
 
-/* The format version of new files; versions 1 to 6 are read and
- * written too.  Version 7 is version 6 with a log after the marks, in
- * which a flush records the entries it changed in the sync of their
- * data (log.c).  Version 6 is version 5 with a block's entry twice as
+/* The format version of new files; versions 1 to 7 are read and
+ * written too.  Version 8 is version 7 whose records of the log carry
+ * the mark of their blocks, so that a flush that raised marks of
+ * blocks it records writes no page.  Version 7 is version 6 with a log
+ * after the marks, in which a flush records the entries it changed in
+ * the sync of their data (log.c).  Version 6 is version 5 with a block's entry twice as
  * long again, keeping a second slot of the block, its place 1, and
  * which of its units lie there (a point-in-time view keeps the others'
  * old bytes in place 0).  Version 5 is version 4 with a block's entry
@@ -57,12 +59,13 @@
  * versions 1 and 2 store block b at its own offset (2 bits of state
  * per block).
  */
-#define KEPT_VERSION 7
+#define KEPT_VERSION 8
 #define KEPT_PACKED_VERSION 3   /* the first packed version */
 #define KEPT_HISTORY_VERSION 4  /* the first with checkpoints and marks */
 #define KEPT_PARTS_VERSION 5    /* the first with blocks held in part */
 #define KEPT_PLACES_VERSION 6   /* the first with two places a block */
 #define KEPT_LOG_VERSION 7      /* the first with a log of entries */
+#define KEPT_LOG_MARKS_VERSION 8 /* the first whose records mark blocks */
 
 /* Version 5 keeps blocks in part, of block sizes from 16K on, in
  * sub-blocks of blockgeom_sub_shift: at most KEPT_PARTS of them.
@@ -332,7 +335,9 @@ struct kept_log {
                                    of the file as it opened (a writer's,
                                    kept_log_fresh) */
   uint64_t *blocks;             /* the blocks the load's records set, */
-  uint64_t nr_blocks;           /* ascending, once each */
+  uint64_t nr_blocks;           /* ascending, once each, */
+  uint32_t *marks;              /* with the mark their last record gave
+                                   them (version 8; 0 for none) */
 };
 
 /* The file, its header, and once its states are loaded (or it is
@@ -510,7 +515,9 @@ extern void kept_export_page (const struct kept_overlay *ko,
 extern int kept_load_table (struct kept_overlay *ko, struct kept_table *table);
 
 /* Version 4: calls found for each block with a mark (not 0), in order,
- * and sets *max_mark to the highest.  found returns 0, or -1 to stop
+ * and sets *max_mark to the highest.  After kept_load_states: from
+ * version 8 on a block's mark is the higher of its page's and the one
+ * the log's records gave it.  found returns 0, or -1 to stop
  * the load, which then fails.
  */
 typedef int kept_found_mark (void *opaque, uint64_t b, uint32_t mark);
@@ -661,11 +668,14 @@ extern bool kept_log_room (const struct kept_overlay *ko, unsigned n);
 
 /* Writes a record of the n entries (kept_log_room; 0 for one that only
  * says the record before it was made durable) after the last, then
- * fdatasync: the one sync of a flush.  Returns 0, or -1 with ko->why
- * set: the next write goes where this one did.
+ * fdatasync: the one sync of a flush.  From version 8 on the record
+ * gives its blocks mark (0: none), which loading the marks raises
+ * them to.  Returns 0, or -1 with ko->why set: the next write goes
+ * where this one did.
  */
 extern int kept_log_write (struct kept_overlay *ko,
-                           const struct kept_log_entry *entries, unsigned n);
+                           const struct kept_log_entry *entries, unsigned n,
+                           uint32_t mark);
 
 /* Empties the log, durably, once the state pages hold every entry of
  * its records (they are durable), noting dropped (the blocks a

@@ -2,8 +2,9 @@
  * Copyright (C) 2026 the nbdkit-cow authors.
  */
 
-/* The log of a kept overlay of version 7 (kept.h, docs/overlay-format.md,
- * "The log"): records of the entries a flush changed, written in the
+/* The log of a kept overlay of version 7 on (kept.h,
+ * docs/overlay-format.md, "The log"): records of the entries a flush
+ * changed (from version 8 on with their blocks' mark), written in the
  * sync of the data they name, and replayed over the state pages when
  * the file is loaded, the last record only if the data it names is
  * durable.
@@ -38,6 +39,7 @@ enum {
   RECORD_SEQUENCE = 8,
   RECORD_COUNT = 16,
   RECORD_CRC = 20,              /* of the record's bytes, padding not */
+  RECORD_MARK = 24,             /* version 8: its blocks' mark */
 };
 
 /* The bytes of a record of n entries, and what it takes in the log:
@@ -216,9 +218,20 @@ decode_entry (const uint8_t *p, struct kept_log_entry *e)
   e->crc = kept_get_le (p + 28, 4);
 }
 
+/* The mark a record's blocks take, of the record at buf: version 8
+ * on; before, the bytes are zero and the marks pages hold every mark.
+ */
+static uint32_t
+record_mark (const struct kept_overlay *ko, const uint8_t *buf)
+{
+  if (ko->header.version < KEPT_LOG_MARKS_VERSION)
+    return 0;
+  return kept_get_le (buf + RECORD_MARK, 4);
+}
+
 int
 kept_log_write (struct kept_overlay *ko, const struct kept_log_entry *entries,
-                unsigned n)
+                unsigned n, uint32_t mark)
 {
   uint64_t span = record_span (n);
   uint8_t *buf = calloc (1, span);
@@ -235,6 +248,8 @@ kept_log_write (struct kept_overlay *ko, const struct kept_log_entry *entries,
   memcpy (buf, record_magic, sizeof record_magic);
   kept_put_le (buf + RECORD_SEQUENCE, ko->log.next_sequence, 8);
   kept_put_le (buf + RECORD_COUNT, n, 4);
+  if (ko->header.version >= KEPT_LOG_MARKS_VERSION)
+    kept_put_le (buf + RECORD_MARK, mark, 4);
   for (i = 0; i < n; ++i)
     encode_entry (buf + RECORD_HEADER + RECORD_ENTRY * i, &entries[i]);
   kept_put_le (buf + RECORD_CRC,
@@ -276,6 +291,16 @@ kept_log_start (struct kept_log *log)
 {
   *log = (struct kept_log) { .lap = 1, .next_sequence = 1,
                              .next_at = HEAD_SIZE };
+}
+
+void
+kept_log_free (struct kept_log *log)
+{
+  free (log->blocks);
+  free (log->marks);
+  log->blocks = NULL;
+  log->marks = NULL;
+  log->nr_blocks = 0;
 }
 
 /* Reads the head: a sector of zeros (never written) is the empty log
@@ -367,10 +392,13 @@ record_durable (struct kept_overlay *ko, const uint8_t *buf, unsigned n,
   return 0;
 }
 
-/* Orders entries by block, then by their place in the log. */
+/* Orders entries by block, then by their place in the log; each with
+ * its record's mark.
+ */
 struct logged {
   struct kept_log_entry e;
   uint64_t order;
+  uint32_t mark;
 };
 
 static int
@@ -395,7 +423,8 @@ apply (struct kept_overlay *ko, struct statemap *states, struct logged *list,
   uint64_t i;
 
   log->blocks = malloc ((n ? n : 1) * sizeof *log->blocks);
-  if (log->blocks == NULL)
+  log->marks = malloc ((n ? n : 1) * sizeof *log->marks);
+  if (log->blocks == NULL || log->marks == NULL)
     return kept_fail (ko, false, "malloc: %m");
   for (i = 0; i < n; ++i)
     if (i + 1 == n || list[i + 1].e.b != list[i].e.b) {
@@ -403,6 +432,7 @@ apply (struct kept_overlay *ko, struct statemap *states, struct logged *list,
         return kept_fail (ko, true, "corrupted log (a record names block "
                           "%" PRIu64 ", past the disk)", list[i].e.b);
       kept_unload_block (ko, states, list[i].e.b);
+      log->marks[log->nr_blocks] = list[i].mark;
       log->blocks[log->nr_blocks++] = list[i].e.b;
     }
   for (i = 0; i < n; ++i)
@@ -449,7 +479,7 @@ kept_log_replay (struct kept_overlay *ko, struct statemap *states,
   bool durable = true;
   int r = -1;
 
-  free (log->blocks);
+  kept_log_free (log);
   *log = (struct kept_log) { 0 };
   if (buf == NULL)
     return kept_fail (ko, false, "malloc: %m");
@@ -488,6 +518,7 @@ kept_log_replay (struct kept_overlay *ko, struct statemap *states,
       decode_entry (buf + HEAD_SIZE + at + RECORD_HEADER + RECORD_ENTRY * i,
                     &list[k].e);
       list[k].order = k;
+      list[k].mark = record_mark (ko, buf + HEAD_SIZE + at);
     }
   }
   qsort (list, total, sizeof *list, compare_logged);

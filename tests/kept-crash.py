@@ -25,12 +25,12 @@
 # no zeroes and no checkpoints, so that no flush changes a state: each
 # flush makes data alone durable, which a power cut must not lose.
 #
-# $KEPT_CRASH_FRESH=1: no zeroes and no checkpoints, and most writes
-# into blocks never written, flushed often, so that most flushes take
-# new space and (of a file of format version 7) write a record of the
-# log in the one sync of its data (a flush that writes marks of
-# checkpoints writes the pages), the others often into those units
-# again, which the last record checks; with POWER_SHIM the power is cut at one sync in
+# $KEPT_CRASH_FRESH=1: no zeroes, and most writes into blocks never
+# written, flushed often, so that most flushes take new space and (of
+# a file of format version 7 on) write a record of the log in the one
+# sync of its data (from version 8 on with the marks of its blocks,
+# since the checkpoint each round begins with), the others often into
+# those units again, which the last record checks; with POWER_SHIM the power is cut at one sync in
 # $KEPT_CRASH_CUT (50 by default), inside which a crash may leave the
 # record durable and its data not.
 #
@@ -349,7 +349,7 @@ for r in range(rounds):
     try:
         verify(h)
         check_checkpoints()
-        if not data_only and not fresh_only:
+        if not data_only:
             make_checkpoint('r%d' % r)
     except (nbd.Error, ServerGone):
         if power_shim is None or p.wait(timeout=10) != -signal.SIGKILL:

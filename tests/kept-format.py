@@ -7,7 +7,7 @@
 #       sets header fields (version, flags, recoveries) and makes the
 #       checksum right again;
 #   kept-format.py v4 FILE [BASE]
-#       rewrites a file of format version 5 (or 6 or 7, as v5 first) as
+#       rewrites a file of format version 5 (or 6 to 8, as v5 first) as
 #       version 4: the same
 #       blocks, states, slots, checkpoints and marks, a block held in
 #       part held whole, the rest of it read from BASE (needed only if
@@ -29,17 +29,20 @@
 #       states, slots, checkpoints and marks);
 #   kept-format.py v6 FILE
 #       rewrites a file of format version 5 as version 6, or one of
-#       version 7 whose log holds no record as version 6 (no log);
+#       version 7 or 8 whose log holds no record as version 6 (no log);
 #   kept-format.py v7 FILE
 #       rewrites a file of format version 6 as version 7, its log empty;
+#   kept-format.py v8 FILE
+#       rewrites a file of format version 6 or 7 whose log holds no
+#       record as version 8, its log empty;
 #   kept-format.py move FILE B:UNITS...
-#       in a file of version 6 or 7, moves the units UNITS (a mask, as 0x...)
+#       in a file of version 6 to 8, moves the units UNITS (a mask, as 0x...)
 #       of each block B, which it holds, to a place-1 slot of its own
 #       after the last slot, their bytes in place 0 overwritten with
 #       0xee: what a writer that moved them for a view leaves;
 #   kept-format.py places FILE B PLACE1 WHERE
 #       sets block B's place-1 slot + 1 and its units there in a file
-#       of version 6 or 7, as they are: damage, for the tests of the check.
+#       of version 6 to 8, as they are: damage, for the tests of the check.
 
 import os
 import struct
@@ -51,7 +54,7 @@ CRC_AT = 56
 FIELDS = {'version': 8, 'flags': 60, 'recoveries': 64}
 BLOCK_SIZE, BASE_SIZE = 16, 24
 STATES_OFFSET = 32
-LOG = 128 * 1024                # the log of version 7
+LOG = 128 * 1024                # the log of versions 7 and 8
 
 
 def crc32c(data):
@@ -148,12 +151,12 @@ def version_of(path):
 
 
 def convert_log(path, old, new):
-    """A file of version old as version new, one of 6 and 7: the same
+    """A file of version old as version new, each 6, 7 or 8: the same
     blocks and entries, without a log or with an empty one."""
     was, header, (block_size, base_size, offset, length, data) = \
         read_packed(path, (old,))
     _, marks_length, data_offset = history_layout(
-        block_size, base_size, 16, LOG if new == 7 else 0)
+        block_size, base_size, 16, LOG if new >= 7 else 0)
     relabel(header, new, offset, length, data_offset, keep_stale=True)
     with open(path + '.new', 'wb') as f:
         f.truncate(data_offset + len(was) - data)
@@ -164,13 +167,13 @@ def convert_log(path, old, new):
 
 
 def as_v6(path):
-    """path, rewritten as version 6 first if it is version 7."""
-    if version_of(path) == 7:
-        convert_log(path, 7, 6)
+    """path, rewritten as version 6 first if it is version 7 or 8."""
+    if version_of(path) in (7, 8):
+        convert_log(path, version_of(path), 6)
 
 
 def to_v4(path, base=None):
-    """A version 5 file (or 6 or 7, as version 5 first) as version 4:
+    """A version 5 file (or 6 to 8, as version 5 first) as version 4:
     4-byte entries, a block held in part filled from base."""
     as_v6(path)
     if version_of(path) == 6:
@@ -210,8 +213,8 @@ def to_v4(path, base=None):
 
 
 def as_v4(path, base):
-    """path, rewritten as version 4 first if it is version 5 to 7."""
-    if version_of(path) in (5, 6, 7):
+    """path, rewritten as version 4 first if it is version 5 to 8."""
+    if version_of(path) in (5, 6, 7, 8):
         to_v4(path, base)
 
 
@@ -282,11 +285,11 @@ def convert_entries(path, old, new):
 
 
 def move(path, moves):
-    """In a version 6 or 7 file, the units of each B:UNITS of moves
+    """In a version 6 to 8 file, the units of each B:UNITS of moves
     moved to a place-1 slot of B's own after the last slot, overwritten
     with 0xee in place 0."""
     v6, header, (block_size, base_size, offset, length, data) = \
-        read_packed(path, (6, 7))
+        read_packed(path, (6, 7, 8))
     unit = v5_parts(block_size) or block_size
     body = bytearray(v6[data:])
     slots = -(-len(body) // block_size)
@@ -317,7 +320,7 @@ def move(path, moves):
 def set_places(path, b, place1, where):
     with open(path, 'r+b') as f:
         header = f.read(HEADER)
-        assert struct.unpack_from('<I', header, 8)[0] in (6, 7), 'version'
+        assert struct.unpack_from('<I', header, 8)[0] in (6, 7, 8), 'version'
         offset, = struct.unpack_from('<Q', header, STATES_OFFSET)
         f.seek(offset + 16 * int(b) + 8)
         f.write(struct.pack('<II', int(place1, 0), int(where, 0)))
@@ -330,12 +333,12 @@ if __name__ == '__main__':
     elif command == 'v5':
         as_v6(path)
         convert_entries(path, 6, 5)
-    elif command == 'v6' and version_of(path) == 7:
-        convert_log(path, 7, 6)
+    elif command == 'v6' and version_of(path) in (7, 8):
+        convert_log(path, version_of(path), 6)
     elif command == 'v6':
         convert_entries(path, 5, 6)
-    elif command == 'v7':
-        convert_log(path, 6, 7)
+    elif command in ('v7', 'v8'):
+        convert_log(path, version_of(path), int(command[1]))
     elif command == 'move':
         move(path, sys.argv[3:])
     elif command == 'places':
@@ -345,5 +348,5 @@ if __name__ == '__main__':
         convert(path, *sys.argv[3:4])
     else:
         sys.exit('usage: kept-format.py header FILE FIELD=VALUE... | '
-                 'v2|v3|v4 FILE [BASE] | v5|v6|v7 FILE | move FILE B:UNITS... | '
+                 'v2|v3|v4 FILE [BASE] | v5|v6|v7|v8 FILE | move FILE B:UNITS... | '
                  'places FILE B PLACE1 WHERE')

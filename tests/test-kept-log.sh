@@ -2,11 +2,12 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Copyright (C) 2026 the nbdkit-cow authors.
 #
-# A kept overlay of format version 7 makes a flush durable in one sync,
-# whatever it makes durable (docs/overlay-format.md, "The log"):
+# A kept overlay of format version 7 on makes a flush durable in one
+# sync, whatever it makes durable (docs/overlay-format.md, "The log"):
 # counted with strace, 4K and 64K writes into new space, sequential
 # and random, each followed by a flush, cost at most 1.05 syncs a
-# flush.  After kill -9 the log holds their records, which nbdcow reads
+# flush, with a checkpoint, so that each flush makes marks durable
+# too (version 8: in the record).  After kill -9 the log holds their records, which nbdcow reads
 # and the next start folds into the state pages.  The last record is
 # kept only if the data it names is what it was (a crash cut off its
 # sync: its data in the file zeros), and only whole (a record torn by a
@@ -20,7 +21,11 @@ ov=$tmp/ov
 uri="nbd+unix:///?socket=$tmp/sock"
 B=65536
 head -c $((64 * 1024 * 1024)) /dev/urandom > "$tmp/base"
-serve () { start_nbdkit "$tmp/sock" --filter=cow file "$tmp/base" cow-file="$1"; }
+serve ()
+{
+  start_nbdkit "$tmp/sock" --filter=cow file "$tmp/base" cow-file="$1" \
+    cow-control="$tmp/ctl"
+}
 stop () { stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"; rm -f "$tmp/sock"; }
 kill9 ()
 {
@@ -37,6 +42,8 @@ for w in "4096 seq" "65536 seq" "4096 random" "65536 random"; do
   set -- $w
   rm -f "$ov"
   serve "$ov"
+  nbdinfo --size "$uri" >/dev/null
+  "$NBDCOW" checkpoint create "$tmp/ctl" "" before >/dev/null
   pid=$(cat "$tmp/sock.pid")
   strace -f -qq -c -o "$tmp/counts" -e trace=fdatasync,fsync -p "$pid" &
   spid=$!

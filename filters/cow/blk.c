@@ -611,8 +611,47 @@ write_range (struct blk *blk, const struct blk_base *base, const void *buf,
   }
 }
 
+/* Whether a change of blocks [first, first+n) may raise the mark of a
+ * block the overlay holds, whose bytes it may change in place.  Read
+ * after store_change_begin, so that a checkpoint made since finds the
+ * change in flight.
+ */
+static bool
+changes_held_unmarked (struct blk *blk, uint64_t first, uint64_t n)
+{
+  uint64_t b = first, end = first + n, stop;
+  enum blk_state state;
+
+  while (b < end) {
+    stop = blkmap_run (&blk->map, b, end, &state);
+    for (; (state == BLK_ALLOCATED || state == BLK_PARTIAL) && b < stop; ++b)
+      if (!changes_marked (&blk->changes, b))
+        return true;
+    b = stop;
+  }
+  return false;
+}
+
+/* Begins a change of blocks [first, first+n) with the store, telling
+ * it when the change may write in place into a block whose mark it
+ * raises.  Returns 0, or -1 with *err set and no change begun.
+ */
+static int
+begin_change (struct blk *blk, uint64_t first, uint64_t n, int *err)
+{
+  int r = store_change_begin (blk->store, err);
+
+  if (r <= 0)
+    return r;
+  if (!changes_held_unmarked (blk, first, n) ||
+      store_change_in_place (blk->store, err) == 0)
+    return 0;
+  store_change_end (blk->store);
+  return -1;
+}
+
 /* Marks blocks [first, first+n) changed (changes.h), telling the
- * store, and ends the change that store_change_begin began.
+ * store, and ends the change that begin_change began.
  */
 static void
 end_change (struct blk *blk, uint64_t first, uint64_t n)
@@ -636,7 +675,7 @@ write_once (struct blk *blk, const struct blk_base *base, const void *buf,
   first = blockgeom_block (&blk->map.geom, offset);
   last = blockgeom_block (&blk->map.geom, end - 1);
   gate_enter (&blk->gate);
-  if (store_change_begin (blk->store, err) == -1) {
+  if (begin_change (blk, first, last - first + 1, err) == -1) {
     gate_leave (&blk->gate);
     return -1;
   }
@@ -736,7 +775,7 @@ discard_once (struct blk *blk, const struct blk_base *base,
   lock_from = zero_ends ? blockgeom_block (&blk->map.geom, offset) : first;
   lock_to = zero_ends ? blockgeom_block (&blk->map.geom, end - 1) + 1 : stop;
   gate_enter (&blk->gate);
-  if (store_change_begin (blk->store, err) == -1) {
+  if (begin_change (blk, lock_from, lock_to - lock_from, err) == -1) {
     gate_leave (&blk->gate);
     return -1;
   }

@@ -248,6 +248,17 @@ changes_view_of (struct changes *ch, char *name)
   return any;
 }
 
+uint32_t
+changes_last_epoch (struct changes *ch)
+{
+  uint32_t epoch;
+
+  held_lock (&ch->lock);
+  epoch = ch->last_epoch;
+  held_unlock (&ch->lock);
+  return epoch;
+}
+
 unsigned
 changes_list (struct changes *ch, struct checkpoint *out, uint32_t *last_epoch)
 {

@@ -115,6 +115,20 @@ changes_mark_since (struct changes *ch, uint32_t mark, uint32_t since)
          since <= __atomic_load_n (&ch->lost, __ATOMIC_ACQUIRE);
 }
 
+/* Whether block b was changed since the newest checkpoint: a change of
+ * it raises no mark.  False while the overlay has none.  Takes no lock.
+ */
+static inline bool
+changes_marked (struct changes *ch, uint64_t b)
+{
+  uint32_t epoch = __atomic_load_n (&ch->current, __ATOMIC_ACQUIRE);
+
+  return epoch != 0 && slotmap_get (&ch->marks, b) >= epoch;
+}
+
+/* The newest epoch ever taken. */
+extern uint32_t changes_last_epoch (struct changes *ch);
+
 /* Whether the overlay has a checkpoint.  Takes no lock. */
 static inline bool
 changes_any (struct changes *ch)

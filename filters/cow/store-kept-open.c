@@ -187,6 +187,9 @@ load (struct store_kept *k, uint64_t size)
     report (k);
     return -1;
   }
+  /* The marks first: the records' (version 8) go into the pages. */
+  if (k->history && restore_marks (k) == -1)
+    return -1;
   if (h->layout.log_length && kept_fold_log (k, ko->log.dropped) == -1)
     return -1;
   if (ko->log.dropped)
@@ -196,8 +199,6 @@ load (struct store_kept *k, uint64_t size)
   if (crashed)
     nbdkit_debug ("cow-file=%s: not closed cleanly: it holds what was "
                   "flushed before", ko->path);
-  if (k->history && restore_marks (k) == -1)
-    return -1;
   if (kept_set_flags (ko, KEPT_OPEN | (k->stale ? KEPT_MARKS_STALE : 0),
                       h->recoveries + crashed) == -1) {
     report (k);

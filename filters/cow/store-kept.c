@@ -242,6 +242,13 @@ logs (const struct store_kept *k)
   return k->kept.header.layout.log_length != 0;
 }
 
+/* Version 8: its records carry the marks of their blocks. */
+static bool
+logs_marks (const struct store_kept *k)
+{
+  return k->history && k->kept.header.version >= KEPT_LOG_MARKS_VERSION;
+}
+
 /* Extends the file, sparsely, past its last slot taken, so that the
  * writes of the next GROW_BYTES of new slots leave its length alone.
  * Best effort: a write past the end extends the file anyway.  The
@@ -391,7 +398,7 @@ confirm_written (struct store_kept *k, uint64_t offset, uint64_t count,
   still = meets_units (k, k->written, k->nr_written, offset, count);
   held_unlock (&k->watch_lock);
   if (still) {
-    r = kept_log_write (&k->kept, NULL, 0);
+    r = kept_log_write (&k->kept, NULL, 0, 0);
     if (r == 0)
       unwatch_written (k);
     else {
@@ -718,6 +725,20 @@ take_marks_page (struct store_kept *k, uint64_t page)
          (__atomic_fetch_and (word, ~bit, __ATOMIC_ACQUIRE) & bit) != 0;
 }
 
+/* Version 8: marks of blocks [first, first+n) were raised: unless the
+ * next record holds each, the next flush writes the pages.
+ */
+static void
+note_unlogged (struct store_kept *k, uint64_t first, uint64_t n)
+{
+  uint64_t b;
+
+  held_lock (&k->page_lock);
+  for (b = first; b < first + n && !k->marks_unlogged; ++b)
+    k->marks_unlogged = k->overflow || changed_at (k, b) == k->nr_changed;
+  held_unlock (&k->page_lock);
+}
+
 static void
 kept_note_marks (struct store *st, uint64_t first, uint64_t n)
 {
@@ -727,6 +748,8 @@ kept_note_marks (struct store *st, uint64_t first, uint64_t n)
 
   for (; page <= last; ++page)
     dirty_marks_page (k, page);
+  if (logs_marks (k))
+    note_unlogged (k, first, n);
 }
 
 /* Gives the file MARKS_STALE, durably, unless it has it.  Returns 0,
@@ -787,6 +810,12 @@ needs_marks (struct store_kept *k)
          __atomic_load_n (&k->table_kept, __ATOMIC_SEQ_CST);
 }
 
+/* Version 8: a change needs the file marked stale only if it may
+ * write in place into a block whose mark it raises (change_in_place):
+ * else what it writes is read only once an entry names it, which
+ * reaches the file with the mark, in a record or with the pages
+ * (docs/overlay-format.md, "Why the marks never miss a change").
+ */
 static int
 kept_change_begin (struct store *st, int *err)
 {
@@ -795,11 +824,26 @@ kept_change_begin (struct store *st, int *err)
   if (!k->history)
     return 0;
   __atomic_add_fetch (&k->begun, 1, __ATOMIC_SEQ_CST);
+  if (__atomic_load_n (&k->stale, __ATOMIC_SEQ_CST) || !needs_marks (k))
+    return 0;
+  if (logs_marks (k))
+    return 1;
+  if (mark_stale (k) == 0)
+    return 0;
+  *err = errno;
+  __atomic_add_fetch (&k->ended, 1, __ATOMIC_SEQ_CST);
+  return -1;
+}
+
+static int
+kept_change_in_place (struct store *st, int *err)
+{
+  struct store_kept *k = kept_of (st);
+
   if (__atomic_load_n (&k->stale, __ATOMIC_SEQ_CST) || !needs_marks (k) ||
       mark_stale (k) == 0)
     return 0;
   *err = errno;
-  __atomic_add_fetch (&k->ended, 1, __ATOMIC_SEQ_CST);
   return -1;
 }
 
@@ -953,6 +997,7 @@ forget_changed (struct store_kept *k) REQUIRES (k->page_lock)
 {
   k->nr_changed = 0;
   k->overflow = false;
+  k->marks_unlogged = false;
 }
 
 /* Version 7: the log emptied once the pages hold all it held (always,
@@ -1084,12 +1129,12 @@ take_entry (struct store_kept *k, const struct store_holder *holder,
  */
 static int
 write_record (struct store_kept *k, const struct kept_log_entry *entries,
-              unsigned n)
+              unsigned n, uint32_t mark)
 {
-  int r = kept_log_write (&k->kept, entries, n);
+  int r = kept_log_write (&k->kept, entries, n, mark);
 
   if (end_taking (k, r == 0) && r == 0 &&
-      (r = kept_log_write (&k->kept, NULL, 0)) == 0)
+      (r = kept_log_write (&k->kept, NULL, 0, 0)) == 0)
     unwatch_written (k);
   return r;
 }
@@ -1119,12 +1164,13 @@ flush_log (struct store_kept *k, const struct store_holder *holder, int *err)
   struct kept_log_entry *old, *e, *taking;
   unsigned n, i;
   uint64_t bytes = 0;
+  uint32_t mark;
   int r = 0;
 
   held_lock (&k->page_lock);
   n = k->nr_changed;
-  if (k->overflow || k->table_dirty || marks_dirty (k) ||
-      n > KEPT_LOG_ENTRIES) {
+  if (k->overflow || k->table_dirty || n > KEPT_LOG_ENTRIES ||
+      (logs_marks (k) ? k->marks_unlogged : marks_dirty (k))) {
     held_unlock (&k->page_lock);
     return 1;
   }
@@ -1152,9 +1198,11 @@ flush_log (struct store_kept *k, const struct store_holder *holder, int *err)
     bytes += (uint64_t) __builtin_popcount (e[i].units)
              << kept_unit_shift (&k->kept.header.layout);
   }
+  /* Read once the entries are taken: at least any mark they had. */
+  mark = logs_marks (k) ? changes_last_epoch (k->changes) : 0;
   held_lock (&k->log_lock);
   if (r == 0 && bytes <= KEPT_LOG_DATA && kept_log_room (&k->kept, n))
-    r = write_record (k, e, n);
+    r = write_record (k, e, n, mark);
   else {
     end_taking (k, false);
     if (r == 0)
@@ -1183,6 +1231,13 @@ kept_store_flush (struct store *st, const struct store_holder *holder,
   k->ended_at_flush = __atomic_load_n (&k->ended, __ATOMIC_SEQ_CST);
   if (logs (k) && holder)
     r = flush_log (k, holder, err);
+  /* Version 8: the pages may name a change in flight that left the
+   * file unmarked, its mark not raised yet.
+   */
+  if (r == 1 && logs_marks (k) && needs_marks (k) && mark_stale (k) == -1) {
+    *err = errno;
+    r = -1;
+  }
   if (r == 1)
     r = flush_pages (k, err);
   if (r == 0 && k->history)
@@ -1201,6 +1256,8 @@ kept_fold_log (struct store_kept *k, uint32_t dropped)
     return 0;
   held_lock (&k->page_lock);
   for (i = 0; i < log->nr_blocks; ++i) {
+    if (log->marks[i] != 0 && k->history)
+      dirty_marks_page (k, log->blocks[i] / KEPT_MARKS_PER_PAGE);
     state_pages_of (k, log->blocks[i], 1, &page, &pages);
     if (statemap_reserve (&k->dirty_pages, page, 1) == -1) {
       held_unlock (&k->page_lock);
@@ -1307,6 +1364,7 @@ const struct store_ops kept_store_ops = {
   .note_checkpoints = kept_note_checkpoints,
   .note_marks = kept_note_marks,
   .change_begin = kept_change_begin,
+  .change_in_place = kept_change_in_place,
   .change_end = kept_change_end,
   .flush = kept_store_flush,
   .files = kept_files,

@@ -178,9 +178,14 @@ struct store_ops {
    * end once it is marked (changes.h), so that a flush knows whether
    * the marks it writes hold every change written to the file.
    * change_begin returns 0, or -1 with *err set (the change must not
-   * be made, and change_end is not called).
+   * be made, and change_end is not called), or 1: then, if the change
+   * may write in place into a block whose mark it raises (a block the
+   * overlay holds), change_in_place, which returns once the file says
+   * its marks may miss a change: 0, or -1 with *err set (then as
+   * change_begin's failure, after change_end).
    */
   int (*change_begin) (struct store *st, int *err);
+  int (*change_in_place) (struct store *st, int *err);
   void (*change_end) (struct store *st);
 
   /* Kept: makes every write completed so far durable, one flush at a
@@ -364,6 +369,12 @@ static inline int
 store_change_begin (struct store *st, int *err)
 {
   return st->ops->change_begin ? st->ops->change_begin (st, err) : 0;
+}
+
+static inline int
+store_change_in_place (struct store *st, int *err)
+{
+  return st->ops->change_in_place ? st->ops->change_in_place (st, err) : 0;
 }
 
 static inline void
