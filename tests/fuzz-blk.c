@@ -33,11 +33,23 @@
  * was injected into it; a mismatch or such a failure aborts, which
  * libFuzzer reports with the input that caused it.
  *
+ * A crash whose fault byte is odd is a power cut instead, inside one
+ * of the next syncs of the kept file (the byte says which): the file
+ * as the sync before left it (a copy made at each sync), with each
+ * sector of each write since, each punch since, and its length as now
+ * or as synced, kept or not as the rest of the input says.  The
+ * request that sync was part of never returned (a flush made nothing
+ * durable), and once it is done the overlay opens that file.  Then a
+ * byte written with two values since the last flush may read as
+ * anything (an intermediate value made durable by a sync between);
+ * the others as at the last flush, or as now, or as zeros where a
+ * discard punched.
+ *
  * Build: clang -fsanitize=fuzzer,address,undefined with
  * -Wl,--wrap=pread_full,--wrap=pwrite_full,--wrap=fallocate and
  * --wrap=fsync,--wrap=fdatasync (see Makefile.am).  Faults come through
- * the wrapped calls, so the real overlay code runs; syncs do nothing,
- * since a crash here is a kill -9, which the page cache survives.
+ * the wrapped calls, so the real overlay code runs; a sync of the kept
+ * file copies it, for the power cuts.
  */
 
 #include <config.h>
@@ -51,6 +63,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "blk.h"
@@ -99,6 +112,150 @@ int __real_pread_full (int fd, void *buf, size_t count, off_t offset);
 int __real_pwrite_full (int fd, const void *buf, size_t count, off_t offset);
 int __real_fallocate (int fd, int mode, off_t offset, off_t len);
 
+/*----------------------------------------------------------------------
+ * Power cuts: the kept file as its last sync left it (synced_path, a
+ * copy), and the writes and punches made on it since, in order.
+ */
+
+struct unsynced {
+  off_t offset;
+  size_t len;
+  uint8_t *data;                /* NULL: zeros (a punch or zeroing) */
+};
+
+static const char *kept_path;   /* NULL: no kept file open */
+static dev_t kept_dev;
+static ino_t kept_ino;
+static char synced_path[96];
+static struct unsynced *unsynced;
+static size_t nr_unsynced, cap_unsynced;
+
+/* A power cut armed: at the sync that counts cut_in down to 0, the
+ * file it leaves is written to cut_path (cut_taken), of cut_seed.
+ */
+static unsigned cut_in;
+static bool cut_taken;
+static uint32_t cut_seed;
+static char cut_path[96];
+
+static void copy_file (const char *from, const char *to);
+
+static bool
+is_kept (int fd)
+{
+  struct stat st;
+
+  return kept_path && fstat (fd, &st) == 0 && st.st_dev == kept_dev &&
+         st.st_ino == kept_ino;
+}
+
+static void
+forget_unsynced (void)
+{
+  while (nr_unsynced > 0)
+    free (unsynced[--nr_unsynced].data);
+}
+
+/* A sync of the kept file: the copy taken anew. */
+static void
+kept_synced (void)
+{
+  copy_file (kept_path, synced_path);
+  forget_unsynced ();
+}
+
+/* The kept file at path is opened (made if missing). */
+static void
+kept_opened (const char *path)
+{
+  struct stat st;
+  int fd = open (path, O_WRONLY | O_CREAT, 0600);
+
+  if (fd == -1 || fstat (fd, &st) == -1)
+    abort ();
+  close (fd);
+  kept_path = path;
+  kept_dev = st.st_dev;
+  kept_ino = st.st_ino;
+  snprintf (synced_path, sizeof synced_path, "%s.synced", path);
+  snprintf (cut_path, sizeof cut_path, "%s.cut", path);
+  kept_synced ();
+}
+
+static void
+note_unsynced (int fd, const void *data, size_t len, off_t offset)
+{
+  struct unsynced *u;
+
+  if (len == 0 || !is_kept (fd))
+    return;
+  if (nr_unsynced == cap_unsynced) {
+    cap_unsynced = cap_unsynced ? 2 * cap_unsynced : 64;
+    unsynced = realloc (unsynced, cap_unsynced * sizeof *unsynced);
+    if (unsynced == NULL)
+      abort ();
+  }
+  u = &unsynced[nr_unsynced++];
+  u->offset = offset;
+  u->len = len;
+  u->data = NULL;
+  if (data && (u->data = malloc (len)) == NULL)
+    abort ();
+  if (data)
+    memcpy (u->data, data, len);
+}
+
+/* The next of a xorshift sequence: whether a power cut keeps a piece. */
+static bool
+keeps (uint32_t *seed)
+{
+  *seed ^= *seed << 13;
+  *seed ^= *seed >> 17;
+  *seed ^= *seed << 5;
+  return *seed & 1;
+}
+
+/* Writes to out the kept file as a power cut may leave it, each piece
+ * kept or not as seed says.
+ */
+static void
+power_image (const char *out, uint32_t seed)
+{
+  struct stat now, synced;
+  size_t i, at, next;
+  int fd;
+
+  copy_file (synced_path, out);
+  fd = open (out, O_WRONLY);
+  if (fd == -1 || stat (kept_path, &now) == -1 ||
+      stat (synced_path, &synced) == -1)
+    abort ();
+  for (i = 0; i < nr_unsynced; ++i) {
+    const struct unsynced *u = &unsynced[i];
+
+    if (u->data == NULL) {
+      if (keeps (&seed) &&
+          __real_fallocate (fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                            u->offset, u->len) == -1)
+        abort ();
+      continue;
+    }
+    /* Sector by sector: a disk writes each whole or not at all. */
+    for (at = 0; at < u->len; at = next) {
+      next = ((u->offset + at) / 512 + 1) * 512 - u->offset;
+      if (next > u->len)
+        next = u->len;
+      if (keeps (&seed) &&
+          __real_pwrite_full (fd, u->data + at, next - at, u->offset + at)
+          == -1)
+        abort ();
+    }
+  }
+  if (ftruncate (fd, keeps (&seed) ? now.st_size : synced.st_size) == -1)
+    abort ();
+  close (fd);
+}
+
 int
 __wrap_pread_full (int fd, void *buf, size_t count, off_t offset)
 {
@@ -114,24 +271,34 @@ __wrap_pwrite_full (int fd, const void *buf, size_t count, off_t offset)
 {
   if (trips (&fail_overlay_write_at)) {
     /* Fail halfway, as a full disk would: part of it is written. */
-    if (count > 1)
-      __real_pwrite_full (fd, buf, count / 2, offset);
+    if (count > 1 && __real_pwrite_full (fd, buf, count / 2, offset) == 0)
+      note_unsynced (fd, buf, count / 2, offset);
     errno = ENOSPC;
     return -1;
   }
-  return __real_pwrite_full (fd, buf, count, offset);
+  if (__real_pwrite_full (fd, buf, count, offset) == -1)
+    return -1;
+  note_unsynced (fd, buf, count, offset);
+  return 0;
 }
 
 int
 __wrap_fsync (int fd)
 {
+  if (!is_kept (fd))
+    return 0;
+  if (cut_in > 0 && --cut_in == 0) {
+    power_image (cut_path, cut_seed);
+    cut_taken = true;
+  }
+  kept_synced ();
   return 0;
 }
 
 int
 __wrap_fdatasync (int fd)
 {
-  return 0;
+  return __wrap_fsync (fd);
 }
 
 int
@@ -142,7 +309,12 @@ __wrap_fallocate (int fd, int mode, off_t offset, off_t len)
     errno = EOPNOTSUPP;
     return -1;
   }
-  return __real_fallocate (fd, mode, offset, len);
+  if (__real_fallocate (fd, mode, offset, len) == -1)
+    return -1;
+  /* A punch or a zeroing: zeros, which a power cut keeps or not. */
+  if (mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE))
+    note_unsynced (fd, NULL, len, offset);
+  return 0;
 }
 
 /*----------------------------------------------------------------------
@@ -231,10 +403,19 @@ static bool discarded[MAX_DISK];
 static uint8_t left_value[MAX_DISK];
 static bool left[MAX_DISK], left_many[MAX_DISK];
 
+/* Since the last flush, bytes a request set (touched), and of those
+ * set to two values (many), one of which a sync between may have made
+ * durable: a power cut may bring that back.
+ */
+static bool touched[MAX_DISK], touched_many[MAX_DISK];
+
 /* Byte x was set to v by a request that succeeded (ok) or failed. */
 static void
 model_set (uint64_t x, uint8_t v, bool ok)
 {
+  if (touched[x] && (certainty[x] != EXACT || value[x] != v))
+    touched_many[x] = true;
+  touched[x] = true;
   if (ok) {
     value[x] = v;
     certainty[x] = EXACT;
@@ -257,6 +438,8 @@ model_flushed (void)
   memset (discarded, 0, disk_size);
   memset (left, 0, disk_size);
   memset (left_many, 0, disk_size);
+  memset (touched, 0, disk_size);
+  memset (touched_many, 0, disk_size);
 }
 
 /* A zero or trim of [offset, end) where hole punching is unsupported:
@@ -282,12 +465,13 @@ model_unpunched (uint64_t offset, uint64_t end)
  * not punch left there.
  */
 static void
-model_crashed (void)
+model_crashed (bool power)
 {
   uint64_t x;
 
   for (x = 0; x < disk_size; ++x) {
-    if (certainty[x] == ANY || durable_certainty[x] == ANY || left_many[x]) {
+    if (certainty[x] == ANY || durable_certainty[x] == ANY || left_many[x] ||
+        (power && touched_many[x])) {
       certainty[x] = ANY;
       continue;
     }
@@ -523,8 +707,10 @@ overlay_open (struct overlay *o)
   space_init (&o->space, SPACECAP_NO_LIMIT);
   if (o->files)
     o->blk = blk_new (block_size, o->stripes, o->files, &o->space);
-  else
+  else {
+    kept_opened (o->path);
     o->blk = blk_new_kept (block_size, o->stripes, o->path, "", &o->space);
+  }
   if (o->blk == NULL || blk_set_size (o->blk, disk_size) == -1)
     abort ();
 }
@@ -587,20 +773,27 @@ copy_file (const char *from, const char *to)
   close (out);
 }
 
-/* A kept overlay stopped by kill -9 and opened again: the file as it
- * is now, with its states as last flushed.
+/* A kept overlay stopped by kill -9 (the file as it is now), or by
+ * the power cut taken (cut_taken), and opened again.
  */
 static void
 overlay_crash (struct overlay *o)
 {
   char copy[80];
+  bool power = cut_taken;
+  unsigned armed = cut_in;
 
   snprintf (copy, sizeof copy, "%s.crashed", o->path);
-  copy_file (o->path, copy);
+  if (!power)
+    copy_file (o->path, copy);
+  /* What the close does, a killed server never did: no cut there. */
+  cut_in = 0;
   blk_free (o->blk);
-  if (rename (copy, o->path) == -1)
+  cut_in = armed;
+  if (rename (power ? cut_path : copy, o->path) == -1)
     abort ();
-  model_crashed ();
+  cut_taken = false;
+  model_crashed (power);
   overlay_open (o);
 }
 
@@ -610,7 +803,8 @@ overlay_reopen (struct overlay *o)
 {
   if (blk_free (o->blk) == -1)
     abort ();
-  model_flushed ();
+  if (!cut_taken)               /* else a power cut struck the close */
+    model_flushed ();
   overlay_open (o);
 }
 
@@ -678,13 +872,22 @@ run_op (struct overlay *o, unsigned i, struct input *in, uint8_t *buf)
     fail_overlay_write_at = 0;
     punch_unsupported = false;
     r = blk_flush (blk, &err);
-    if (r == 0)
+    if (r == 0 && !cut_taken)
       model_flushed ();
     break;
   case F_CRASH:
   case F_REOPEN:
     fail_overlay_write_at = fail_overlay_read_at = 0;
     punch_unsupported = false;
+    /* An odd fault byte arms a power cut instead, at one of the next
+     * 8 syncs, the rest of it and offset and count saying what it
+     * keeps (power_image).
+     */
+    if (o->files == NULL && op == F_CRASH && (fault & 1)) {
+      cut_in = 1 + (fault >> 1) % 8;
+      cut_seed = (uint32_t) (fault | offset << 8 | (uint64_t) count << 20) | 1;
+      break;
+    }
     if (o->files == NULL) {
       (op == F_CRASH ? overlay_crash : overlay_reopen) (o);
       view_live = false;        /* a view ends with the server */
@@ -701,7 +904,7 @@ run_op (struct overlay *o, unsigned i, struct input *in, uint8_t *buf)
       r = blk_view_create (blk, "v");
     if (r == -1)
       abort ();                 /* no fault reaches it */
-    if (o->files == NULL)
+    if (o->files == NULL && !cut_taken)
       model_flushed ();
     view_made ();
     break;
@@ -724,7 +927,7 @@ run_op (struct overlay *o, unsigned i, struct input *in, uint8_t *buf)
     punch_unsupported = false;
     if (blk_view_delete (blk, "v") == -1)
       abort ();
-    if (o->files == NULL)
+    if (o->files == NULL && !cut_taken)
       model_flushed ();
     view_live = false;
     break;
@@ -739,6 +942,11 @@ run_op (struct overlay *o, unsigned i, struct input *in, uint8_t *buf)
   }
   fail_base_read_at = fail_overlay_read_at = fail_overlay_write_at = 0;
   punch_unsupported = false;
+  /* The power cut that struck the request. */
+  if (cut_taken) {
+    overlay_crash (o);
+    view_live = false;
+  }
 }
 
 int
@@ -798,12 +1006,19 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     check_view (o.blk, buf, 0, disk_size);
   }
   view_live = false;
+  cut_in = 0;
   blk_free (o.blk);
   if (other)
     blk_free (other);
   if (o.files)
     temp_files_free (o.files);
-  else
+  else {
     unlink (o.path);
+    unlink (synced_path);
+    unlink (cut_path);
+    forget_unsynced ();
+    kept_path = NULL;
+  }
+  cut_taken = false;
   return 0;
 }
