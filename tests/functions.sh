@@ -131,6 +131,20 @@ running ()
   [ -n "$state" ] && [ "$state" != Z ]
 }
 
+# hangup_threads: --threads=1 for an nbdkit that aborts when a client
+# hangs up while a worker thread of its connection still sends a reply
+# and another has closed the socket (1.32.4 to 1.33.9: raw_send_socket,
+# assertion 'sock >= 0', with no filter at all; fixed upstream by
+# "server: Don't assert on send if client hangs up early"), else
+# nothing.  One worker per connection avoids that server bug; many
+# connections still drive as many threads through the filter.
+hangup_threads ()
+{
+  case $("$system_nbdkit" --version) in
+    "nbdkit 1.32."*|"nbdkit 1.33."[0-9]) echo --threads=1 ;;
+  esac
+}
+
 # rounds PLAIN INSTRUMENTED: how many rounds a crash test takes by
 # default, PLAIN unless instrumented.
 rounds () { if instrumented; then echo "$2"; else echo "$1"; fi; }

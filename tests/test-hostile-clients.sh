@@ -10,22 +10,15 @@
 # checks off.  nbdkit must keep serving, a bystander's data must stay
 # intact, and nothing may crash (leaks: make check-asan / valgrind).
 #
-# --threads=1 before nbdkit 1.33.10: nbdkit itself, with no filter at
-# all, aborts in raw_send_socket (assertion 'sock >= 0') when a client
-# hangs up while one worker thread of the connection still sends a
-# reply and another has already closed the socket (fixed upstream by
-# "server: Don't assert on send if client hangs up early").  One worker
-# per connection avoids that server bug; 64 connections still drive 64
-# threads through the filter.  Later nbdkit runs its default threads.
+# The server runs hangup_threads (functions.sh): nbdkit before 1.33.10
+# aborts, with no filter at all, when a client hangs up with requests
+# in flight.
 . "$abs_top_srcdir/tests/functions.sh"
 
 seconds=${TORTURE_SECONDS:-2}
 make_base "$tmp/base" $(( 16 * 1024 * 1024 + 777 ))
-threads=()
-case $("$system_nbdkit" --version) in
-  "nbdkit 1.32."*|"nbdkit 1.33."[0-9]) threads=(--threads=1) ;;
-esac
-start_nbdkit "$tmp/sock" "${threads[@]}" --filter=cow file "$tmp/base" \
+# shellcheck disable=SC2046
+start_nbdkit "$tmp/sock" $(hangup_threads) --filter=cow file "$tmp/base" \
   cow-block-size=4K cow-on-read=true
 uri="nbd+unix:///?socket=$tmp/sock"
 
