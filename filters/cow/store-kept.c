@@ -382,6 +382,20 @@ end_taking (struct store_kept *k, bool now)
   return tainted;
 }
 
+/* An empty record written after the last, durably: the last one's
+ * units need no watching then.  Caller holds log_lock.  Returns 0, or
+ * -1 with k->kept.why set.
+ */
+static int
+write_confirming (struct store_kept *k) REQUIRES (k->log_lock)
+{
+  int r = kept_log_write (&k->kept, NULL, 0, 0);
+
+  if (r == 0)
+    unwatch_written (k);
+  return r;
+}
+
 /* The last record is no longer the log's last: an empty one written
  * after it, durably, unless a record has been since.  Returns 0, or -1
  * with *err set after nbdkit_error.
@@ -397,14 +411,9 @@ confirm_written (struct store_kept *k, uint64_t offset, uint64_t count,
   held_lock (&k->watch_lock);
   still = meets_units (k, k->written, k->nr_written, offset, count);
   held_unlock (&k->watch_lock);
-  if (still) {
-    r = kept_log_write (&k->kept, NULL, 0, 0);
-    if (r == 0)
-      unwatch_written (k);
-    else {
-      *err = errno;
-      report (k);
-    }
+  if (still && (r = write_confirming (k)) == -1) {
+    *err = errno;
+    report (k);
   }
   held_unlock (&k->log_lock);
   return r;
@@ -1129,13 +1138,12 @@ take_entry (struct store_kept *k, const struct store_holder *holder,
  */
 static int
 write_record (struct store_kept *k, const struct kept_log_entry *entries,
-              unsigned n, uint32_t mark)
+              unsigned n, uint32_t mark) REQUIRES (k->log_lock)
 {
   int r = kept_log_write (&k->kept, entries, n, mark);
 
-  if (end_taking (k, r == 0) && r == 0 &&
-      (r = kept_log_write (&k->kept, NULL, 0, 0)) == 0)
-    unwatch_written (k);
+  if (end_taking (k, r == 0) && r == 0)
+    r = write_confirming (k);
   return r;
 }
 
