@@ -633,10 +633,10 @@ changed_at (const struct store_kept *k, uint64_t b) REQUIRES (k->page_lock)
   return i;
 }
 
-/* Version 7: blocks [first, first+n) are about to change; each not
- * changed since a flush last took them is noted with its entry as it
- * stands, which that flush took.  Past KEPT_LOG_ENTRIES, the next
- * flush writes the pages.
+/* Version 7: blocks [first, first+n) are about to change (version 8:
+ * or had their marks raised); each not changed since a flush last took
+ * them is noted with its entry as it stands, which that flush took.
+ * Past KEPT_LOG_ENTRIES, the next flush writes the pages.
  */
 static void
 note_changed (struct store_kept *k, uint64_t first, uint64_t n)
@@ -734,20 +734,6 @@ take_marks_page (struct store_kept *k, uint64_t page)
          (__atomic_fetch_and (word, ~bit, __ATOMIC_ACQUIRE) & bit) != 0;
 }
 
-/* Version 8: marks of blocks [first, first+n) were raised: unless the
- * next record holds each, the next flush writes the pages.
- */
-static void
-note_unlogged (struct store_kept *k, uint64_t first, uint64_t n)
-{
-  uint64_t b;
-
-  held_lock (&k->page_lock);
-  for (b = first; b < first + n && !k->marks_unlogged; ++b)
-    k->marks_unlogged = k->overflow || changed_at (k, b) == k->nr_changed;
-  held_unlock (&k->page_lock);
-}
-
 static void
 kept_note_marks (struct store *st, uint64_t first, uint64_t n)
 {
@@ -757,8 +743,14 @@ kept_note_marks (struct store *st, uint64_t first, uint64_t n)
 
   for (; page <= last; ++page)
     dirty_marks_page (k, page);
-  if (logs_marks (k))
-    note_unlogged (k, first, n);
+  /* Version 8: the next record gives the blocks their marks, their
+   * entries as they stand if they did not change.
+   */
+  if (logs_marks (k)) {
+    held_lock (&k->page_lock);
+    note_changed (k, first, n);
+    held_unlock (&k->page_lock);
+  }
 }
 
 /* Gives the file MARKS_STALE, durably, unless it has it.  Returns 0,
@@ -1006,7 +998,6 @@ forget_changed (struct store_kept *k) REQUIRES (k->page_lock)
 {
   k->nr_changed = 0;
   k->overflow = false;
-  k->marks_unlogged = false;
 }
 
 /* Version 7: the log emptied once the pages hold all it held (always,
@@ -1178,7 +1169,7 @@ flush_log (struct store_kept *k, const struct store_holder *holder, int *err)
   held_lock (&k->page_lock);
   n = k->nr_changed;
   if (k->overflow || k->table_dirty || n > KEPT_LOG_ENTRIES ||
-      (logs_marks (k) ? k->marks_unlogged : marks_dirty (k))) {
+      (!logs_marks (k) && marks_dirty (k))) {
     held_unlock (&k->page_lock);
     return 1;
   }

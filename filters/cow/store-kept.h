@@ -82,11 +82,6 @@ struct store_kept {
   unsigned nr_changed FIELD_GUARDED_BY (page_lock);
   unsigned cap_changed FIELD_GUARDED_BY (page_lock);
   bool overflow FIELD_GUARDED_BY (page_lock);
-  /* Version 8, under page_lock: a mark was raised since a flush last
-   * took the entries, of a block not among them: the next flush writes
-   * the pages (a record marks only its own blocks).
-   */
-  bool marks_unlogged FIELD_GUARDED_BY (page_lock);
 
   /* Version 7: log_lock serializes the log's writes (kept.log): a
    * flush's record and its sync, a confirming record, the log emptied.
