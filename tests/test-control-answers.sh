@@ -6,8 +6,8 @@
 # never reads past an answer's end: answers cut short (a last line
 # without its newline), too long, or not of the shape the server
 # gives, from a socket that only looks like the server's, are refused
-# with a message and exit status 3, as is a socket that never answers;
-# names are written as JSON strings.
+# with a message and exit status 3, as is a socket that never answers
+# or closes at once; names are written as JSON strings.
 . "$abs_top_srcdir/tests/functions.sh"
 
 M=$(( 1024 * 1024 ))
@@ -91,6 +91,25 @@ expect_exit 1 'refused the command without saying why' \
 fake 'list=HANG'
 NBDCOW_CONTROL_TIMEOUT=1 expect_exit 3 'no answer from the server in 1 s' \
   "$NBDCOW" checkpoint list "$tmp/fake" ""
+
+# A server that closes each connection at once, as one killed in the
+# middle of a command: exit status 3 with a message every time, never
+# death by SIGPIPE (the command written to a closed socket).
+rm -f "$tmp/closing"
+"$PYTHON" - "$tmp/closing" <<'PY' &
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1])
+s.listen(64)
+while True:
+    s.accept()[0].close()
+PY
+on_exit "kill $! 2>/dev/null"
+for _ in $(seq 50); do [ -S "$tmp/closing" ] && break; sleep 0.1; done
+for _ in $(seq 20); do
+  expect_exit 3 'cannot send the command|no answer from the server' \
+    "$NBDCOW" checkpoint delete "$tmp/closing" "" k1
+done
 
 # Export names that need escaping in JSON.
 fake 'list=ok\na.b\nc_1\n' 'view=ok\nv1\nlive\n7\nq"x\@v1\n\n'

@@ -100,7 +100,9 @@ ask (const char *socket_path, const char *request, size_t n, char *answer)
     return EXIT_UNUSABLE;
   }
   setsockopt (fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  if (write (fd, request, n) != (ssize_t) n || shutdown (fd, SHUT_WR) == -1) {
+  /* send, not write: a server gone leaves EPIPE, not a SIGPIPE. */
+  if (send (fd, request, n, MSG_NOSIGNAL) != (ssize_t) n ||
+      shutdown (fd, SHUT_WR) == -1) {
     nbdcow_error ("%s: cannot send the command: %m", socket_path);
     close (fd);
     return EXIT_UNUSABLE;
