@@ -206,6 +206,35 @@ shares_base (int is_tls, const char *exportname)
   return true;
 }
 
+/* Refuses the connection to exportname, a view of export's changes
+ * since checkpoint, which export lacks: said once for the name.
+ */
+static void
+say_no_checkpoint (const char *exportname, const char *export,
+                   const char *checkpoint)
+{
+  nbdkit_error ("cow: export \"%s\": export \"%s\" has no checkpoint "
+                "\"%s\" (nbdcow checkpoint list shows those it has)",
+                exportname, export, checkpoint);
+  refusal_note (exportname);
+}
+
+/* Refuses the connection to exportname, point-in-time view view of
+ * export, which export lacks: said once for the name.
+ */
+static void
+say_no_view (const char *exportname, const char *export, const char *view)
+{
+  if (view[0] == '\0')
+    nbdkit_error ("cow: export \"%s\": names no view: its '%c' is followed "
+                  "by no view's name", exportname, params.view_separator);
+  else
+    nbdkit_error ("cow: export \"%s\": export \"%s\" has no view \"%s\" "
+                  "(nbdcow view show gives the one it has)", exportname,
+                  export, view);
+  refusal_note (exportname);
+}
+
 /* Makes c a changes view of its export, or of its point-in-time view
  * c->view, since checkpoint (since the overlay began if "").  Returns
  * 0, or -1 after nbdkit_error.
@@ -219,10 +248,7 @@ open_changes (struct conn *c, const char *exportname, const char *checkpoint)
   c->changes = true;
   if (checkpoint[0] != '\0' &&
       blk_checkpoint_since (o->blk, checkpoint, &c->since) == -1) {
-    nbdkit_error ("cow: export \"%s\": export \"%s\" has no checkpoint "
-                  "\"%s\" (nbdcow checkpoint list shows those it has)",
-                  exportname, o->exportname, checkpoint);
-    refusal_note (exportname);
+    say_no_checkpoint (exportname, o->exportname, checkpoint);
     return -1;
   }
   if (c->view && c->since >= view_epoch) {
@@ -246,24 +272,43 @@ open_instant (struct conn *c, const char *exportname, const char *view)
   uint64_t kept;
   enum blk_view_state state = blk_view_get (o->blk, name, &kept);
 
-  if ((state == BLK_VIEW_LIVE || state == BLK_VIEW_BROKEN) &&
-      strcmp (name, view) == 0 && (c->view = strdup (view)) != NULL)
+  if (state == BLK_VIEW_NONE || strcmp (name, view) != 0) {
+    say_no_view (exportname, o->exportname, view);
+    return -1;
+  }
+  if (state != BLK_VIEW_ENDED && (c->view = strdup (view)) != NULL)
     return 0;
-  if (state == BLK_VIEW_ENDED && strcmp (name, view) == 0)
+  if (state == BLK_VIEW_ENDED)
     nbdkit_error ("cow: export \"%s\": view \"%s\" of export \"%s\" "
                   BLK_VIEW_ENDED_WHY "; its checkpoint \"%s\" remains",
                   exportname, view, o->exportname, view);
-  else if (state != BLK_VIEW_NONE && strcmp (name, view) == 0)
-    nbdkit_error ("cow: %m");
-  else if (view[0] == '\0')
-    nbdkit_error ("cow: export \"%s\": names no view: its '%c' is followed "
-                  "by no view's name", exportname, params.view_separator);
   else
-    nbdkit_error ("cow: export \"%s\": export \"%s\" has no view \"%s\" "
-                  "(nbdcow view show gives the one it has)", exportname,
-                  o->exportname, view);
+    nbdkit_error ("cow: %m");
   refusal_note (exportname);
   return -1;
+}
+
+/* Refuses a view of export name, which has neither an overlay in this
+ * run nor a kept file from an earlier one, before an overlay (and a
+ * file) is made for it: such an export has no view and no checkpoint.
+ * Returns whether it refused, said; true after nbdkit_error too.
+ */
+static bool
+view_of_nothing (const char *exportname, const char *name, const char *view,
+                 const char *checkpoint)
+{
+  int exists;
+
+  if (view == NULL && (checkpoint == NULL || checkpoint[0] == '\0'))
+    return false;
+  exists = exports_exist (name);
+  if (exists == 1)
+    return false;
+  if (exists == 0 && view)
+    say_no_view (exportname, name, view);
+  else if (exists == 0)
+    say_no_checkpoint (exportname, name, checkpoint);
+  return true;
 }
 
 /* Whether the name, of a kind of view (what) that only separator
@@ -339,7 +384,8 @@ cow_open (nbdkit_next_open *next, nbdkit_context *context,
     nbdkit_error ("cow: %m");
     goto out;
   }
-  if (name_refused (exportname))
+  if (name_refused (exportname) ||
+      view_of_nothing (exportname, name, view, checkpoint))
     goto out;
   fill_client_connecting ();
   r = exports_connect (&c->export, name, base, shares_base (is_tls, base),

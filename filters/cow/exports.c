@@ -199,6 +199,16 @@ connect_from_file (struct export_conn *c, const char *exportname)
   return 0;
 }
 
+int
+exports_exist (const char *exportname)
+{
+  if (registry_knows (exportname))
+    return 1;
+  if (params.cow_file == NULL)
+    return 0;
+  return kept_file_passes (exportname, server_kept_exists);
+}
+
 struct overlay *
 exports_pin_or_start (const char *exportname)
 {
