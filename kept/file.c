@@ -179,6 +179,7 @@ kept_create (struct kept_overlay *ko, uint32_t block_size,
   kept_layout (KEPT_VERSION, block_size, base_size, &h->layout);
   h->version = KEPT_VERSION;
   h->flags = KEPT_OPEN;
+  h->stale_count = 0;
   h->recoveries = 0;
   memset (&h->facts, 0, sizeof h->facts);
   strcpy (h->name, name);

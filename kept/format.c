@@ -174,7 +174,8 @@ kept_header_encode (const struct kept_header *header, uint8_t *buf)
   kept_put_le (buf + OFF_STATES_OFFSET, layout->states_offset, 8);
   kept_put_le (buf + OFF_STATES_LENGTH, layout->states_length, 8);
   kept_put_le (buf + OFF_DATA_OFFSET, layout->data_offset, 8);
-  kept_put_le (buf + OFF_FLAGS, header->flags, 4);
+  kept_put_le (buf + OFF_FLAGS, header->flags |
+               header->stale_count << KEPT_STALE_COUNT_SHIFT, 4);
   kept_put_le (buf + OFF_RECOVERIES, header->recoveries, 4);
   encode_facts (&header->facts, buf);
   memcpy (buf + OFF_NAME, header->name, len);
@@ -212,6 +213,11 @@ kept_header_decode (const uint8_t *buf, struct kept_header *header,
   layout->data_offset = kept_get_le (buf + OFF_DATA_OFFSET, 8);
   /* Version 1 wrote zeros where version 2 keeps these. */
   header->flags = kept_get_le (buf + OFF_FLAGS, 4);
+  header->stale_count = 0;
+  if (version >= KEPT_STALE_COUNT_VERSION) {
+    header->stale_count = header->flags >> KEPT_STALE_COUNT_SHIFT;
+    header->flags &= (UINT32_C (1) << KEPT_STALE_COUNT_SHIFT) - 1;
+  }
   header->recoveries = kept_get_le (buf + OFF_RECOVERIES, 4);
   decode_facts (buf, &header->facts);
   /* Every version has exactly the layout kept_layout computes. */

@@ -43,8 +43,11 @@
 #define KEPT_NAME_MAX 4096      /* the longest NBD export name */
 #define KEPT_STATE_PAGE 4096    /* the state area is written in pages */
 
-/* The format version of new files; versions 1 to 7 are read and
- * written too.  Version 8 is version 7 whose records of the log carry
+/* The format version of new files; versions 1 to 8 are read and
+ * written too.  Version 9 is version 8 that counts the times its
+ * MARKS_STALE flag was set, and whose records of the log may clear the
+ * flag of the count they name, so that a flush after a write in place
+ * that set it syncs once.  Version 8 is version 7 whose records of the log carry
  * the mark of their blocks, so that a flush that raised marks of
  * blocks it records writes no page.  Version 7 is version 6 with a log
  * after the marks, in which a flush records the entries it changed in
@@ -59,13 +62,15 @@
  * versions 1 and 2 store block b at its own offset (2 bits of state
  * per block).
  */
-#define KEPT_VERSION 8
+#define KEPT_VERSION 9
 #define KEPT_PACKED_VERSION 3   /* the first packed version */
 #define KEPT_HISTORY_VERSION 4  /* the first with checkpoints and marks */
 #define KEPT_PARTS_VERSION 5    /* the first with blocks held in part */
 #define KEPT_PLACES_VERSION 6   /* the first with two places a block */
 #define KEPT_LOG_VERSION 7      /* the first with a log of entries */
 #define KEPT_LOG_MARKS_VERSION 8 /* the first whose records mark blocks */
+#define KEPT_STALE_COUNT_VERSION 9 /* the first whose records clear
+                                    * MARKS_STALE */
 
 /* Version 5 keeps blocks in part, of block sizes from 16K on, in
  * sub-blocks of blockgeom_sub_shift: at most KEPT_PARTS of them.
@@ -81,6 +86,13 @@
                                  * written that the marks in the file
                                  * do not hold */
 #define KEPT_FLAGS (KEPT_OPEN | KEPT_FLUSH_FAILED | KEPT_MARKS_STALE)
+
+/* Version 9 keeps in bits 8-31 of the flags' field how many times
+ * MARKS_STALE was set (the stale count), from 1 on, wrapping past
+ * KEPT_STALE_COUNT_MAX to 1; 0 for never.
+ */
+#define KEPT_STALE_COUNT_SHIFT 8
+#define KEPT_STALE_COUNT_MAX 0xffffffu
 
 struct kept_layout {
   struct blockgeom geom;        /* the block size and the base's size */
@@ -142,6 +154,7 @@ struct kept_header {
   struct kept_layout layout;
   uint32_t version;             /* 1 to 7 */
   uint32_t flags;               /* KEPT_FLAGS */
+  uint32_t stale_count;         /* version 9: MARKS_STALE set so often */
   uint32_t recoveries;          /* times opened after a crash */
   struct kept_facts facts;      /* version 2 on */
   char name[KEPT_NAME_MAX + 1]; /* the export, NUL terminated */
@@ -338,6 +351,9 @@ struct kept_log {
   uint64_t nr_blocks;           /* ascending, once each, */
   uint32_t *marks;              /* with the mark their last record gave
                                    them (version 8; 0 for none) */
+  uint32_t cleared;             /* the stale count the last record the
+                                   load applied that cleared MARKS_STALE
+                                   cleared (version 9; 0 for none) */
 };
 
 /* The file, its header, and once its states are loaded (or it is
@@ -540,6 +556,9 @@ extern void kept_export_marks_page (const struct kept_overlay *ko,
 static inline bool
 kept_marks_stale (const struct kept_header *header, unsigned checkpoints)
 {
+  /* The load clears the flag of the header it read if a record of
+   * the log cleared it (kept_log_replay).
+   */
   return checkpoints > 0 && (header->flags & KEPT_MARKS_STALE) != 0;
 }
 
@@ -670,12 +689,13 @@ extern bool kept_log_room (const struct kept_overlay *ko, unsigned n);
  * says the record before it was made durable) after the last, then
  * fdatasync: the one sync of a flush.  From version 8 on the record
  * gives its blocks mark (0: none), which loading the marks raises
- * them to.  Returns 0, or -1 with ko->why set: the next write goes
- * where this one did.
+ * them to; from version 9 on it clears MARKS_STALE if the header's
+ * stale count is still clears (0: it clears nothing).  Returns 0, or
+ * -1 with ko->why set: the next write goes where this one did.
  */
 extern int kept_log_write (struct kept_overlay *ko,
                            const struct kept_log_entry *entries, unsigned n,
-                           uint32_t mark);
+                           uint32_t mark, uint32_t clears);
 
 /* Empties the log, durably, once the state pages hold every entry of
  * its records (they are durable), noting dropped (the blocks a

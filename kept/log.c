@@ -40,6 +40,7 @@ enum {
   RECORD_COUNT = 16,
   RECORD_CRC = 20,              /* of the record's bytes, padding not */
   RECORD_MARK = 24,             /* version 8: its blocks' mark */
+  RECORD_CLEARS = 28,           /* version 9: the stale count it clears */
 };
 
 /* The bytes of a record of n entries, and what it takes in the log:
@@ -231,7 +232,7 @@ record_mark (const struct kept_overlay *ko, const uint8_t *buf)
 
 int
 kept_log_write (struct kept_overlay *ko, const struct kept_log_entry *entries,
-                unsigned n, uint32_t mark)
+                unsigned n, uint32_t mark, uint32_t clears)
 {
   uint64_t span = record_span (n);
   uint8_t *buf = calloc (1, span);
@@ -250,6 +251,8 @@ kept_log_write (struct kept_overlay *ko, const struct kept_log_entry *entries,
   kept_put_le (buf + RECORD_COUNT, n, 4);
   if (ko->header.version >= KEPT_LOG_MARKS_VERSION)
     kept_put_le (buf + RECORD_MARK, mark, 4);
+  if (ko->header.version >= KEPT_STALE_COUNT_VERSION)
+    kept_put_le (buf + RECORD_CLEARS, clears, 4);
   for (i = 0; i < n; ++i)
     encode_entry (buf + RECORD_HEADER + RECORD_ENTRY * i, &entries[i]);
   kept_put_le (buf + RECORD_CRC,
@@ -392,6 +395,31 @@ record_durable (struct kept_overlay *ko, const uint8_t *buf, unsigned n,
   return 0;
 }
 
+/* Version 9: the stale count the last of the first records records of
+ * the log at buf that clears one clears (0 for none); if the header's
+ * is that count, clears its MARKS_STALE: those records hold the marks
+ * of every change since the flag was set.
+ */
+static void
+clear_stale (struct kept_overlay *ko, const uint8_t *buf, uint64_t records)
+{
+  struct kept_header *h = &ko->header;
+  uint64_t at = 0, i;
+
+  ko->log.cleared = 0;
+  if (h->version < KEPT_STALE_COUNT_VERSION)
+    return;
+  for (i = 0; i < records; ++i) {
+    uint32_t clears = kept_get_le (buf + at + RECORD_CLEARS, 4);
+
+    if (clears != 0)
+      ko->log.cleared = clears;
+    at += record_span (kept_get_le (buf + at + RECORD_COUNT, 4));
+  }
+  if (ko->log.cleared != 0 && ko->log.cleared == h->stale_count)
+    h->flags &= ~KEPT_MARKS_STALE;
+}
+
 /* Orders entries by block, then by their place in the log; each with
  * its record's mark.
  */
@@ -505,6 +533,7 @@ kept_log_replay (struct kept_overlay *ko, struct statemap *states,
     total -= last_n;
   }
   log->replayed = log->records;
+  clear_stale (ko, buf + HEAD_SIZE, log->records);
   list = malloc ((total ? total : 1) * sizeof *list);
   if (list == NULL) {
     kept_fail (ko, false, "malloc: %m");

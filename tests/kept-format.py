@@ -7,7 +7,7 @@
 #       sets header fields (version, flags, recoveries) and makes the
 #       checksum right again;
 #   kept-format.py v4 FILE [BASE]
-#       rewrites a file of format version 5 (or 6 to 8, as v5 first) as
+#       rewrites a file of format version 5 (or 6 to 9, as v5 first) as
 #       version 4: the same
 #       blocks, states, slots, checkpoints and marks, a block held in
 #       part held whole, the rest of it read from BASE (needed only if
@@ -29,20 +29,20 @@
 #       states, slots, checkpoints and marks);
 #   kept-format.py v6 FILE
 #       rewrites a file of format version 5 as version 6, or one of
-#       version 7 or 8 whose log holds no record as version 6 (no log);
+#       version 7 to 9 whose log holds no record as version 6 (no log);
 #   kept-format.py v7 FILE
 #       rewrites a file of format version 6 as version 7, its log empty;
-#   kept-format.py v8 FILE
-#       rewrites a file of format version 6 or 7 whose log holds no
-#       record as version 8, its log empty;
+#   kept-format.py v8 FILE, kept-format.py v9 FILE
+#       rewrites a file of format version 6 to 9 whose log holds no
+#       record as version 8 (or 9), its log empty;
 #   kept-format.py move FILE B:UNITS...
-#       in a file of version 6 to 8, moves the units UNITS (a mask, as 0x...)
+#       in a file of version 6 to 9, moves the units UNITS (a mask, as 0x...)
 #       of each block B, which it holds, to a place-1 slot of its own
 #       after the last slot, their bytes in place 0 overwritten with
 #       0xee: what a writer that moved them for a view leaves;
 #   kept-format.py places FILE B PLACE1 WHERE
 #       sets block B's place-1 slot + 1 and its units there in a file
-#       of version 6 to 8, as they are: damage, for the tests of the check.
+#       of version 6 to 9, as they are: damage, for the tests of the check.
 
 import os
 import struct
@@ -54,7 +54,7 @@ CRC_AT = 56
 FIELDS = {'version': 8, 'flags': 60, 'recoveries': 64}
 BLOCK_SIZE, BASE_SIZE = 16, 24
 STATES_OFFSET = 32
-LOG = 128 * 1024                # the log of versions 7 and 8
+LOG = 128 * 1024                # the log of versions 7 on
 
 
 def crc32c(data):
@@ -134,11 +134,13 @@ def read_packed(path, versions):
 def relabel(header, version, states_offset, states_length, data_offset,
             keep_stale=False):
     """header as version, with that layout and without MARKS_STALE,
-    which only versions 4 on have, unless keep_stale."""
+    which only versions 4 on have, unless keep_stale; the stale count
+    (bits 8-31 of the flags) only in version 9."""
     struct.pack_into('<I', header, 8, version)
     flags, = struct.unpack_from('<I', header, FIELDS['flags'])
+    flags = flags if keep_stale else flags & 3
     struct.pack_into('<I', header, FIELDS['flags'],
-                     flags if keep_stale else flags & 3)
+                     flags if version >= 9 else flags & 0xff)
     struct.pack_into('<QQQ', header, STATES_OFFSET, states_offset,
                      states_length, data_offset)
     seal(header)
@@ -151,7 +153,7 @@ def version_of(path):
 
 
 def convert_log(path, old, new):
-    """A file of version old as version new, each 6, 7 or 8: the same
+    """A file of version old as version new, each 6 to 9: the same
     blocks and entries, without a log or with an empty one."""
     was, header, (block_size, base_size, offset, length, data) = \
         read_packed(path, (old,))
@@ -168,7 +170,7 @@ def convert_log(path, old, new):
 
 def as_v6(path):
     """path, rewritten as version 6 first if it is version 7 or 8."""
-    if version_of(path) in (7, 8):
+    if version_of(path) in (7, 8, 9):
         convert_log(path, version_of(path), 6)
 
 
@@ -214,7 +216,7 @@ def to_v4(path, base=None):
 
 def as_v4(path, base):
     """path, rewritten as version 4 first if it is version 5 to 8."""
-    if version_of(path) in (5, 6, 7, 8):
+    if version_of(path) in (5, 6, 7, 8, 9):
         to_v4(path, base)
 
 
@@ -289,7 +291,7 @@ def move(path, moves):
     moved to a place-1 slot of B's own after the last slot, overwritten
     with 0xee in place 0."""
     v6, header, (block_size, base_size, offset, length, data) = \
-        read_packed(path, (6, 7, 8))
+        read_packed(path, (6, 7, 8, 9))
     unit = v5_parts(block_size) or block_size
     body = bytearray(v6[data:])
     slots = -(-len(body) // block_size)
@@ -320,7 +322,7 @@ def move(path, moves):
 def set_places(path, b, place1, where):
     with open(path, 'r+b') as f:
         header = f.read(HEADER)
-        assert struct.unpack_from('<I', header, 8)[0] in (6, 7, 8), 'version'
+        assert struct.unpack_from('<I', header, 8)[0] in (6, 7, 8, 9), 'version'
         offset, = struct.unpack_from('<Q', header, STATES_OFFSET)
         f.seek(offset + 16 * int(b) + 8)
         f.write(struct.pack('<II', int(place1, 0), int(where, 0)))
@@ -333,11 +335,11 @@ if __name__ == '__main__':
     elif command == 'v5':
         as_v6(path)
         convert_entries(path, 6, 5)
-    elif command == 'v6' and version_of(path) in (7, 8):
+    elif command == 'v6' and version_of(path) in (7, 8, 9):
         convert_log(path, version_of(path), 6)
     elif command == 'v6':
         convert_entries(path, 5, 6)
-    elif command in ('v7', 'v8'):
+    elif command in ('v7', 'v8', 'v9'):
         convert_log(path, version_of(path), int(command[1]))
     elif command == 'move':
         move(path, sys.argv[3:])
@@ -348,5 +350,5 @@ if __name__ == '__main__':
         convert(path, *sys.argv[3:4])
     else:
         sys.exit('usage: kept-format.py header FILE FIELD=VALUE... | '
-                 'v2|v3|v4 FILE [BASE] | v5|v6|v7|v8 FILE | move FILE B:UNITS... | '
+                 'v2|v3|v4 FILE [BASE] | v5|v6|v7|v8|v9 FILE | move FILE B:UNITS... | '
                  'places FILE B PLACE1 WHERE')

@@ -4,9 +4,9 @@
 #
 # Format version 6 keeps a second slot of a block, its place 1, and
 # which of its units lie there (docs/overlay-format.md), and so do
-# versions 7 and 8, with the log.  A new file is version 8; rewritten
-# as version 5 and back through 6 and 7 (tests/kept-format.py v5, v6,
-# v7, v8) it
+# versions 7 to 9, with the log.  A new file is version 9; rewritten
+# as version 5 and back through 6, 7 and 8 (tests/kept-format.py v5,
+# v6, v7, v8, v9) it
 # reads the same: nbdkit serves each, writes into it and
 # restarts on it (it keeps its version), and nbdcow info, check,
 # export and commit agree.  With
@@ -75,12 +75,12 @@ h.flush()
 "
   nbdcopy "$uri" "$tmp/live.img"
   stop
-  [ "$(version)" = 8 ] || fail "B=$B: a new file is not version 8"
-  reads_as "$tmp/live.img" "version 8"
+  [ "$(version)" = 9 ] || fail "B=$B: a new file is not version 9"
+  reads_as "$tmp/live.img" "version 9"
   bytes=$(jq .data_bytes <("$NBDCOW" info --json "$ov"))
 
-  # As version 5, and back through 6 and 7.
-  for v in 5 6 7 8; do
+  # As version 5, and back through 6, 7 and 8.
+  for v in 5 6 7 8 9; do
     "$PYTHON" "$abs_top_srcdir/tests/kept-format.py" "v$v" "$ov"
     jq -e ".data_bytes == $bytes" <("$NBDCOW" info --json "$ov") \
       >/dev/null || fail "B=$B: info counts other bytes in version $v"
@@ -143,5 +143,5 @@ h.zero($B, 3 * $B)"
     expect_start_failure "cow-file=$ov: corrupted block states" \
       --filter=cow file "$tmp/base" cow-file="$ov" cow-block-size="$B"
   done
-  echo "B=$B: versions 6 to 8 read alike in nbdkit and nbdcow, units in place 1 too; damage caught"
+  echo "B=$B: versions 6 to 9 read alike in nbdkit and nbdcow, units in place 1 too; damage caught"
 done

@@ -96,7 +96,7 @@ for B in 16384 65536 4194304; do
   cmp "$tmp/live.img" "$tmp/again.img" ||
     fail "B=$B: the disk after a restart is not the disk before"
   want=$(held_bytes)
-  jq -e ".format_version == 8 and .blocks.partial > 0 and
+  jq -e ".format_version == 9 and .blocks.partial > 0 and
          .data_bytes == $want and .complete == false" \
     <("$NBDCOW" info --json "$ov") >/dev/null ||
     fail "B=$B: info, not $want bytes: $("$NBDCOW" info --json "$ov")"

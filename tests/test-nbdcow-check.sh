@@ -39,7 +39,7 @@ damage ()
 }
 damage 0 'X'
 expect_exit 3 "nbdcow: $ov: not a cow overlay \(bad magic\)" "$NBDCOW" check "$ov"
-damage 8 '\011'
+damage 8 '\012'
 expect_exit 3 "nbdcow: $ov: unsupported format version" "$NBDCOW" check "$ov"
 damage 24 '\001'
 expect_exit 2 "nbdcow: $ov: corrupted header \(checksum mismatch\)" \

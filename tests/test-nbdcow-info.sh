@@ -33,7 +33,7 @@ stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
 rm -f "$tmp/sock"
 
 "$NBDCOW" info "$ov"
-info_is ".format_version == 8 and .block_size == $B and
+info_is ".format_version == 9 and .block_size == $B and
          .base_size == 128 * $B and .export_name == \"\" and
          .blocks == { base: 120, overlay: 3, zero: 5, partial: 1 } and
          .data_bytes == 2 * $B + 4096 and .zero_bytes == 5 * $B and

@@ -389,7 +389,7 @@ end_taking (struct store_kept *k, bool now)
 static int
 write_confirming (struct store_kept *k) REQUIRES (k->log_lock)
 {
-  int r = kept_log_write (&k->kept, NULL, 0, 0);
+  int r = kept_log_write (&k->kept, NULL, 0, 0, 0);
 
   if (r == 0)
     unwatch_written (k);
@@ -764,6 +764,8 @@ mark_stale (struct store_kept *k)
 
   held_lock (&k->stale_lock);
   if (!__atomic_load_n (&k->stale, __ATOMIC_SEQ_CST)) {
+    if (h->version >= KEPT_STALE_COUNT_VERSION)
+      h->stale_count = h->stale_count % KEPT_STALE_COUNT_MAX + 1;
     r = kept_set_flags (&k->kept, h->flags | KEPT_MARKS_STALE,
                         h->recoveries);
     if (r == 0)
@@ -798,6 +800,50 @@ settle_stale (struct store_kept *k)
                         h->recoveries) == -1)
       __atomic_store_n (&k->stale, true, __ATOMIC_SEQ_CST);
   }
+  held_unlock (&k->stale_lock);
+}
+
+/* Version 9: the stale count the record of a flush clears, taken if
+ * the file is marked stale and the record's marks will hold every
+ * change begun before it ended, as settle_stale asks: the file counts
+ * as unmarked from here on, so that a change begun meanwhile marks it
+ * again (and settle_stale finds nothing to do).  0 if it clears none.
+ */
+static uint32_t
+stale_to_clear (struct store_kept *k)
+{
+  uint32_t count = 0;
+
+  if (!k->history || k->kept.header.version < KEPT_STALE_COUNT_VERSION)
+    return 0;
+  held_lock (&k->stale_lock);
+  if (__atomic_load_n (&k->stale, __ATOMIC_SEQ_CST)) {
+    __atomic_store_n (&k->stale, false, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n (&k->begun, __ATOMIC_SEQ_CST) != k->ended_at_flush ||
+        changes_lost (k->changes))
+      __atomic_store_n (&k->stale, true, __ATOMIC_SEQ_CST);
+    else
+      count = k->kept.header.stale_count;
+  }
+  held_unlock (&k->stale_lock);
+  return count;
+}
+
+/* Version 9: after the record meant to clear stale count count.  If
+ * it was written, the header's flag goes in memory too, unless a
+ * change has set it again since (the file holds it, cleared by the
+ * record); else the file counts as marked stale again.
+ */
+static void
+stale_cleared (struct store_kept *k, uint32_t count, bool written)
+{
+  struct kept_header *h = &k->kept.header;
+
+  held_lock (&k->stale_lock);
+  if (!written)
+    __atomic_store_n (&k->stale, true, __ATOMIC_SEQ_CST);
+  else if (h->stale_count == count)
+    h->flags &= ~KEPT_MARKS_STALE;
   held_unlock (&k->stale_lock);
 }
 
@@ -1129,9 +1175,10 @@ take_entry (struct store_kept *k, const struct store_holder *holder,
  */
 static int
 write_record (struct store_kept *k, const struct kept_log_entry *entries,
-              unsigned n, uint32_t mark) REQUIRES (k->log_lock)
+              unsigned n, uint32_t mark, uint32_t clears)
+  REQUIRES (k->log_lock)
 {
-  int r = kept_log_write (&k->kept, entries, n, mark);
+  int r = kept_log_write (&k->kept, entries, n, mark, clears);
 
   if (end_taking (k, r == 0) && r == 0)
     r = write_confirming (k);
@@ -1163,7 +1210,7 @@ flush_log (struct store_kept *k, const struct store_holder *holder, int *err)
   struct kept_log_entry *old, *e, *taking;
   unsigned n, i;
   uint64_t bytes = 0;
-  uint32_t mark;
+  uint32_t mark, clears;
   int r = 0;
 
   held_lock (&k->page_lock);
@@ -1199,15 +1246,18 @@ flush_log (struct store_kept *k, const struct store_holder *holder, int *err)
   }
   /* Read once the entries are taken: at least any mark they had. */
   mark = logs_marks (k) ? changes_last_epoch (k->changes) : 0;
+  clears = r == 0 ? stale_to_clear (k) : 0;
   held_lock (&k->log_lock);
   if (r == 0 && bytes <= KEPT_LOG_DATA && kept_log_room (&k->kept, n))
-    r = write_record (k, e, n, mark);
+    r = write_record (k, e, n, mark, clears);
   else {
     end_taking (k, false);
     if (r == 0)
       r = 1;
   }
   held_unlock (&k->log_lock);
+  if (clears != 0)
+    stale_cleared (k, clears, r == 0);
   if (r != 0)
     retake_changed (k, old, n);
   if (r == -1) {
