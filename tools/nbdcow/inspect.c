@@ -457,7 +457,11 @@ check_crash_leftovers (struct overlay_file *ov, bool repair)
   if (!repair || (!crashed && !leaked))
     return EXIT_OK;
   kept_punch_unallocated (ko, &ov->states);
-  if (kept_set_flags (ko, 0, ko->header.recoveries + crashed) == -1)
+  /* Marks that may miss a change stay so: only a flush makes them
+   * exact, as the filter keeps the flag when it opens the file.
+   */
+  if (kept_set_flags (ko, ko->header.flags & KEPT_MARKS_STALE,
+                      ko->header.recoveries + crashed) == -1)
     return report_kept (ko);
   printf ("%s: repaired: data outside the overlay's blocks punched, "
           "marked closed cleanly\n", ko->path);
