@@ -343,6 +343,10 @@ struct kept_log {
   uint64_t replayed;            /* records the load applied */
   uint64_t dropped;             /* blocks of a last record the load
                                    dropped: their data not durable */
+  uint64_t lost_records;        /* whole records after the one that
+                                   ends the log, which no crash leaves:
+                                   damage to that one; */
+  uint64_t lost;                /* the blocks they name */
   uint32_t dropped_before;      /* blocks the last recovery dropped */
   uint64_t fresh_slots;         /* slots from here on lay past the end
                                    of the file as it opened (a writer's,

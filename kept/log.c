@@ -494,6 +494,32 @@ walk (struct kept_log *log, const uint8_t *buf, uint64_t len,
   return entries;
 }
 
+/* Counts into log->lost_records the whole records of a sequence past
+ * the log's end that lie after it, from at on in buf (len bytes), and
+ * their entries into log->lost.  None can follow a record a crash cut
+ * off, since each is written after the sync of the one before: they
+ * say that the record ending the log was damaged after its flush.
+ * Those of an earlier lap have a lower sequence.
+ */
+static void
+count_lost (struct kept_log *log, const uint8_t *buf, uint64_t len,
+            uint64_t at)
+{
+  uint64_t end = log->lap + log->records;
+
+  for (at += SECTOR; at + RECORD_HEADER <= len; at += SECTOR) {
+    uint64_t sequence = kept_get_le (buf + at + RECORD_SEQUENCE, 8);
+    int64_t n;
+
+    if (sequence <= end ||
+        (n = record_at (buf + at, len - at, sequence)) < 0)
+      continue;
+    log->lost_records++;
+    log->lost += n;
+    at += record_span (n) - SECTOR;
+  }
+}
+
 int
 kept_log_replay (struct kept_overlay *ko, struct statemap *states,
                  uint64_t file_length, struct kept_damage *damage)
@@ -518,6 +544,7 @@ kept_log_replay (struct kept_overlay *ko, struct statemap *states,
   if (read_head (ko, buf) == -1)
     goto out;
   total = walk (log, buf + HEAD_SIZE, len, &last_at, &last_n);
+  count_lost (log, buf + HEAD_SIZE, len, log->next_at - HEAD_SIZE);
   /* The last record only if what it names reached the disk: a record
    * after it would have been written only once it had.
    */

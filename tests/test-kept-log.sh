@@ -198,7 +198,28 @@ base.seek(2 * B)
 assert h.pread(4096, 2 * B) == base.read(4096), 'block 2 is not the base'
 "
 stop
+grep -q "cow-file=$ov: the log ends at a damaged record, and 1 whole records after it, the flushes of 1 blocks, are lost with it" \
+  "$tmp/sock.err" || fail "nbdkit did not say the record after the torn one is lost"
 echo "a torn record ends the log"
+
+# The third record is whole after the torn second: no crash leaves
+# that (a record is written only after the sync of the one before), so
+# the second was damaged after its flush, and the third is lost with
+# it: damage, which nbdcow check reports and info counts.  With the
+# third never written, the log ends at the torn record: sound.
+cp "$tmp/intact" "$ov"
+dd if=/dev/zero of="$ov" bs=512 count=1 seek=$(( (log_at + 4096 + 1024) / 512 )) \
+   conv=notrunc status=none
+[ "$(info "$ov" '.log.records_lost, .log.blocks_lost' | tr '\n' ' ')" = "1 1 " ] ||
+  fail "info of a whole record after a torn one: $("$NBDCOW" info --json "$ov")"
+expect_exit 2 "$ov: damaged: the log ends at a damaged record, and 1 whole records after it, the flushes of 1 blocks, are lost" \
+  "$NBDCOW" check "$ov"
+dd if=/dev/zero of="$ov" bs=512 count=1 seek=$(( (log_at + 4096 + 1536) / 512 )) \
+   conv=notrunc status=none
+[ "$(info "$ov" '.log.records_lost')" = 0 ] ||
+  fail "info of a torn last record: $("$NBDCOW" info --json "$ov")"
+"$NBDCOW" check "$ov" >/dev/null || fail "nbdcow check of a torn last record"
+echo "a whole record after a torn one is damage; a torn last record is not"
 
 # A last record whose entry says it checked units the block does not
 # hold (a hostile file, its checksum made right) is dropped too.

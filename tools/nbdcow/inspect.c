@@ -152,8 +152,9 @@ print_log_json (const struct kept_overlay *ko)
     return;
   }
   printf ("  \"log\": { \"records\": %" PRIu64 ", \"blocks_to_drop\": %"
-          PRIu64 ", \"blocks_dropped\": %" PRIu32 " },\n", log->replayed,
-          log->dropped, log->dropped_before);
+          PRIu64 ", \"blocks_dropped\": %" PRIu32 ", \"records_lost\": %"
+          PRIu64 ", \"blocks_lost\": %" PRIu64 " },\n", log->replayed,
+          log->dropped, log->dropped_before, log->lost_records, log->lost);
 }
 
 static void
@@ -175,6 +176,10 @@ print_log_text (const struct kept_overlay *ko)
   if (log->dropped_before)
     printf ("dropped at the last recovery: the change of %" PRIu32 " blocks, "
             "whose data a crash cut off\n", log->dropped_before);
+  if (log->lost_records)
+    printf ("log: damaged: it ends at a damaged record, and %" PRIu64
+            " whole records after it, the flushes of %" PRIu64 " blocks, "
+            "are lost with it\n", log->lost_records, log->lost);
 }
 
 static void
@@ -468,6 +473,22 @@ check_crash_leftovers (struct overlay_file *ov, bool repair)
   return EXIT_OK;
 }
 
+/* Version 7: whole records after the one that ends the log, which
+ * only damage to that one leaves (kept_log).  Prints them.  Returns
+ * whether there are none.
+ */
+static bool
+check_log (const char *file, const struct kept_log *log)
+{
+  if (log->lost_records == 0)
+    return true;
+  printf ("%s: damaged: the log ends at a damaged record, and %" PRIu64
+          " whole records after it, the flushes of %" PRIu64 " blocks, "
+          "are lost with it (cannot repair: the record changed after its "
+          "flush)\n", file, log->lost_records, log->lost);
+  return false;
+}
+
 /* Prints the damage the load counted.  Returns whether there is none. */
 static bool
 report_damage (const char *file, const struct kept_damage *d, uint64_t length)
@@ -519,6 +540,7 @@ cmd_check (int argc, char **argv)
     return r;
   }
   sound = report_damage (file, &damage, st.st_size);
+  sound = check_log (file, &ov.kept.log) && sound;
   sound = check_length (&ov, repair) && sound;
   r = sound ? check_crash_leftovers (&ov, repair) : EXIT_DAMAGED;
   if (r == EXIT_OK)
