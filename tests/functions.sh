@@ -304,6 +304,16 @@ make_base ()
   fi
 }
 
+# small_tmpfs DIR SIZE: makes DIR a tmpfs of SIZE, unmounted at exit;
+# skips the test where none can be mounted.
+small_tmpfs ()
+{
+  mkdir "$1"
+  mount -t tmpfs -o size="$2" tmpfs "$1" 2>/dev/null ||
+    skip "cannot mount a small tmpfs here"
+  on_exit "umount '$1'"
+}
+
 # fill_state_is STATS STATE [NAME]: waits (up to 60 s) until the
 # statistics file STATS gives the fill of export NAME ("" if omitted)
 # as STATE, or fails saying where it stands.

@@ -8,10 +8,7 @@
 # next start holds what was flushed before.
 . "$abs_top_srcdir/tests/functions.sh"
 
-mkdir "$tmp/small"
-mount -t tmpfs -o size=4m tmpfs "$tmp/small" 2>/dev/null ||
-  skip "cannot mount a small tmpfs here"
-on_exit "umount '$tmp/small'"
+small_tmpfs "$tmp/small" 4m
 truncate -s 8G "$tmp/base"
 ov=$tmp/small/k.cow
 

@@ -1366,23 +1366,28 @@ kept_free (struct store_kept *k)
  * file is marked closed cleanly (and a packed one cut after its last
  * slot), unless the flush failed: then it stays marked open, with the
  * failure noted for nbdcow, and the next start recovers what was
- * flushed before.
+ * flushed before.  Marks that may miss a change stay marked so: those
+ * the failed flush did not write, or that the filter lost for want of
+ * memory.
  */
 static int
 kept_store_close (struct store *st)
 {
   struct store_kept *k = kept_of (st);
   uint32_t recoveries = k->kept.header.recoveries;
+  uint32_t stale = k->kept.header.flags & KEPT_MARKS_STALE;
   int err, r = 0;
 
   if (k->started) {
     if (flush_pages (k, &err) == -1) {
       nbdkit_error ("cow-file=%s: the last flush failed: %s: the file holds "
                     "what was flushed before", k->kept.path, strerror (err));
-      kept_set_flags (&k->kept, KEPT_OPEN | KEPT_FLUSH_FAILED, recoveries);
+      kept_set_flags (&k->kept, KEPT_OPEN | KEPT_FLUSH_FAILED | stale,
+                      recoveries);
       r = -1;
     }
-    else if (kept_set_flags (&k->kept, 0, recoveries) == -1) {
+    else if (kept_set_flags (&k->kept, k->history && changes_lost (k->changes)
+                             ? KEPT_MARKS_STALE : 0, recoveries) == -1) {
       report (k);
       r = -1;
     }
