@@ -152,7 +152,7 @@ struct kept_facts {
  */
 struct kept_header {
   struct kept_layout layout;
-  uint32_t version;             /* 1 to 7 */
+  uint32_t version;             /* 1 to KEPT_VERSION */
   uint32_t flags;               /* KEPT_FLAGS */
   uint32_t stale_count;         /* version 9: MARKS_STALE set so often */
   uint32_t recoveries;          /* times opened after a crash */
@@ -344,9 +344,9 @@ struct kept_log {
   uint64_t dropped;             /* blocks of a last record the load
                                    dropped: their data not durable */
   uint64_t lost_records;        /* whole records after the one that
-                                   ends the log, which no crash leaves:
-                                   damage to that one; */
-  uint64_t lost;                /* the blocks they name */
+                                   ends the log, which no crash leaves
+                                   (damage to that one), */
+  uint64_t lost;                /* and the blocks they name */
   uint32_t dropped_before;      /* blocks the last recovery dropped */
   uint64_t fresh_slots;         /* slots from here on lay past the end
                                    of the file as it opened (a writer's,
@@ -355,9 +355,6 @@ struct kept_log {
   uint64_t nr_blocks;           /* ascending, once each, */
   uint32_t *marks;              /* with the mark their last record gave
                                    them (version 8; 0 for none) */
-  uint32_t cleared;             /* the stale count the last record the
-                                   load applied that cleared MARKS_STALE
-                                   cleared (version 9; 0 for none) */
 };
 
 /* The file, its header, and once its states are loaded (or it is

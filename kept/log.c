@@ -395,28 +395,28 @@ record_durable (struct kept_overlay *ko, const uint8_t *buf, unsigned n,
   return 0;
 }
 
-/* Version 9: the stale count the last of the first records records of
- * the log at buf that clears one clears (0 for none); if the header's
- * is that count, clears its MARKS_STALE: those records hold the marks
- * of every change since the flag was set.
+/* Version 9: clears the header's MARKS_STALE if the last of the
+ * records applied (the first records at buf) that clears a stale
+ * count clears the header's: the records hold the marks of every
+ * change since the flag was set that time.
  */
 static void
 clear_stale (struct kept_overlay *ko, const uint8_t *buf, uint64_t records)
 {
   struct kept_header *h = &ko->header;
   uint64_t at = 0, i;
+  uint32_t cleared = 0;
 
-  ko->log.cleared = 0;
   if (h->version < KEPT_STALE_COUNT_VERSION)
     return;
   for (i = 0; i < records; ++i) {
     uint32_t clears = kept_get_le (buf + at + RECORD_CLEARS, 4);
 
     if (clears != 0)
-      ko->log.cleared = clears;
+      cleared = clears;
     at += record_span (kept_get_le (buf + at + RECORD_COUNT, 4));
   }
-  if (ko->log.cleared != 0 && ko->log.cleared == h->stale_count)
+  if (cleared != 0 && cleared == h->stale_count)
     h->flags &= ~KEPT_MARKS_STALE;
 }
 

@@ -1375,15 +1375,14 @@ kept_store_close (struct store *st)
 {
   struct store_kept *k = kept_of (st);
   uint32_t recoveries = k->kept.header.recoveries;
-  uint32_t stale = k->kept.header.flags & KEPT_MARKS_STALE;
   int err, r = 0;
 
   if (k->started) {
     if (flush_pages (k, &err) == -1) {
       nbdkit_error ("cow-file=%s: the last flush failed: %s: the file holds "
                     "what was flushed before", k->kept.path, strerror (err));
-      kept_set_flags (&k->kept, KEPT_OPEN | KEPT_FLUSH_FAILED | stale,
-                      recoveries);
+      kept_set_flags (&k->kept, KEPT_OPEN | KEPT_FLUSH_FAILED |
+                      (k->kept.header.flags & KEPT_MARKS_STALE), recoveries);
       r = -1;
     }
     else if (kept_set_flags (&k->kept, k->history && changes_lost (k->changes)
