@@ -340,6 +340,10 @@ struct kept_log {
   uint64_t next_sequence;       /* of the next record */
   uint64_t next_at;             /* where it goes, from log_offset */
   uint64_t records;             /* in the log since its reset */
+  bool failed;                  /* a record whose write or sync failed
+                                   may lie at next_at, of sequence
+                                   next_sequence: the log is to be
+                                   emptied even with no record */
   uint64_t replayed;            /* records the load applied */
   uint64_t dropped;             /* blocks of a last record the load
                                    dropped: their data not durable */

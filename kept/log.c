@@ -259,8 +259,10 @@ kept_log_write (struct kept_overlay *ko, const struct kept_log_entry *entries,
                kept_crc_without (buf, record_bytes (n), RECORD_CRC), 4);
   if (pwrite_full (ko->fd, buf, span,
                    ko->header.layout.log_offset + ko->log.next_at) == -1 ||
-      fdatasync (ko->fd) == -1)
+      fdatasync (ko->fd) == -1) {
+    ko->log.failed = true;
     r = kept_fail (ko, false, "flush: %m");
+  }
   else {
     ko->log.next_at += span;
     ko->log.next_sequence++;
@@ -273,18 +275,23 @@ kept_log_write (struct kept_overlay *ko, const struct kept_log_entry *entries,
 int
 kept_log_reset (struct kept_overlay *ko, uint32_t dropped)
 {
+  /* One past the next sequence: a record whose sync failed, or that a
+   * load dropped, may lie in the log with it.
+   */
+  uint64_t lap = ko->log.next_sequence + 1;
   uint8_t head[SECTOR] = { 0 };
 
   memcpy (head, head_magic, sizeof head_magic);
-  kept_put_le (head + HEAD_LAP, ko->log.next_sequence, 8);
+  kept_put_le (head + HEAD_LAP, lap, 8);
   kept_put_le (head + HEAD_DROPPED, dropped, 4);
   kept_put_le (head + HEAD_CRC, kept_crc_without (head, SECTOR, HEAD_CRC), 4);
   if (pwrite_full (ko->fd, head, SECTOR, ko->header.layout.log_offset) == -1 ||
       fdatasync (ko->fd) == -1)
     return kept_fail (ko, false, "flush: %m");
-  ko->log.lap = ko->log.next_sequence;
+  ko->log.lap = ko->log.next_sequence = lap;
   ko->log.next_at = HEAD_SIZE;
   ko->log.records = 0;
+  ko->log.failed = false;
   ko->log.dropped_before = dropped;
   return 0;
 }

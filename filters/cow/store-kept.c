@@ -1057,7 +1057,7 @@ empty_log (struct store_kept *k, bool always, uint32_t dropped)
   int r = 0;
 
   held_lock (&k->log_lock);
-  if (always || k->kept.log.records > 0)
+  if (always || k->kept.log.records > 0 || k->kept.log.failed)
     r = kept_log_reset (&k->kept,
                         always ? dropped : k->kept.log.dropped_before);
   if (r == 0)
