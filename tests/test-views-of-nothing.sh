@@ -3,7 +3,8 @@
 # Copyright (C) 2026 the nbdkit-cow authors.
 #
 # A view of an export that has no overlay and no kept file (NAME@VIEW,
-# NAME+CP, NAME@, NAME@VIEW+CP) is refused, naming what it lacks,
+# NAME+CP, NAME+, NAME@, NAME@VIEW+CP, and names that hold the
+# separator, +++ and a+b+) is refused, naming what it lacks,
 # before an overlay is made for it: no client can fill cow-file's
 # directory with empty files by asking for such names.  An export
 # whose kept file a run before left serves its changes since a
@@ -30,7 +31,10 @@ for i in 1 2 3 4 5; do
   refused "b$i+cp" "export \"b$i\" has no checkpoint \"cp\""
   refused "c$i@" "export \"c$i@\": names no view"
   refused "d$i@v+cp" "export \"d$i\" has no view \"v\""
+  refused "e$i+" "export \"e$i\" has no overlay, so no changes"
 done
+refused "+++" "export \"++\" has no overlay, so no changes"
+refused "a+b+" "export \"a+b\" has no overlay, so no changes"
 [ "$(kept_files)" = "$before" ] ||
   fail "refused views made files: $(kept_files), before: $before"
 nbdsh -u "$(uri new)" -c 'h.pwrite(b"n", 0)' ||

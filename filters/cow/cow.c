@@ -288,10 +288,12 @@ open_instant (struct conn *c, const char *exportname, const char *view)
   return -1;
 }
 
-/* Refuses a view of export name, which has neither an overlay in this
- * run nor a kept file from an earlier one, before an overlay (and a
- * file) is made for it: such an export has no view and no checkpoint.
- * Returns whether it refused, said; true after nbdkit_error too.
+/* Refuses a view of export name (view, or checkpoint: "" for every
+ * change, NULL for none), which has neither an overlay in this run nor
+ * a kept file from an earlier one, before an overlay (and a file) is
+ * made for it: such an export has no view, no checkpoint and no
+ * change.  Returns whether it refused, said; true after nbdkit_error
+ * too.
  */
 static bool
 view_of_nothing (const char *exportname, const char *name, const char *view,
@@ -299,15 +301,21 @@ view_of_nothing (const char *exportname, const char *name, const char *view,
 {
   int exists;
 
-  if (view == NULL && (checkpoint == NULL || checkpoint[0] == '\0'))
+  if (view == NULL && checkpoint == NULL)
     return false;
   exists = exports_exist (name);
-  if (exists == 1)
-    return false;
-  if (exists == 0 && view)
+  if (exists != 0)
+    return exists == -1;
+  if (view)
     say_no_view (exportname, name, view);
-  else if (exists == 0)
+  else if (checkpoint[0] != '\0')
     say_no_checkpoint (exportname, name, checkpoint);
+  else {
+    nbdkit_error ("cow: export \"%s\": export \"%s\" has no overlay, so "
+                  "no changes (it has one once a client opens it)",
+                  exportname, name);
+    refusal_note (exportname);
+  }
   return true;
 }
 
