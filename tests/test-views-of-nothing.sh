@@ -9,6 +9,8 @@
 # directory with empty files by asking for such names.  An export
 # whose kept file a run before left serves its changes since a
 # checkpoint kept there before any client opened the export itself.
+# The default export's changes view, +, is served at once, before any
+# client opened the default export.
 . "$abs_top_srcdir/tests/functions.sh"
 
 M=$(( 1024 * 1024 ))
@@ -50,4 +52,11 @@ changed=$(nbdsh -u "$(uri kept+cp)" -c 'print(h.get_size())') ||
 refused "gone+cp" "export \"gone\" has no checkpoint \"cp\""
 [ "$(kept_files)" = "k.cow k.cow.kept k.cow.new " ] ||
   fail "the files after the restart: $(kept_files)"
+stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
+
+rm -f "$tmp/sock"
+start_nbdkit "$tmp/sock" --filter=cow file "$tmp/base" cow-changes-separator=+
+[ "$(nbdinfo --size "$(uri +)")" = $(( 8 * M )) ] ||
+  fail "+ refused before the default export was opened: $(cat "$tmp/sock.err")"
+refused "x+" "export \"x\" has no overlay, so no changes"
 echo "views of exports that have nothing are refused, making nothing"

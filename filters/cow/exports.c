@@ -202,7 +202,7 @@ connect_from_file (struct export_conn *c, const char *exportname)
 int
 exports_exist (const char *exportname)
 {
-  if (registry_knows (exportname))
+  if (exportname[0] == '\0' || registry_knows (exportname))
     return 1;
   if (params.cow_file == NULL)
     return 0;

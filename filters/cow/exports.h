@@ -52,9 +52,10 @@ extern int exports_connect (struct export_conn *c, const char *exportname,
                             nbdkit_next_open *next, nbdkit_context *context);
 
 /* Whether exportname has an overlay in this run, or a kept file a run
- * before made: 1 or 0, or -1 after nbdkit_error.  A view of an export
- * that has neither cannot exist: it is refused before an overlay (and
- * its file) is made for it.
+ * before made, or is the default export, which every server serves: 1
+ * or 0, or -1 after nbdkit_error.  A view of an export that has none
+ * of these cannot exist: it is refused before an overlay (and its
+ * file) is made for it.
  */
 extern int exports_exist (const char *exportname);
 
