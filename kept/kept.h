@@ -702,6 +702,15 @@ extern int kept_log_write (struct kept_overlay *ko,
                            const struct kept_log_entry *entries, unsigned n,
                            uint32_t mark, uint32_t clears);
 
+/* What a load found lost after the log's end (log->lost_records,
+ * log->lost), in words for the user: "the log ends at a damaged
+ * record, and N whole records after it, the flushes of M blocks, are
+ * lost with it".
+ */
+#define KEPT_LOG_LOST_WORDS 160
+extern void kept_log_lost_words (const struct kept_log *log,
+                                 char words[KEPT_LOG_LOST_WORDS]);
+
 /* Empties the log, durably, once the state pages hold every entry of
  * its records (they are durable), noting dropped (the blocks a
  * recovery dropped) for nbdcow.  Returns 0, or -1 with ko->why set.

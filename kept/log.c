@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -525,6 +526,15 @@ count_lost (struct kept_log *log, const uint8_t *buf, uint64_t len,
     log->lost += n;
     at += record_span (n) - SECTOR;
   }
+}
+
+void
+kept_log_lost_words (const struct kept_log *log,
+                     char words[KEPT_LOG_LOST_WORDS])
+{
+  snprintf (words, KEPT_LOG_LOST_WORDS, "the log ends at a damaged record, "
+            "and %" PRIu64 " whole records after it, the flushes of %"
+            PRIu64 " blocks, are lost with it", log->lost_records, log->lost);
 }
 
 int

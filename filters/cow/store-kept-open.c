@@ -199,11 +199,13 @@ load (struct store_kept *k, uint64_t size)
   /* Said as an error, though the file is served: flushed writes are
    * lost, and nbdcow check says the file is damaged.
    */
-  if (ko->log.lost_records)
-    nbdkit_error ("cow-file=%s: the log ends at a damaged record, and %"
-                  PRIu64 " whole records after it, the flushes of %" PRIu64
-                  " blocks, are lost with it: a disk error changed it after "
-                  "its flush", ko->path, ko->log.lost_records, ko->log.lost);
+  if (ko->log.lost_records) {
+    char lost[KEPT_LOG_LOST_WORDS];
+
+    kept_log_lost_words (&ko->log, lost);
+    nbdkit_error ("cow-file=%s: %s: a disk error changed it after its flush",
+                  ko->path, lost);
+  }
   if (crashed)
     nbdkit_debug ("cow-file=%s: not closed cleanly: it holds what was "
                   "flushed before", ko->path);

@@ -777,14 +777,24 @@ mark_stale (struct store_kept *k)
   return r;
 }
 
-/* Clears MARKS_STALE after a flush whose marks hold every change
- * begun before it ended: none was in flight when it began (ended was
+/* Whether the marks of the flush in progress hold every change begun
+ * before now: none was in flight when it began (ended was
  * ended_at_flush, which no change has begun past since), and none was
  * lost for want of memory (then the flag stays until the file is next
- * opened).  stale is cleared before begun is read, and a change reads
- * stale after it counts itself begun, so either the flush sees the
- * change or the change sees the file unmarked and marks it again
- * (waiting for the lock).
+ * opened).  Read once stale is cleared: a change reads stale after it
+ * counts itself begun, so either the flush sees the change or the
+ * change sees the file unmarked and marks it again (waiting for the
+ * lock).
+ */
+static bool
+marks_hold_every_change (struct store_kept *k)
+{
+  return __atomic_load_n (&k->begun, __ATOMIC_SEQ_CST) == k->ended_at_flush &&
+         !changes_lost (k->changes);
+}
+
+/* Clears MARKS_STALE after a flush whose marks hold every change
+ * begun before it ended.
  */
 static void
 settle_stale (struct store_kept *k)
@@ -794,8 +804,7 @@ settle_stale (struct store_kept *k)
   held_lock (&k->stale_lock);
   if (__atomic_load_n (&k->stale, __ATOMIC_SEQ_CST)) {
     __atomic_store_n (&k->stale, false, __ATOMIC_SEQ_CST);
-    if (__atomic_load_n (&k->begun, __ATOMIC_SEQ_CST) != k->ended_at_flush ||
-        changes_lost (k->changes) ||
+    if (!marks_hold_every_change (k) ||
         kept_set_flags (&k->kept, h->flags & ~KEPT_MARKS_STALE,
                         h->recoveries) == -1)
       __atomic_store_n (&k->stale, true, __ATOMIC_SEQ_CST);
@@ -819,11 +828,10 @@ stale_to_clear (struct store_kept *k)
   held_lock (&k->stale_lock);
   if (__atomic_load_n (&k->stale, __ATOMIC_SEQ_CST)) {
     __atomic_store_n (&k->stale, false, __ATOMIC_SEQ_CST);
-    if (__atomic_load_n (&k->begun, __ATOMIC_SEQ_CST) != k->ended_at_flush ||
-        changes_lost (k->changes))
-      __atomic_store_n (&k->stale, true, __ATOMIC_SEQ_CST);
-    else
+    if (marks_hold_every_change (k))
       count = k->kept.header.stale_count;
+    else
+      __atomic_store_n (&k->stale, true, __ATOMIC_SEQ_CST);
   }
   held_unlock (&k->stale_lock);
   return count;

@@ -161,6 +161,7 @@ static void
 print_log_text (const struct kept_overlay *ko)
 {
   const struct kept_log *log = &ko->log;
+  char lost[KEPT_LOG_LOST_WORDS];
 
   if (!ko->header.layout.log_length)
     return;
@@ -176,10 +177,10 @@ print_log_text (const struct kept_overlay *ko)
   if (log->dropped_before)
     printf ("dropped at the last recovery: the change of %" PRIu32 " blocks, "
             "whose data a crash cut off\n", log->dropped_before);
-  if (log->lost_records)
-    printf ("log: damaged: it ends at a damaged record, and %" PRIu64
-            " whole records after it, the flushes of %" PRIu64 " blocks, "
-            "are lost with it\n", log->lost_records, log->lost);
+  if (log->lost_records) {
+    kept_log_lost_words (log, lost);
+    printf ("log: damaged: %s\n", lost);
+  }
 }
 
 static void
@@ -480,12 +481,13 @@ check_crash_leftovers (struct overlay_file *ov, bool repair)
 static bool
 check_log (const char *file, const struct kept_log *log)
 {
+  char lost[KEPT_LOG_LOST_WORDS];
+
   if (log->lost_records == 0)
     return true;
-  printf ("%s: damaged: the log ends at a damaged record, and %" PRIu64
-          " whole records after it, the flushes of %" PRIu64 " blocks, "
-          "are lost with it (cannot repair: the record changed after its "
-          "flush)\n", file, log->lost_records, log->lost);
+  kept_log_lost_words (log, lost);
+  printf ("%s: damaged: %s (cannot repair: the record changed after its "
+          "flush)\n", file, lost);
   return false;
 }
 
