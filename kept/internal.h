@@ -79,14 +79,11 @@ extern int kept_read_area (struct kept_overlay *ko, uint64_t offset,
 extern int kept_zero_area (struct kept_overlay *ko, uint64_t offset,
                            uint64_t length, const char *what);
 
-/* Replaying the log (log.c, states.c): block b is made to hold nothing,
- * its slots free again; then an entry of a record is kept as its,
- * checked as kept_load_states checks a state page's (0; 1 if bad and
- * counted in damage, the block then holding nothing; -1 after
- * kept_fail).
+/* Replaying the log (log.c, states.c): an entry of a record kept as
+ * block b's, checked as kept_load_states checks a state page's (0; 1
+ * if bad and counted in damage, the block then holding nothing; -1
+ * after kept_fail).
  */
-extern void kept_unload_block (struct kept_overlay *ko,
-                               struct statemap *states, uint64_t b);
 extern int kept_load_logged (struct kept_overlay *ko, struct statemap *states,
                              const struct kept_log_entry *e,
                              uint64_t file_length, struct kept_damage *damage);
@@ -97,11 +94,21 @@ extern void kept_log_start (struct kept_log *log);
 /* Frees what the load of the log found (blocks, marks). */
 extern void kept_log_free (struct kept_log *log);
 
-/* Version 7: applies the records of the log to the states loaded from
- * the pages (kept_load_states), the last only if the data it names is
- * durable, and sets ko->log.  Returns 0, or -1 after kept_fail.
+/* Version 7: reads the log, before the state pages: its records, the
+ * last only if the data it names is durable, set ko->log, whose
+ * blocks (ascending) the state pages' entries are not loaded for, and
+ * *last, the entry of each (malloc'd, the caller's to free).  Returns
+ * 0, or -1 after kept_fail.
  */
-extern int kept_log_replay (struct kept_overlay *ko, struct statemap *states,
-                            uint64_t file_length, struct kept_damage *damage);
+extern int kept_log_read (struct kept_overlay *ko, uint64_t file_length,
+                          struct kept_log_entry **last);
+
+/* Version 7: keeps the entries last of kept_log_read as their blocks'
+ * in the states loaded from the pages.  Returns 0, or -1 after
+ * kept_fail.
+ */
+extern int kept_log_apply (struct kept_overlay *ko, struct statemap *states,
+                           const struct kept_log_entry *last,
+                           uint64_t file_length, struct kept_damage *damage);
 
 #endif /* KEPT_INTERNAL_H */

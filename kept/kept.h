@@ -572,7 +572,8 @@ extern int kept_clear_history (struct kept_overlay *ko);
 
 /* Punches the data area where it holds no block of the overlay
  * (unpacked: every block that states does not hold allocated; packed:
- * every slot not taken, the file cut after the last one taken, and in
+ * every slot not taken, the file cut after the last one taken as
+ * kept_cut cuts it, and in
  * version 6 the units of a block with a place-1 slot in the place they
  * do not lie in): what a crash left there of unflushed writes, or only
  * a view kept, is not part of the disk.  A
@@ -582,7 +583,9 @@ extern void kept_punch_unallocated (struct kept_overlay *ko,
                                     const struct statemap *states);
 
 /* Packed: cuts the file after its last slot taken, past which the
- * filter extends it ahead of its writes.  Unpacked: does nothing.
+ * filter extends it ahead of its writes, if the log holds no record
+ * (else it does nothing: the state pages may name a slot past that
+ * until the log is folded into them).  Unpacked: does nothing.
  */
 extern void kept_cut (struct kept_overlay *ko);
 

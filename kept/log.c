@@ -447,34 +447,31 @@ compare_logged (const void *a, const void *b)
   return x->order < y->order ? -1 : x->order > y->order;
 }
 
-/* Applies the n entries of list (sorted, the last of each block the
- * one kept) to the states: every block named unloaded first, so that a
- * slot moves between blocks in any order.
+/* Keeps of list (n entries, sorted) the last entry of each block, in
+ * log->blocks and log->marks and, the entries themselves, in *last
+ * (log->nr_blocks of them).
  */
 static int
-apply (struct kept_overlay *ko, struct statemap *states, struct logged *list,
-       uint64_t n, uint64_t file_length, struct kept_damage *damage)
+keep_last (struct kept_overlay *ko, const struct logged *list, uint64_t n,
+           struct kept_log_entry **last)
 {
   struct kept_log *log = &ko->log;
   uint64_t i;
 
   log->blocks = malloc ((n ? n : 1) * sizeof *log->blocks);
   log->marks = malloc ((n ? n : 1) * sizeof *log->marks);
-  if (log->blocks == NULL || log->marks == NULL)
+  *last = malloc ((n ? n : 1) * sizeof **last);
+  if (log->blocks == NULL || log->marks == NULL || *last == NULL)
     return kept_fail (ko, false, "malloc: %m");
   for (i = 0; i < n; ++i)
     if (i + 1 == n || list[i + 1].e.b != list[i].e.b) {
       if (list[i].e.b >= kept_blocks (ko))
         return kept_fail (ko, true, "corrupted log (a record names block "
                           "%" PRIu64 ", past the disk)", list[i].e.b);
-      kept_unload_block (ko, states, list[i].e.b);
+      (*last)[log->nr_blocks] = list[i].e;
       log->marks[log->nr_blocks] = list[i].mark;
       log->blocks[log->nr_blocks++] = list[i].e.b;
     }
-  for (i = 0; i < n; ++i)
-    if ((i + 1 == n || list[i + 1].e.b != list[i].e.b) &&
-        kept_load_logged (ko, states, &list[i].e, file_length, damage) == -1)
-      return -1;
   return 0;
 }
 
@@ -538,8 +535,8 @@ kept_log_lost_words (const struct kept_log *log,
 }
 
 int
-kept_log_replay (struct kept_overlay *ko, struct statemap *states,
-                 uint64_t file_length, struct kept_damage *damage)
+kept_log_read (struct kept_overlay *ko, uint64_t file_length,
+               struct kept_log_entry **last)
 {
   const struct kept_layout *l = &ko->header.layout;
   struct kept_log *log = &ko->log;
@@ -550,6 +547,7 @@ kept_log_replay (struct kept_overlay *ko, struct statemap *states,
   bool durable = true;
   int r = -1;
 
+  *last = NULL;
   kept_log_free (log);
   *log = (struct kept_log) { 0 };
   if (buf == NULL)
@@ -595,9 +593,22 @@ kept_log_replay (struct kept_overlay *ko, struct statemap *states,
     }
   }
   qsort (list, total, sizeof *list, compare_logged);
-  r = apply (ko, states, list, total, file_length, damage);
+  r = keep_last (ko, list, total, last);
  out:
   free (list);
   free (buf);
   return r;
+}
+
+int
+kept_log_apply (struct kept_overlay *ko, struct statemap *states,
+                const struct kept_log_entry *last, uint64_t file_length,
+                struct kept_damage *damage)
+{
+  uint64_t i;
+
+  for (i = 0; i < ko->log.nr_blocks; ++i)
+    if (kept_load_logged (ko, states, &last[i], file_length, damage) == -1)
+      return -1;
+  return 0;
 }

@@ -184,7 +184,10 @@ kept_cut (struct kept_overlay *ko)
 {
   const struct kept_layout *l = &ko->header.layout;
 
-  if (l->packed)
+  /* A state page may name a slot past the last one taken until the log
+   * that moved its block out is folded into the pages.
+   */
+  if (l->packed && ko->log.records == 0)
     shorten (ko, l->data_offset
                  + blockgeom_start (&l->geom, kept_slots_end (&ko->slots)));
 }

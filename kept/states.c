@@ -213,26 +213,6 @@ load_entry (struct kept_overlay *ko, const struct kept_log_entry *e, unsigned *s
   return r;
 }
 
-void
-kept_unload_block (struct kept_overlay *ko, struct statemap *states,
-                   uint64_t b)
-{
-  const struct kept_layout *l = &ko->header.layout;
-  unsigned place;
-  uint64_t slot;
-
-  for (place = 0; place < (l->places ? 2 : 1); ++place)
-    if (kept_slots_get (&ko->slots, b, place, &slot)) {
-      slotalloc_release (&ko->slots.taken, slot);
-      kept_slots_retire (&ko->slots, b, place);
-    }
-  if (l->part_shift && kept_parts_get (ko, b) != 0)
-    kept_parts_set (ko, b, 0);
-  if (kept_where_get (ko, b) != 0)
-    slotmap_set (&ko->where, b, 0);
-  statemap_set (states, b, 1, KEPT_NOT_ALLOCATED);
-}
-
 int
 kept_load_logged (struct kept_overlay *ko, struct statemap *states,
                   const struct kept_log_entry *e, uint64_t file_length,
@@ -253,14 +233,38 @@ kept_load_logged (struct kept_overlay *ko, struct statemap *states,
   return 0;
 }
 
+/* What kept_load_states passes to load_chunk: the blocks the log sets
+ * (ko->log.blocks), ascending, from next_logged on not yet passed.
+ */
+struct load {
+  struct statemap *states;
+  struct kept_damage *damage;
+  uint64_t file_length;
+  uint64_t next_logged;
+};
+
+/* Whether the log sets block b, of blocks met in ascending order. */
+static bool
+logged (const struct kept_overlay *ko, struct load *load, uint64_t b)
+{
+  const struct kept_log *log = &ko->log;
+
+  while (load->next_logged < log->nr_blocks &&
+         log->blocks[load->next_logged] < b)
+    load->next_logged++;
+  return load->next_logged < log->nr_blocks &&
+         log->blocks[load->next_logged] == b;
+}
+
 /* A chunk of a packed state area: entries of blocks [first, first +
- * n).  A bad entry is counted in *damage and its block left not
- * allocated, or fails the load if damage is NULL.
+ * n).  A bad entry is counted in damage and its block left not
+ * allocated, or fails the load if damage is NULL.  A block the log
+ * sets is left to it: its entry here may name a slot a crash cut off
+ * before the log was folded.
  */
 static int
 load_packed (struct kept_overlay *ko, const uint8_t *buf, uint64_t first,
-             uint64_t n, uint64_t file_length, struct statemap *states,
-             struct kept_slots *slots, struct kept_damage *damage)
+             uint64_t n, struct load *load)
 {
   unsigned size = ko->header.layout.entry_size;
   uint64_t i;
@@ -280,24 +284,20 @@ load_packed (struct kept_overlay *ko, const uint8_t *buf, uint64_t first,
     if (e.entry == KEPT_ENTRY_BASE && e.parts == 0 && e.place1 == 0 &&
         e.where == 0)
       continue;
-    r = load_entry (ko, &e, &state, file_length, slots, damage);
+    if (logged (ko, load, e.b))
+      continue;
+    r = load_entry (ko, &e, &state, load->file_length, &ko->slots,
+                    load->damage);
     if (r == -1)
       return -1;
     if (r == 1)
       continue;
-    if (statemap_reserve (states, e.b, 1) == -1)
+    if (statemap_reserve (load->states, e.b, 1) == -1)
       return kept_fail (ko, false, "cannot load the block states: %m");
-    statemap_set (states, e.b, 1, state);
+    statemap_set (load->states, e.b, 1, state);
   }
   return 0;
 }
-
-/* What kept_load_states passes to load_chunk. */
-struct load {
-  struct statemap *states;
-  struct kept_damage *damage;
-  uint64_t file_length;
-};
 
 /* A chunk of the state area, len bytes from byte at of it. */
 static int
@@ -315,8 +315,7 @@ load_chunk (struct kept_overlay *ko, const uint8_t *buf, uint64_t at,
   if (first >= blocks)
     return 0;
   return load_packed (ko, buf, first, first + n > blocks ? blocks - first : n,
-                      load->file_length, load->states, &ko->slots,
-                      load->damage);
+                      load);
 }
 
 int
@@ -325,7 +324,9 @@ kept_load_states (struct kept_overlay *ko, struct statemap *states,
 {
   const struct kept_layout *l = &ko->header.layout;
   struct load load = { .states = states, .damage = damage };
+  struct kept_log_entry *last = NULL;
   struct stat st;
+  int r;
 
   if (damage)
     *damage = (struct kept_damage) { 0 };
@@ -337,12 +338,17 @@ kept_load_states (struct kept_overlay *ko, struct statemap *states,
   if ((l->part_shift && slotmap_init (&ko->parts, kept_blocks (ko)) == -1) ||
       (l->places && slotmap_init (&ko->where, kept_blocks (ko)) == -1))
     return kept_fail (ko, false, "cannot load the block states: %m");
-  if (kept_read_area (ko, l->states_offset, l->states_length,
-                      "block states", load_chunk, &load) == -1)
-    return -1;
-  return l->log_length ? kept_log_replay (ko, states, load.file_length,
-                                          damage)
-                       : 0;
+  /* The log first: the pages' entries of the blocks it sets are not
+   * loaded.
+   */
+  r = l->log_length ? kept_log_read (ko, load.file_length, &last) : 0;
+  if (r == 0)
+    r = kept_read_area (ko, l->states_offset, l->states_length,
+                        "block states", load_chunk, &load);
+  if (r == 0 && l->log_length)
+    r = kept_log_apply (ko, states, last, load.file_length, damage);
+  free (last);
+  return r;
 }
 
 void

@@ -182,16 +182,19 @@ load (struct store_kept *k, uint64_t size)
     return -1;
   if (alloc_dirty_marks (k) == -1)
     return -1;
+  /* The marks first: the records' (version 8) go into the pages.  The
+   * log folded before the file is cut: until then a state page may
+   * name a slot past the last one the states take.
+   */
+  if (k->history && restore_marks (k) == -1)
+    return -1;
+  if (h->layout.log_length && kept_fold_log (k, ko->log.dropped) == -1)
+    return -1;
   kept_punch_unallocated (ko, &k->states);
   if (h->layout.log_length && kept_log_fresh (ko) == -1) {
     report (k);
     return -1;
   }
-  /* The marks first: the records' (version 8) go into the pages. */
-  if (k->history && restore_marks (k) == -1)
-    return -1;
-  if (h->layout.log_length && kept_fold_log (k, ko->log.dropped) == -1)
-    return -1;
   if (ko->log.dropped)
     nbdkit_debug ("cow-file=%s: the last change of %" PRIu64 " blocks was "
                   "dropped: its data did not reach the disk before the "
