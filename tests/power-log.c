@@ -12,9 +12,14 @@
  *   COW_POWER_LOG=PATH    the log, appended to
  *   COW_POWER_CUT=N       kill nbdkit at the start of one sync in N
  *   COW_POWER_SEED=S      which ones (0)
+ *   COW_POWER_CUT_AT=N    kill it instead at its Nth persistence point
+ *                         on the file (each pwrite, fallocate, ftruncate
+ *                         and sync, counted from 1), before the call:
+ *                         tests/crash-points.py cuts at each in turn
  *
  * The cut aims at the moment the order of writes and syncs matters;
  * a kill at a random time rarely lands inside a sync, which is short.
+ * Any process may load it (LD_PRELOAD=... nbdcow check --repair).
  *
  * Each call on the file writes a record before it starts and one when
  * it has returned, so the log shows which changes a sync may have
@@ -114,6 +119,19 @@ log_record (enum kind kind, uint32_t mode, uint64_t seq, uint64_t offset,
   return rec.seq;
 }
 
+/* Kills the process at the persistence point COW_POWER_CUT_AT names,
+ * before it happens: any thread may ask.
+ */
+static void
+count_point (void)
+{
+  static atomic_uint_fast64_t points;
+  const char *at = getenv ("COW_POWER_CUT_AT");
+
+  if (at && atomic_fetch_add (&points, 1) + 1 == strtoull (at, NULL, 10))
+    raise (SIGKILL);
+}
+
 #define REAL(name) \
   static __typeof__ (name) *real; \
   if (!real) \
@@ -128,6 +146,7 @@ pwrite (int fd, const void *buf, size_t count, off_t offset)
 
   if (!is_watched (fd))
     return real (fd, buf, count, offset);
+  count_point ();
   seq = log_record (KIND_PWRITE, 0, 0, offset, count, buf);
   r = real (fd, buf, count, offset);
   log_record (KIND_RETURNED, 0, seq, 0, 0, NULL);
@@ -149,6 +168,7 @@ fallocate (int fd, int mode, off_t offset, off_t len)
 
   if (!is_watched (fd))
     return real (fd, mode, offset, len);
+  count_point ();
   seq = log_record (KIND_FALLOCATE, mode, 0, offset, len, NULL);
   r = real (fd, mode, offset, len);
   log_record (KIND_RETURNED, 0, seq, 0, 0, NULL);
@@ -170,6 +190,7 @@ ftruncate (int fd, off_t len)
 
   if (!is_watched (fd))
     return real (fd, len);
+  count_point ();
   seq = log_record (KIND_FTRUNCATE, 0, 0, 0, len, NULL);
   r = real (fd, len);
   log_record (KIND_RETURNED, 0, seq, 0, 0, NULL);
@@ -212,6 +233,7 @@ logged_sync (int fd, int (*real) (int))
 
   if (!is_watched (fd))
     return real (fd);
+  count_point ();
   seq = log_record (KIND_SYNC_START, 0, 0, 0, 0, NULL);
   if (cut_now ())
     raise (SIGKILL);

@@ -83,11 +83,17 @@ def read_log(path):
     return [calls[s] for s in sorted(calls)], synced
 
 
-def lose_power(img, calls, synced, rng):
+SECTOR = 512
+
+
+def lose_power(img, calls, synced, rng, how='random'):
     """img, the file as the log began, made what the file may hold
     after a power loss at the log's end: calls and synced as read_log
     gives them, rng a random.Random choosing what of the unsynced calls
-    reached the disk."""
+    reached the disk, how how: 'random' (each page none, all or some of
+    them, in order), 'lost' (none), 'kept' (all) or 'torn' (each sector
+    of a page some of them, in order, as a disk that writes a page in
+    sectors may)."""
     later = []
     last_synced = {}                    # page: seq of its last synced call
     for c in calls:
@@ -105,7 +111,15 @@ def lose_power(img, calls, synced, rng):
             if c.seq > last_synced.get(page, -1):
                 pending.setdefault(page, []).append(c)
     for page, page_calls in pending.items():
+        if how == 'torn':
+            for at in range(page * PAGE, (page + 1) * PAGE, SECTOR):
+                n = rng.randint(0, len(page_calls))
+                for c in page_calls[:n]:
+                    c.apply(img, at, at + SECTOR)
+            continue
         # None, all or some: the extremes are the telling cases.
-        n = rng.choice((0, len(page_calls), rng.randint(0, len(page_calls))))
+        n = {'lost': 0, 'kept': len(page_calls)}.get(
+            how, rng.choice((0, len(page_calls),
+                             rng.randint(0, len(page_calls)))))
         for c in page_calls[:n]:
             c.apply(img, page * PAGE, (page + 1) * PAGE)

@@ -6,7 +6,9 @@
 # as tests/power-log.c writes them: a write returned before a sync
 # that succeeded began is on disk whatever else the log holds, also
 # when another sync that began earlier ends later (a header's sync
-# beside a flush's); a write no sync covers may be lost, page by page.
+# beside a flush's); a write no sync covers may be lost, page by page,
+# and, as tests/crash-points.py asks, all lost, all kept or torn by
+# sector.
 . "$abs_top_srcdir/tests/functions.sh"
 
 PYTHONPATH=$tests $PYTHON - "$tmp/log" <<'PY'
@@ -56,5 +58,24 @@ log((W, 2, 0, A), (R, 2), (W, 4, PAGE, B), (R, 4))
 got = images()
 if len(got) != 4:
     sys.exit('FAIL: unsynced writes gave %d images, not 4' % len(got))
-print('power model: synced writes kept, unsynced ones lost page by page')
+
+# The three ways of tests/crash-points.py: every unsynced write lost,
+# every one kept, or each sector of a page as some of them.
+calls, synced = pm.read_log(path)
+for how, want in (('lost', bytes(2 * PAGE)), ('kept', A + B)):
+    img = bytearray(2 * PAGE)
+    pm.lose_power(img, calls, synced, random.Random(0), how)
+    if bytes(img) != want:
+        sys.exit('FAIL: unsynced writes %s did not give the one image' % how)
+torn = set()
+for seed in range(8):
+    img = bytearray(2 * PAGE)
+    pm.lose_power(img, calls, synced, random.Random(seed), 'torn')
+    torn.update(bytes(img[at:at + pm.SECTOR])
+                for at in range(0, PAGE, pm.SECTOR))
+if torn != {A[:pm.SECTOR], bytes(pm.SECTOR)}:
+    sys.exit('FAIL: a torn page is not sectors old or new: %d kinds' %
+             len(torn))
+print('power model: synced writes kept, unsynced ones lost page by page, '
+      'or all lost, all kept, torn by sector')
 PY
