@@ -24,13 +24,13 @@ import os
 import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 
 import nbd
 
+import controlsock
 import powermodel
 
 nbdkit, nbdcow, shim, work = sys.argv[1:5]
@@ -92,21 +92,7 @@ class Server:
     def command(self, *fields):
         """A command on the control socket: its answer, or None if the
         server went."""
-        try:
-            s = socket.socket(socket.AF_UNIX)
-            s.connect(control)
-            s.sendall(b''.join(f.encode() + b'\0' for f in fields))
-            s.shutdown(socket.SHUT_WR)
-            answer = b''
-            while True:
-                part = s.recv(4096)
-                if not part:
-                    break
-                answer += part
-            s.close()
-            return answer.decode() or None
-        except OSError:
-            return None
+        return controlsock.command(control, *fields)
 
     def stop(self):
         """A clean stop; returns whether nbdkit ran to it."""

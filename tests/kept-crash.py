@@ -47,13 +47,13 @@ import os
 import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 
 import nbd
 
+import controlsock
 import powermodel
 
 nbdkit, base, overlay, sock, rounds, seed = sys.argv[1:7]
@@ -163,21 +163,7 @@ def verify(h):
 def command(*fields):
     """A command on the control socket: its answer, or None if the
     server went (a power cut at the checkpoint's flush)."""
-    try:
-        s = socket.socket(socket.AF_UNIX)
-        s.connect(control)
-        s.sendall(b''.join(f.encode() + b'\0' for f in fields))
-        s.shutdown(socket.SHUT_WR)
-        answer = b''
-        while True:
-            part = s.recv(4096)
-            if not part:
-                break
-            answer += part
-        s.close()
-        return answer.decode() or None
-    except OSError:
-        return None
+    return controlsock.command(control, *fields)
 
 
 def changed_units(name):

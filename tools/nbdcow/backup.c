@@ -347,6 +347,20 @@ run_hook (const char *what, const char *command)
   return -1;
 }
 
+/* Whether the control socket answers, before anything is made there:
+ * then a command that finds no answer later leaves the server's part
+ * unknown, which a failed backup says.  Returns 0, or -1 after a
+ * message.
+ */
+static int
+reach_control (struct backup *b)
+{
+  char answer[CONTROL_ANSWER_MAX];
+  const char *lines;
+
+  return control (b, "list", NULL, answer, &lines);
+}
+
 /* Makes the view and checkpoint, between --freeze and --thaw. */
 static int
 make_instant (struct backup *b)
@@ -358,7 +372,8 @@ make_instant (struct backup *b)
   if (b->freeze && run_hook ("freeze", b->freeze) == -1)
     return -1;
   r = control (b, "view-create", b->name, answer, &lines);
-  b->view_made = r == 0;
+  /* No answer: the server may have made them before it went. */
+  b->view_made = r == 0 || b->status == EXIT_UNUSABLE;
   if (r == 0)
     r = identify (b, b->name, b->identity);
   if (b->thaw && run_hook ("thaw", b->thaw) == -1) {
@@ -439,23 +454,39 @@ check_view_live (struct backup *b)
   return -1;
 }
 
-/* Deletes the view; after a failure the checkpoint too, so that the
- * same backup can run again.
- */
+/* Deletes the view, if made.  Returns 0, or -1 after a message. */
 static int
-end_view (struct backup *b, bool complete)
+delete_view (struct backup *b)
 {
   char answer[CONTROL_ANSWER_MAX];
   const char *lines;
-  int r = 0;
 
   if (!b->view_made)
     return 0;
-  if (control (b, "view-delete", b->name, answer, &lines) == -1)
-    r = -1;
-  if (!complete && control (b, "delete", b->name, answer, &lines) == -1)
-    r = -1;
-  return r;
+  b->view_made = control (b, "view-delete", b->name, answer, &lines) == -1;
+  return b->view_made ? -1 : 0;
+}
+
+/* After a failure: the checkpoint NAME deleted too, with the view if
+ * still there, so that the same backup can run again; where that
+ * fails (the server gone), what may be left said.
+ */
+static void
+forget_instant (struct backup *b, bool made)
+{
+  char answer[CONTROL_ANSWER_MAX];
+  const char *lines;
+
+  if (!made)
+    return;
+  if (delete_view (b) == 0 &&
+      control (b, "delete", b->name, answer, &lines) == 0)
+    return;
+  nbdcow_error ("%s: no backup made; view and checkpoint \"%s\" may be "
+                "left: delete them with nbdcow view delete and checkpoint "
+                "delete while the server runs (once it stopped, the view has "
+                "ended, and a kept overlay's file keeps the checkpoint)",
+                b->out, b->name);
 }
 
 static int
@@ -568,33 +599,56 @@ copy_view (struct backup *b)
   return r;
 }
 
-/* Every step, in order; the view ends however they end. */
+/* Maps the view, writes the file and checks that the view is still
+ * live.  Returns 0, or -1 after a message.
+ */
+static int
+copy_checked (struct backup *b)
+{
+  int r = copy_view (b);
+
+  if (r == 0)
+    return check_view_live (b);
+  if (!interrupted)
+    check_view_live (b);        /* a read failed: say if the view broke */
+  return r;
+}
+
+/* Every step, in order; the view ends however they end.  OUT is named
+ * last, once the view is deleted and no signal came: it exists only
+ * for a backup that succeeded.
+ */
 static int
 run_backup (struct backup *b)
 {
+  bool created = false, made;
   int r = -1;
 
   if (learn_export (b) == -1 || check_out (b) == -1 ||
-      (b->base && (check_chain (b) == -1 || check_previous (b) == -1)))
+      (b->base && (check_chain (b) == -1 || check_previous (b) == -1)) ||
+      reach_control (b) == -1)
     return -1;
-  if (make_view (b) == 0 && open_handles (b) == 0 &&
-      out_create (&b->o, b->out) == 0) {
-    r = copy_view (b);
-    if (r == 0)
-      r = check_view_live (b);
-    else if (!interrupted)
-      check_view_live (b);      /* a read failed: say if the view broke */
-    if (r == 0 && !stopped (b))
-      r = out_publish (&b->o);
-    else
-      r = -1;
-    if (out_close (&b->o, r == 0) == -1)
-      r = -1;
-    b->published = r == 0;
-  }
+  r = make_view (b);
+  made = b->view_made;
+  if (r == 0)
+    r = open_handles (b);
+  if (r == 0)
+    r = out_create (&b->o, b->out);
+  created = r == 0;
+  if (r == 0)
+    r = copy_checked (b);
   close_handles (b);
-  if (end_view (b, r == 0) == -1)
+  if (delete_view (b) == -1)
     r = -1;
+  if (r == 0 && stopped (b))
+    r = -1;
+  if (r == 0)
+    r = out_publish (&b->o);
+  if (r == -1)
+    forget_instant (b, made);
+  if (created && out_close (&b->o, r == 0) == -1)
+    r = -1;
+  b->published = r == 0;
   return r;
 }
 

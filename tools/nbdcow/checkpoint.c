@@ -57,9 +57,11 @@ read_answer (const char *socket_path, int fd, const struct timeval *tv,
   char more;
 
   setsockopt (fd, SOL_SOCKET, SO_RCVTIMEO, tv, sizeof *tv);
+  /* A signal (nbdcow backup stops on one) does not cut the answer. */
   while (got < CONTROL_ANSWER_MAX - 1 &&
-         (r = read (fd, answer + got, CONTROL_ANSWER_MAX - 1 - got)) > 0)
-    got += r;
+         ((r = read (fd, answer + got, CONTROL_ANSWER_MAX - 1 - got)) > 0 ||
+          (r == -1 && errno == EINTR)))
+    got += r > 0 ? r : 0;
   answer[got] = '\0';
   if (r == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
     nbdcow_error ("%s: no answer from the server in %ld s", socket_path,
