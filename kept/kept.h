@@ -576,7 +576,8 @@ extern int kept_clear_history (struct kept_overlay *ko);
  * kept_cut cuts it, and in
  * version 6 the units of a block with a place-1 slot in the place they
  * do not lie in): what a crash left there of unflushed writes, or only
- * a view kept, is not part of the disk.  A
+ * a view kept, is not part of the disk.  And the pages of the metadata
+ * that hold only zeros, which a view allocated ahead.  A
  * filesystem that cannot punch holes only costs space.
  */
 extern void kept_punch_unallocated (struct kept_overlay *ko,
@@ -590,8 +591,9 @@ extern void kept_punch_unallocated (struct kept_overlay *ko,
 extern void kept_cut (struct kept_overlay *ko);
 
 /* Sets *bytes to the disk space the data area takes where it holds no
- * block of the overlay: left by writes a crash cut off before their
- * flush, harmless, given back by kept_punch_unallocated.
+ * block of the overlay, and the metadata takes in pages that hold only
+ * zeros: left by writes a crash cut off before their flush, or by a
+ * view a crash ended, harmless, given back by kept_punch_unallocated.
  */
 extern int kept_leaked_bytes (struct kept_overlay *ko,
                               const struct statemap *states, uint64_t *bytes);

@@ -3,8 +3,9 @@
  */
 
 /* A kept overlay's data area where it holds no block: what a crash
- * left there of unflushed writes, punched, cut off or counted, and the
- * whole of it when the overlay is emptied (kept.h).
+ * left there of unflushed writes, punched, cut off or counted, with the
+ * metadata pages a view allocated that hold only zeros; and the whole
+ * data area when the overlay is emptied (kept.h).
  */
 
 #include <config.h>
@@ -14,7 +15,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fullio.h"
 #include "internal.h"
+#include "iszero.h"
 #include "pieces.h"
 #include "punch.h"
 
@@ -172,11 +175,79 @@ punch_run (struct kept_overlay *ko, uint64_t from, uint64_t to, void *opaque)
   return 0;
 }
 
+/* What each_zero_metadata_run calls for a run [from, to) of the file. */
+typedef int file_range_fn (struct kept_overlay *ko, uint64_t from,
+                           uint64_t to, void *opaque);
+
+/* fn for each run of pages of the metadata (the table, the states and
+ * the marks) that the file holds on disk and that read as zeros: what
+ * a view allocated ahead (kept_begin_places of the filter) and a crash
+ * kept from being punched when it ended.  Holes are skipped unread.
+ */
+static int
+each_zero_metadata_run (struct kept_overlay *ko, file_range_fn *fn,
+                        void *opaque)
+{
+  const struct kept_layout *l = &ko->header.layout;
+  off_t at = l->history ? l->table_offset : l->states_offset;
+  off_t end = l->history ? l->marks_offset + l->marks_length
+                         : l->states_offset + l->states_length;
+  size_t chunk = PAGES_PER_IO * KEPT_STATE_PAGE;
+  uint8_t *buf = malloc (chunk);
+  int r = 0;
+
+  if (buf == NULL)
+    return kept_fail (ko, false, "malloc: %m");
+  while (r == 0 && at < end) {
+    off_t data = lseek (ko->fd, at, SEEK_DATA), stop, p, zero;
+
+    if (data == -1 || data >= end)
+      break;                    /* ENXIO: no data after at */
+    data -= (data - at) % KEPT_STATE_PAGE;
+    stop = lseek (ko->fd, data, SEEK_HOLE);
+    if (stop == -1 || stop > end)
+      stop = end;
+    if ((size_t) (stop - data) > chunk)
+      stop = data + chunk;
+    stop -= (stop - data) % KEPT_STATE_PAGE;
+    if (stop == data)
+      stop = data + KEPT_STATE_PAGE;
+    if (pread_full (ko->fd, buf, stop - data, data) == -1) {
+      r = kept_fail (ko, false, "cannot read the metadata: %m");
+      break;
+    }
+    for (p = data; r == 0 && p < stop; p = zero) {
+      for (zero = p; zero < stop && is_zero ((const char *) buf + (zero - data),
+                                             KEPT_STATE_PAGE);
+           zero += KEPT_STATE_PAGE)
+        ;
+      if (zero > p)
+        r = fn (ko, p, zero, opaque);
+      else
+        zero = p + KEPT_STATE_PAGE;
+    }
+    at = stop;
+  }
+  free (buf);
+  return r;
+}
+
+static int
+punch_file_run (struct kept_overlay *ko, uint64_t from, uint64_t to,
+                void *opaque)
+{
+  (void) opaque;
+  punch_hole (ko->fd, from, to - from);
+  return 0;
+}
+
 void
 kept_punch_unallocated (struct kept_overlay *ko, const struct statemap *states)
 {
   kept_cut (ko);
   each_unused_range (ko, states, punch_run, NULL);
+  /* Best effort, as punch_run: a failed read only keeps the space. */
+  each_zero_metadata_run (ko, punch_file_run, NULL);
 }
 
 void
@@ -220,12 +291,23 @@ count_data_run (struct kept_overlay *ko, uint64_t from, uint64_t to,
   return 0;
 }
 
+static int
+count_file_run (struct kept_overlay *ko, uint64_t from, uint64_t to,
+                void *opaque)
+{
+  (void) ko;
+  *(uint64_t *) opaque += to - from;
+  return 0;
+}
+
 int
 kept_leaked_bytes (struct kept_overlay *ko, const struct statemap *states,
                    uint64_t *bytes)
 {
   *bytes = 0;
-  return each_unused_range (ko, states, count_data_run, bytes);
+  if (each_unused_range (ko, states, count_data_run, bytes) == -1)
+    return -1;
+  return each_zero_metadata_run (ko, count_file_run, bytes);
 }
 
 

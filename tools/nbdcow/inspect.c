@@ -246,7 +246,8 @@ print_info_text (const struct overlay_file *ov, const struct overlay_counts *c,
   printf ("bytes on disk: %" PRIu64 "\n", fb->on_disk);
   if (fb->to_give_back)
     printf ("bytes to give back: %" PRIu64 " (outside the overlay's "
-            "blocks: writes a crash cut off, or bytes only a view kept; "
+            "blocks: writes a crash cut off, or bytes only a view kept "
+            "or allocated; "
             "nbdkit gives them back when it next opens the file)\n",
             fb->to_give_back);
   if (is_complete (c) && h->facts.known)
@@ -456,10 +457,9 @@ check_crash_leftovers (struct overlay_file *ov, bool repair)
             "before\n", ko->path, not_closed_why (&ko->header));
   if (leaked)
     printf ("%s: %" PRIu64 " bytes of data outside the overlay's blocks "
-            "(writes %s)\n", ko->path, leaked,
-            crashed ? "a crash cut off, or bytes only a view kept"
-                    : "refused, as on a full filesystem, or bytes only a "
-                      "view kept");
+            "(writes %s, or bytes only a view kept or allocated)\n",
+            ko->path, leaked, crashed ? "a crash cut off"
+                                      : "refused, as on a full filesystem");
   if (!repair || (!crashed && !leaked))
     return EXIT_OK;
   kept_punch_unallocated (ko, &ov->states);
