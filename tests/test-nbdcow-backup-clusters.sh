@@ -3,11 +3,14 @@
 # Copyright (C) 2026 the nbdkit-cow authors.
 #
 # An increment of nbdcow backup holds only the 64K clusters that
-# changed since PREV, whatever cow-block-size: at 64K and 1M blocks
-# (where the server marks whole blocks changed), 4K written after a
-# full backup into a block the overlay holds whole give an increment
-# of one data cluster, and a cluster zeroed is a zero cluster; each
-# backup restores exactly.
+# changed since PREV, whatever cow-block-size: at 64K, 128K, 256K and
+# 1M blocks (where the server marks whole blocks changed), 4K written
+# after a full backup into a block the overlay holds whole give an
+# increment of one data cluster, and a cluster zeroed is a zero
+# cluster; each backup restores exactly.  Then a third backup, after
+# the zeroed cluster is written again as it was before: the increment
+# holds it (PREV's chain reads it as zeros, not as the full backup's
+# data below), and restores exactly.
 . "$abs_top_srcdir/tests/functions.sh"
 
 M=$(( 1024 * 1024 ))
@@ -19,7 +22,7 @@ data_bytes ()
   qemu-img map --output=json "$1" |
     jq '[.[] | select(.depth == 0 and .data) | .length] | add // 0'
 }
-for bs in 64K 1M; do
+for bs in 64K 128K 256K 1M; do
   rm -f sock ctl ./*.qcow2 b1.raw
   start_nbdkit "$tmp/sock" --filter=cow file "$tmp/base" cow-block-size=$bs \
     cow-control="$tmp/ctl" cow-view-separator=@ cow-changes-separator=+
@@ -44,5 +47,14 @@ h.zero(65536, 7 * $M)
     fail "cow-block-size=$bs: the full backup differs from the disk at b1"
   qemu-img compare -q inc.qcow2 "$uri" ||
     fail "cow-block-size=$bs: the increment differs from the disk at b2"
+  nbdsh -u "$uri" -c "
+base = open('b1.raw', 'rb')
+base.seek(7 * $M)
+h.pwrite(base.read(65536), 7 * $M)
+h.pwrite(b'y' * 4096, 7 * $M + 65536)
+"
+  "$NBDCOW" backup --base=inc.qcow2 "$tmp/ctl" "$uri" b3 inc2.qcow2 >/dev/null
+  qemu-img compare -q inc2.qcow2 "$uri" ||
+    fail "cow-block-size=$bs: the third backup differs from the disk at b3"
   stop_nbdkit "$(cat "$tmp/sock.pid")" "$tmp/sock.err"
 done
