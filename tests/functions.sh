@@ -145,6 +145,17 @@ hangup_threads ()
   esac
 }
 
+# pick_seed: sets seed to $SEED if set, else to a random number, and
+# says so, so that a failure replays with the same numbers (bash's
+# $RANDOM seeded with it too):
+# SEED=N make check TESTS=tests/test-....sh.
+pick_seed ()
+{
+  seed=${SEED:-$RANDOM}
+  RANDOM=$seed
+  echo "seed $seed (replay with SEED=$seed)"
+}
+
 # rounds PLAIN INSTRUMENTED: how many rounds a crash test takes by
 # default, PLAIN unless instrumented.
 rounds () { if instrumented; then echo "$2"; else echo "$1"; fi; }

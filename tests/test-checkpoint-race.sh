@@ -10,5 +10,6 @@
 truncate -s 16M "$tmp/base"
 start_nbdkit "$tmp/sock" --filter=cow file "$tmp/base" cow-block-size=4096 \
   cow-changes-separator=+ cow-control="$tmp/ctl"
+pick_seed
 "$PYTHON" "$tests/checkpoint-race.py" "$tmp/sock" "$tmp/ctl" "$NBDCOW" \
-  "$(rounds 6 3)" "${SEED:-$RANDOM}"
+  "$(rounds 6 3)" "$seed"

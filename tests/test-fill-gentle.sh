@@ -23,8 +23,10 @@ start_nbdkit "$tmp/sock" --filter=cow --filter=log --filter=delay \
   pattern 1G logfile="$tmp/log" rdelay=5ms cow-fill=true
 
 # A client reads the plugin every 20 ms for a second, then leaves.
+pick_seed
 nbdsh -u "$uri" -c "
 import random, time
+random.seed($seed)
 end = time.monotonic() + 1
 while time.monotonic() < end:
     h.pread(4096, random.randrange(1 << 30) & ~4095)

@@ -24,6 +24,7 @@ serve ()
   nbdinfo --size "$uri" >/dev/null
 }
 kills=3
+pick_seed
 for i in $(seq $kills); do
   serve
   sleep "$(( RANDOM % 10 )).$(( RANDOM % 10 ))e-1"

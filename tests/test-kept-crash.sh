@@ -15,13 +15,14 @@
 # One 1 MiB chunk for each of the 8 write locks (cow-stripes=8).
 make_base "$tmp/base" $((8 * 1024 * 1024))
 default_rounds=$(rounds 30 10)
+pick_seed
 /usr/bin/python3 "$abs_top_srcdir/tests/kept-crash.py" "$NBDKIT" \
-  "$tmp/base" "$tmp/ov" "$tmp/sock" "${KEPT_CRASH_ROUNDS:-$default_rounds}" "$RANDOM" ||
+  "$tmp/base" "$tmp/ov" "$tmp/sock" "${KEPT_CRASH_ROUNDS:-$default_rounds}" "$seed" ||
   fail "see above"
 
 rm -f "$tmp"/ov*
 KEPT_CRASH_VIEWS=1 /usr/bin/python3 "$abs_top_srcdir/tests/kept-crash.py" \
-  "$NBDKIT" "$tmp/base" "$tmp/ov" "$tmp/sock" "$(rounds 15 6)" "$RANDOM" ||
+  "$NBDKIT" "$tmp/base" "$tmp/ov" "$tmp/sock" "$(rounds 15 6)" "$(( seed + 1 ))" ||
   fail "with views: see above"
 "$NBDCOW" check "$tmp/ov" >"$tmp/check" 2>&1 ||
   fail "with views: $(cat "$tmp/check")"
@@ -30,5 +31,5 @@ KEPT_CRASH_VIEWS=1 /usr/bin/python3 "$abs_top_srcdir/tests/kept-crash.py" \
 rm -f "$tmp"/ov*
 make_base "$tmp/base" $((64 * 1024 * 1024))
 KEPT_CRASH_FRESH=1 /usr/bin/python3 "$abs_top_srcdir/tests/kept-crash.py" \
-  "$NBDKIT" "$tmp/base" "$tmp/ov" "$tmp/sock" "$(rounds 20 6)" "$RANDOM" ||
+  "$NBDKIT" "$tmp/base" "$tmp/ov" "$tmp/sock" "$(rounds 20 6)" "$(( seed + 2 ))" ||
   fail "flushes into new space: see above"

@@ -21,7 +21,7 @@ make_base "$tmp/dir/a" $((1024 * 1024))
 make_base "$tmp/dir/b" $((1024 * 1024))
 sums=$(md5sum "$tmp/dir/a" "$tmp/dir/b")
 
-seed=$RANDOM
+pick_seed
 for run in "temp 0" "temp 1" "kept 1"; do
   read -r mode handles <<< "$run"
   args=(cow-base-handles="$handles")

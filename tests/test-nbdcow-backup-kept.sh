@@ -20,8 +20,9 @@ uri="nbd+unix:///?socket=$tmp/sock"
 serve () { serve_views cow-file="$ov"; }
 serve
 mkdir "$tmp/chain"
+pick_seed
 "$PYTHON" "$tests/backup-chain.py" "$tmp/sock" "$ctl" "$NBDCOW" \
-  "$tmp/base" "$(rounds 4 2)" "${SEED:-$RANDOM}" "$tmp/chain"
+  "$tmp/base" "$(rounds 4 2)" "$seed" "$tmp/chain"
 
 # backup NAME [PREV]: a backup at checkpoint NAME, over PREV if given,
 # which must read as the export.

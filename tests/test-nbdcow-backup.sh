@@ -23,8 +23,9 @@ start_nbdkit "$tmp/sock" $(hangup_threads) --filter=cow file "$tmp/base" \
   cow-max-size=1G cow-view-separator=@ cow-changes-separator=+ \
   cow-control="$ctl" cow-stats="$stats"
 mkdir "$tmp/chain"
+pick_seed
 "$PYTHON" "$tests/backup-chain.py" "$tmp/sock" "$ctl" "$NBDCOW" \
-  "$tmp/base" "$(rounds 6 3)" "${SEED:-$RANDOM}" "$tmp/chain"
+  "$tmp/base" "$(rounds 6 3)" "$seed" "$tmp/chain"
 
 uri="nbd+unix:///?socket=$tmp/sock"
 prev=chain/$(cd "$tmp/chain" && ls b*.qcow2 | sort -V | tail -1)

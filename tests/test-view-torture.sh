@@ -15,8 +15,9 @@ stats=$tmp/stats.json
 start_nbdkit "$tmp/sock" --filter=cow file "$tmp/base" cow-max-size=1G \
   cow-view-separator=@ cow-changes-separator=+ cow-control="$tmp/ctl" \
   cow-stats="$stats"
+pick_seed
 "$PYTHON" "$tests/view-torture.py" "$tmp/sock" "$tmp/ctl" "$NBDCOW" \
-  "$tmp/base" "$(rounds 12 4)" "${SEED:-$RANDOM}"
+  "$tmp/base" "$(rounds 12 4)" "$seed"
 # Every view deleted, the files hold the blocks' bytes alone (with 256K
 # for the filesystem's own blocks): the places views kept are given
 # back to the filesystem, not only to the count.
