@@ -77,7 +77,7 @@ for answer in 'ok\n' 'ok\nv1\nli'; do
 done
 
 # An identity cut short.
-fake 'view-create=ok\n@b2\n' 'identify=ok\n\n'
+fake 'list=ok\n' 'view-create=ok\n@b2\n' 'identify=ok\n\n'
 expect_exit 1 'gives checkpoint "b2" no identity' \
   "$NBDCOW" backup "$tmp/fake" "$uri" b2 out.qcow2
 

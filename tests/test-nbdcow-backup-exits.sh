@@ -40,14 +40,18 @@ backup_at ()
   wait "$proxy" 2>/dev/null || true
 }
 
-checkpoints () { "$NBDCOW" checkpoint list "$ctl" ""; }
-view_of () { "$NBDCOW" view show "$ctl" ""; }
+checkpoints ()
+{
+  "$NBDCOW" checkpoint list "$ctl" "" || fail "checkpoint list failed"
+}
+view_of () { "$NBDCOW" view show "$ctl" "" || fail "view show failed"; }
 
 # failed_at VERB ACTION STATUS: the backup with ACTION (term, kill) at
 # VERB exited STATUS, printed no success line and left no out.qcow2.
 failed_at ()
 {
-  grep -q "did $2" "$tmp/proxy.out" || fail "$2 at $1: never asked"
+  grep -q "did $2" "$tmp/proxy.out" ||
+    fail "$2 at $1: never asked: $(cat "$tmp/backup.out")"
   [ "$status" -eq "$3" ] ||
     fail "$2 at $1: exit $status, not $3: $(cat "$tmp/backup.out")"
   [ ! -e "$tmp/out.qcow2" ] || fail "$2 at $1: out.qcow2 left"
@@ -60,8 +64,8 @@ verbs="list view-create identify view view#2 view-delete"
 for verb in $verbs; do
   backup_at "$verb" term nbdcow
   failed_at "$verb" term 1
-  [ -z "$(checkpoints)" ] || fail "term at $verb: checkpoints $(checkpoints)"
-  [ -z "$(view_of)" ] || fail "term at $verb: view left: $(view_of)"
+  left=$(checkpoints; view_of)
+  [ -z "$left" ] || fail "term at $verb: left: $left"
   echo "SIGTERM at $verb: exit 1, nothing left"
 done
 
@@ -79,5 +83,6 @@ done
 backup_at none term nbdcow
 [ "$status" -eq 0 ] || fail "exit $status: $(cat "$tmp/backup.out")"
 qemu-img compare -q "$tmp/out.qcow2" "$uri" || fail "the backup is not the disk"
-[ "$(checkpoints)" = b1 ] || fail "checkpoints after the backup: $(checkpoints)"
+left=$(checkpoints)
+[ "$left" = b1 ] || fail "checkpoints after the backup: $left"
 echo "through the proxy untouched, the backup is made"
