@@ -379,6 +379,13 @@ struct kept_overlay {
                                    overlay, its units in place 1, bit i
                                    for unit i (kept_units_all) */
   struct kept_log log;          /* version 7 */
+  unsigned table_damaged;       /* history: the copy (1 or 2) of the
+                                   checkpoint table that kept_load_table
+                                   found damaged in a file closed
+                                   cleanly, where no crash tore it: the
+                                   whole one may be older than the table
+                                   was, so its marks may miss changes;
+                                   0 for none */
   bool damaged;                 /* the last failure was damage, not I/O */
   char why[1024];               /* the last failure: "PATH: what" */
 };
@@ -531,7 +538,9 @@ extern void kept_export_page (const struct kept_overlay *ko,
                               uint64_t page, uint8_t *buf);
 
 /* Version 4: loads the newer of the table's two whole copies into
- * table; damage if neither is whole.
+ * table; damage if neither is whole.  One copy damaged in a file closed
+ * cleanly is damage too, not a write a crash tore: it sets
+ * ko->table_damaged, and the load goes on with the other.
  */
 extern int kept_load_table (struct kept_overlay *ko, struct kept_table *table);
 
@@ -555,17 +564,27 @@ extern void kept_export_marks_page (const struct kept_overlay *ko,
                                     uint64_t page, uint8_t *buf);
 
 /* Whether the marks of a file whose table holds checkpoints
- * checkpoints may miss a change it holds (MARKS_STALE): then every
- * block of its overlay counts as changed since each checkpoint.
+ * checkpoints may miss a change it holds (MARKS_STALE, or a copy of
+ * its table damaged): then every block of its overlay counts as
+ * changed since each checkpoint.
  */
 static inline bool
-kept_marks_stale (const struct kept_header *header, unsigned checkpoints)
+kept_marks_stale (const struct kept_overlay *ko, unsigned checkpoints)
 {
   /* The load clears the flag of the header it read if a record of
-   * the log cleared it (kept_log_replay).
+   * the log cleared it (kept_log_read).
    */
-  return checkpoints > 0 && (header->flags & KEPT_MARKS_STALE) != 0;
+  return checkpoints > 0 &&
+         ((ko->header.flags & KEPT_MARKS_STALE) != 0 || ko->table_damaged);
 }
+
+/* Version 4: writes table (as kept_load_table loaded it, its sequence
+ * advanced to the damaged copy's turn) over the copy kept_load_table
+ * found damaged, durably, after marking the file MARKS_STALE: nbdcow
+ * check --repair.  Returns 0, or -1 with ko->why set.
+ */
+extern int kept_mend_table (struct kept_overlay *ko,
+                            struct kept_table *table);
 
 /* Version 4: empties the table and clears the marks, durably. */
 extern int kept_clear_history (struct kept_overlay *ko);

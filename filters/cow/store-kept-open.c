@@ -102,6 +102,17 @@ restore_checkpoints (struct store_kept *k)
                    table.last_epoch);
   k->table_sequence = table.sequence;
   k->table_kept = table.count > 0;
+  /* Said as an error, though the file is served: its first flush
+   * writes the table over the damaged copy.
+   */
+  if (k->kept.table_damaged) {
+    nbdkit_error ("cow-file=%s: copy %u of the checkpoint table is "
+                  "damaged (the file was closed cleanly, so no crash tore "
+                  "it): the checkpoints may be older than they were, and "
+                  "every block of the overlay counts as changed since "
+                  "each", k->kept.path, k->kept.table_damaged);
+    store_note_checkpoints (&k->store);
+  }
   return 0;
 }
 
@@ -127,7 +138,7 @@ restore_marks (struct store_kept *k)
   count = changes_list (k->changes, list, &last);
   if (max_mark > last)
     changes_restore (k->changes, list, count, last = max_mark);
-  k->stale = kept_marks_stale (&ko->header, count);
+  k->stale = kept_marks_stale (ko, count);
   if (k->stale) {
     nbdkit_debug ("cow-file=%s: changes may have been written that its "
                   "marks do not hold: every block of the overlay counts "

@@ -51,7 +51,7 @@ overlay_file_history (struct overlay_file *ov, struct overlay_history *h)
   /* As the filter restores it: marks that may miss a change count as
    * every block of the overlay changed.
    */
-  h->stale = kept_marks_stale (&ko->header, h->table.count);
+  h->stale = kept_marks_stale (ko, h->table.count);
   return EXIT_OK;
 }
 

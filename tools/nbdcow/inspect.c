@@ -491,6 +491,43 @@ check_log (const char *file, const struct kept_log *log)
   return false;
 }
 
+/* Version 4: a copy of the checkpoint table damaged in a file closed
+ * cleanly (kept_load_table), which --repair writes again from the
+ * other, the file marked MARKS_STALE: the other may be older than the
+ * table was.  Prints it.  Returns whether the table is (now) whole.
+ */
+static bool
+check_table (struct kept_overlay *ko, bool repair)
+{
+  struct kept_table table;
+
+  if (!ko->header.layout.history)
+    return true;
+  if (kept_load_table (ko, &table) == -1) {
+    printf ("%s: damaged: %s (cannot repair: which checkpoints the file "
+            "had is unknown)\n", ko->path, ko->why);
+    return false;
+  }
+  if (ko->table_damaged == 0)
+    return true;
+  printf ("%s: damaged: copy %u of the checkpoint table (closed cleanly, "
+          "so no crash tore it): the other may be older than the table "
+          "was%s\n", ko->path, ko->table_damaged,
+          repair ? "" : "; --repair writes it again from the other, every "
+          "block of the overlay then counted as changed since each "
+          "checkpoint");
+  if (!repair)
+    return false;
+  if (kept_mend_table (ko, &table) == -1) {
+    printf ("%s: cannot repair: %s\n", ko->path, ko->why);
+    return false;
+  }
+  printf ("%s: repaired: the checkpoint table written again from its "
+          "whole copy; the marks are kept inexact (every block of the "
+          "overlay counts as changed since each checkpoint)\n", ko->path);
+  return true;
+}
+
 /* Prints the damage the load counted.  Returns whether there is none. */
 static bool
 report_damage (const char *file, const struct kept_damage *d, uint64_t length)
@@ -543,6 +580,7 @@ cmd_check (int argc, char **argv)
   }
   sound = report_damage (file, &damage, st.st_size);
   sound = check_log (file, &ov.kept.log) && sound;
+  sound = check_table (&ov.kept, repair) && sound;
   sound = check_length (&ov, repair) && sound;
   r = sound ? check_crash_leftovers (&ov, repair) : EXIT_DAMAGED;
   if (r == EXIT_OK)
