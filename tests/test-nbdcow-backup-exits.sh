@@ -26,11 +26,11 @@ serve ()
 # ACTION at the first command VERB; sets status and prints nothing.
 backup_at ()
 {
-  rm -f "$tmp/proxy" "$tmp/out.qcow2"
+  rm -f "$tmp/proxy" "$tmp/proxy.out" "$tmp/out.qcow2"
   "$PYTHON" "$tests/control-proxy.py" "$tmp/proxy" "$ctl" "$1" "$2" \
     "$tmp/$3.pid" > "$tmp/proxy.out" &
   proxy=$!
-  while ! grep -q ready "$tmp/proxy.out"; do sleep 0.05; done
+  while ! grep -qs ready "$tmp/proxy.out"; do sleep 0.05; done
   "$NBDCOW" backup "$tmp/proxy" "$uri" b1 "$tmp/out.qcow2" \
     > "$tmp/backup.out" 2>&1 &
   echo $! > "$tmp/nbdcow.pid"

@@ -56,6 +56,7 @@ struct backup {
   bool thaw_failed;             /* the backup goes on, but exits 1 */
   int status;                   /* the exit code of a failure */
 
+  struct nbd_handle *client;    /* the export kept open meanwhile */
   struct nbd_handle *nbd[MAX_CONNECTIONS];
   unsigned handles;
   uint64_t size;                /* of the disk */
@@ -162,11 +163,14 @@ control (struct backup *b, const char *verb, const char *name, char *answer,
   return -1;
 }
 
-/* Learns the name of the URI's export. */
+/* Learns the name of the URI's export, and keeps a client on it until
+ * the view is deleted: an overlay that ends with its last client
+ * (cow-lifetime=clients) keeps the view so.
+ */
 static int
 learn_export (struct backup *b)
 {
-  struct nbd_handle *h = connect_export (b, NULL);
+  struct nbd_handle *h = b->client = connect_export (b, NULL);
   char *name = h ? nbd_get_export_name (h) : NULL;
   int r = -1;
 
@@ -182,11 +186,18 @@ learn_export (struct backup *b)
     r = 0;
   }
   free (name);
-  if (h) {
-    nbd_shutdown (h, 0);
-    nbd_close (h);
-  }
   return r;
+}
+
+/* Ends learn_export's client. */
+static void
+end_client (struct backup *b)
+{
+  if (b->client == NULL)
+    return;
+  nbd_shutdown (b->client, 0);
+  nbd_close (b->client);
+  b->client = NULL;
 }
 
 /* Whether list, the answer of a checkpoint list, has name. */
@@ -726,6 +737,7 @@ cmd_backup (int argc, char **argv)
   catch_signals ();
   b->status = EXIT_ERROR;
   r = check_name (b->name) == 0 && run_backup (b) == 0 ? EXIT_OK : b->status;
+  end_client (b);
   if (r == EXIT_OK && b->thaw_failed)
     r = EXIT_ERROR;
   if (b->published)
