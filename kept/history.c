@@ -144,9 +144,9 @@ kept_load_table (struct kept_overlay *ko, struct kept_table *table)
       r = kept_fail (ko, true, "corrupted checkpoint table (both copies)");
     else if (!whole[0] || (whole[1] && other.sequence > table->sequence))
       *table = other;
+    ko->table_bad = r == 0 && whole[0] != whole[1] ? (whole[0] ? 2 : 1) : 0;
     /* A writer writes a copy only while the file is marked open. */
-    ko->table_damaged = r == 0 && !(ko->header.flags & KEPT_OPEN) &&
-                        whole[0] != whole[1] ? (whole[0] ? 2 : 1) : 0;
+    ko->table_damaged = ko->table_bad && !(ko->header.flags & KEPT_OPEN);
   }
   free (buf);
   return r;
@@ -164,10 +164,11 @@ kept_mend_table (struct kept_overlay *ko, struct kept_table *table)
   /* The next sequence whose copy is the damaged one. */
   table->sequence++;
   if (kept_table_offset (l, table->sequence) !=
-      l->table_offset + (ko->table_damaged - 1) * KEPT_TABLE_SIZE)
+      l->table_offset + (ko->table_bad - 1) * KEPT_TABLE_SIZE)
     table->sequence++;
   kept_table_encode (table, buf);
-  if (kept_set_flags (ko, ko->header.flags | KEPT_MARKS_STALE,
+  if (ko->table_damaged &&
+      kept_set_flags (ko, ko->header.flags | KEPT_MARKS_STALE,
                       ko->header.recoveries) == -1)
     r = -1;
   else if (pwrite_full (ko->fd, buf, KEPT_TABLE_SIZE,
@@ -175,7 +176,7 @@ kept_mend_table (struct kept_overlay *ko, struct kept_table *table)
            fdatasync (ko->fd) == -1)
     r = kept_fail (ko, false, "cannot write the checkpoints: %m");
   else
-    ko->table_damaged = 0;
+    ko->table_bad = 0;
   free (buf);
   return r;
 }

@@ -379,13 +379,15 @@ struct kept_overlay {
                                    overlay, its units in place 1, bit i
                                    for unit i (kept_units_all) */
   struct kept_log log;          /* version 7 */
-  unsigned table_damaged;       /* history: the copy (1 or 2) of the
+  unsigned table_bad;           /* history: the copy (1 or 2) of the
                                    checkpoint table that kept_load_table
-                                   found damaged in a file closed
-                                   cleanly, where no crash tore it: the
+                                   found not whole, 0 for none: a
+                                   writer writes it again before the
+                                   file is closed cleanly */
+  bool table_damaged;           /* it is damage: in a file closed
+                                   cleanly no crash tore it, and the
                                    whole one may be older than the table
-                                   was, so its marks may miss changes;
-                                   0 for none */
+                                   was, so the marks may miss changes */
   bool damaged;                 /* the last failure was damage, not I/O */
   char why[1024];               /* the last failure: "PATH: what" */
 };
@@ -538,9 +540,10 @@ extern void kept_export_page (const struct kept_overlay *ko,
                               uint64_t page, uint8_t *buf);
 
 /* Version 4: loads the newer of the table's two whole copies into
- * table; damage if neither is whole.  One copy damaged in a file closed
- * cleanly is damage too, not a write a crash tore: it sets
- * ko->table_damaged, and the load goes on with the other.
+ * table; damage if neither is whole.  One copy not whole sets
+ * ko->table_bad, and in a file closed cleanly is damage too, not a
+ * write a crash tore: it sets ko->table_damaged, and the load goes on
+ * with the other.
  */
 extern int kept_load_table (struct kept_overlay *ko, struct kept_table *table);
 
@@ -579,9 +582,9 @@ kept_marks_stale (const struct kept_overlay *ko, unsigned checkpoints)
 }
 
 /* Version 4: writes table (as kept_load_table loaded it, its sequence
- * advanced to the damaged copy's turn) over the copy kept_load_table
- * found damaged, durably, after marking the file MARKS_STALE: nbdcow
- * check --repair.  Returns 0, or -1 with ko->why set.
+ * advanced to the bad copy's turn) over the copy kept_load_table found
+ * not whole, durably, after marking the file MARKS_STALE if that was
+ * damage: nbdcow check --repair.  Returns 0, or -1 with ko->why set.
  */
 extern int kept_mend_table (struct kept_overlay *ko,
                             struct kept_table *table);

@@ -102,17 +102,17 @@ restore_checkpoints (struct store_kept *k)
                    table.last_epoch);
   k->table_sequence = table.sequence;
   k->table_kept = table.count > 0;
-  /* Said as an error, though the file is served: its first flush
-   * writes the table over the damaged copy.
+  /* Said as an error, though the file is served.  The first flush
+   * writes the table over a copy that is not whole, damaged or torn.
    */
-  if (k->kept.table_damaged) {
+  if (k->kept.table_damaged)
     nbdkit_error ("cow-file=%s: copy %u of the checkpoint table is "
                   "damaged (the file was closed cleanly, so no crash tore "
                   "it): the checkpoints may be older than they were, and "
                   "every block of the overlay counts as changed since "
-                  "each", k->kept.path, k->kept.table_damaged);
+                  "each", k->kept.path, k->kept.table_bad);
+  if (k->kept.table_bad)
     store_note_checkpoints (&k->store);
-  }
   return 0;
 }
 

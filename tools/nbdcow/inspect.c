@@ -491,10 +491,12 @@ check_log (const char *file, const struct kept_log *log)
   return false;
 }
 
-/* Version 4: a copy of the checkpoint table damaged in a file closed
- * cleanly (kept_load_table), which --repair writes again from the
- * other, the file marked MARKS_STALE: the other may be older than the
- * table was.  Prints it.  Returns whether the table is (now) whole.
+/* Version 4: a copy of the checkpoint table that is not whole
+ * (kept_load_table): in a file closed cleanly damage, which --repair
+ * writes again from the other, the file marked MARKS_STALE (the other
+ * may be older than the table was); in a file a crash left, a torn
+ * write, which --repair writes again before it marks the file closed
+ * cleanly.  Prints the damage.  Returns whether there is none (now).
  */
 static bool
 check_table (struct kept_overlay *ko, bool repair)
@@ -508,23 +510,25 @@ check_table (struct kept_overlay *ko, bool repair)
             "had is unknown)\n", ko->path, ko->why);
     return false;
   }
-  if (ko->table_damaged == 0)
+  if (ko->table_bad == 0 || (!ko->table_damaged && !repair))
     return true;
-  printf ("%s: damaged: copy %u of the checkpoint table (closed cleanly, "
-          "so no crash tore it): the other may be older than the table "
-          "was%s\n", ko->path, ko->table_damaged,
-          repair ? "" : "; --repair writes it again from the other, every "
-          "block of the overlay then counted as changed since each "
-          "checkpoint");
+  if (ko->table_damaged)
+    printf ("%s: damaged: copy %u of the checkpoint table (closed cleanly, "
+            "so no crash tore it): the other may be older than the table "
+            "was%s\n", ko->path, ko->table_bad,
+            repair ? "" : "; --repair writes it again from the other, "
+            "every block of the overlay then counted as changed since each "
+            "checkpoint");
   if (!repair)
     return false;
   if (kept_mend_table (ko, &table) == -1) {
     printf ("%s: cannot repair: %s\n", ko->path, ko->why);
     return false;
   }
-  printf ("%s: repaired: the checkpoint table written again from its "
-          "whole copy; the marks are kept inexact (every block of the "
-          "overlay counts as changed since each checkpoint)\n", ko->path);
+  if (ko->table_damaged)
+    printf ("%s: repaired: the checkpoint table written again from its "
+            "whole copy; the marks are kept inexact (every block of the "
+            "overlay counts as changed since each checkpoint)\n", ko->path);
   return true;
 }
 
