@@ -288,6 +288,9 @@ def act_view(env, model):
     v.connect_unix(sock)
     v.pread(4 * B, 0)
     v.shutdown()
+    # Not flushed: the entry on disk names the unit's old place, which
+    # the view's deletion must not punch before a flush.
+    write(srv, model, 2 * B + 16384, pattern('p', 4096))
     if srv.command('view-delete', '', 'v') is None:
         return srv.stop()
     write(srv, model, 3 * B, pattern('o', B))
@@ -320,7 +323,12 @@ def run_act(act, model, cut_at):
     env = dict(os.environ,
                COW_POWER_FILE=os.path.realpath(overlay), COW_POWER_LOG=log,
                COW_POWER_CUT_AT=str(cut_at))
-    env['NBDKIT_PRELOAD' if act is not act_repair else 'LD_PRELOAD'] = shim
+    if act is act_repair:
+        # An nbdcow built with a sanitizer needs its runtime first.
+        env['LD_PRELOAD'] = ' '.join(
+            os.environ.get('COW_SANITIZER_PRELOAD', '').split() + [shim])
+    else:
+        env['NBDKIT_PRELOAD'] = shim
     try:
         act(env, model)
     except nbd.Error:

@@ -19,6 +19,7 @@ shim=$abs_top_builddir/tests/.libs/power-log.so
 args=()
 [ "${COW_CRASH_POINTS_EVERY:-}" != 1 ] || args+=(--every)
 ! instrumented || args+=(recovery repair flush-records)
-PYTHONPATH=$abs_top_srcdir/tests "$PYTHON" "$tests/crash-points.py" \
+PYTHONPATH=$abs_top_srcdir/tests COW_SANITIZER_PRELOAD=${sanitizer_preload:-} \
+  "$PYTHON" "$tests/crash-points.py" \
   "$NBDKIT" "$NBDCOW" "$shim" "$tmp" "${args[@]}" ||
   fail "a crash point left a file refused or wrong: see above"
