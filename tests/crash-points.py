@@ -249,8 +249,12 @@ def act_flush_pages(env, model):
 
 
 def act_after_checkpoint(env, model):
+    # A write in place into a block held before the checkpoint beside
+    # one into new space: their record, which clears MARKS_STALE, is
+    # kept only if the new data is durable.
     srv = Server(B, env)
     write(srv, model, B, pattern('i', B))
+    write(srv, model, 9 * B, pattern('r', B))
     flush(srv, model)
     write(srv, model, 6 * B + 4096, pattern('j', 4096))
     flush(srv, model)
