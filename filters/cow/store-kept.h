@@ -122,12 +122,15 @@ struct store_kept {
    * checkpoint, so every change must find the file marked stale.
    * begun and ended count changes (change_begin, change_end): equal
    * when none is in flight.  stale: the file has MARKS_STALE, or is
-   * being given it (set under stale_lock).
+   * being given it (set under stale_lock).  Version 8: taking_pages:
+   * a flush is taking the pages (set by it alone), so that a change
+   * begun meanwhile marks the file stale itself.
    */
   uint64_t *dirty_marks;
   bool table_kept;
   uint64_t begun, ended;
   bool stale;
+  bool taking_pages;
 };
 
 static inline struct store_kept *
