@@ -46,6 +46,12 @@ extern struct blk *blk_new_kept (uint32_t block_size, unsigned stripes,
                                  const char *path, const char *name,
                                  struct space *space);
 
+/* What the overlay holds against cow-max-size: its store's overhead,
+ * the bytes only its view keeps and its allocated blocks.  No request
+ * may run.
+ */
+extern uint64_t blk_space_charged (struct blk *blk);
+
 /* Frees the overlay, giving back its space (cow-max-size) and its
  * store: a throw-away one's slots of the files, punched; a kept one
  * flushed and closed.  No other call may run on it.  Returns 0, or -1
@@ -211,10 +217,20 @@ enum blk_view_state {
   BLK_VIEW_ENDED,
 };
 
-/* What is said of a view in BLK_VIEW_ENDED, after its name. */
-#define BLK_VIEW_ENDED_WHY \
-  "ended with the nbdkit that made it (views do not survive a restart " \
-  "of nbdkit)"
+/* What is said of a view in BLK_VIEW_ENDED, after its name: with the
+ * server, or, when overlays end with their clients, with the overlay
+ * (closed after its last client left, or as nbdkit stopped).
+ */
+static inline const char *
+blk_view_ended_why (bool overlays_end_with_clients)
+{
+  if (overlays_end_with_clients)
+    return "ended with the overlay that made it (views do not survive "
+           "their overlay's end: under cow-lifetime=clients it ends once "
+           "its last client has left, or as nbdkit stops)";
+  return "ended with the nbdkit that made it (views do not survive a "
+         "restart of nbdkit)";
+}
 
 /* What the control socket and the statistics call a state. */
 static inline const char *

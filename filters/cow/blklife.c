@@ -122,17 +122,13 @@ blk_new_kept (uint32_t block_size, unsigned stripes, const char *path,
                                            &blk->stripes, &blk->changes));
 }
 
-/* Gives back what the overlay holds against cow-max-size: its store's
- * overhead and its allocated blocks.  No request may run.
- */
-static void
-give_back_space (struct blk *blk)
+uint64_t
+blk_space_charged (struct blk *blk)
 {
   if (!blk->sized)
-    return;
-  space_give (blk->space, blk->store_overhead + blk->view_kept +
-              blkmap_space_held (&blk->map, 0,
-                                 blockgeom_blocks (&blk->map.geom)));
+    return 0;
+  return blk->store_overhead + blk->view_kept +
+         blkmap_space_held (&blk->map, 0, blockgeom_blocks (&blk->map.geom));
 }
 
 int
@@ -143,7 +139,7 @@ blk_free (struct blk *blk)
   if (blk == NULL)
     return 0;
   blk_view_end (blk);
-  give_back_space (blk);
+  space_give (blk->space, blk_space_charged (blk));
   if (blk->store)
     r = store_close (blk->store);   /* a kept one flushed first */
   blkmap_free (&blk->map);

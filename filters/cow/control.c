@@ -244,8 +244,9 @@ say_view_failure (FILE *out, int err, const char *export, const char *view,
              export, view);
     break;
   case ESTALE:
-    fprintf (out, "error: export \"%s\": view \"%s\" " BLK_VIEW_ENDED_WHY
-             "; its checkpoint \"%s\" remains\n", export, view, view);
+    fprintf (out, "error: export \"%s\": view \"%s\" %s; its checkpoint "
+             "\"%s\" remains\n", export, view,
+             blk_view_ended_why (params.lifetime_clients), view);
     break;
   default:
     say_failure (out, err, export, view);
@@ -263,7 +264,7 @@ write_view_export (FILE *out, const char *export, const char *view)
  * answer to out: "view" answers its name, state, bytes kept, the
  * export name that reads it and the start of those that read its
  * changes, a line each (nothing if it has none, the last two empty
- * if it ended with the server that made it);
+ * if it ended with the server or overlay that made it);
  * "view-create" the export name that reads it.
  */
 static void

@@ -279,9 +279,10 @@ open_instant (struct conn *c, const char *exportname, const char *view)
   if (state != BLK_VIEW_ENDED && (c->view = strdup (view)) != NULL)
     return 0;
   if (state == BLK_VIEW_ENDED)
-    nbdkit_error ("cow: export \"%s\": view \"%s\" of export \"%s\" "
-                  BLK_VIEW_ENDED_WHY "; its checkpoint \"%s\" remains",
-                  exportname, view, o->exportname, view);
+    nbdkit_error ("cow: export \"%s\": view \"%s\" of export \"%s\" %s; "
+                  "its checkpoint \"%s\" remains", exportname, view,
+                  o->exportname, blk_view_ended_why (params.lifetime_clients),
+                  view);
   else
     nbdkit_error ("cow: %m");
   refusal_note (exportname);

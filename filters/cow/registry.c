@@ -77,8 +77,24 @@ struct entry {
                                    the lock (end_listed) */
 };
 
+/* Under cow-lifetime=clients with cow-file, a kept overlay that ended
+ * after serving a client rests in its file until a client opens its
+ * name again: the file keeps the name's place under cow-max-exports
+ * (unless it is the default export's) and the space it holds against
+ * cow-max-size, so that clients asking for ever new names cannot fill
+ * the directory.
+ */
+struct rest {
+  struct rest *next;
+  uint64_t charge;              /* against cow-max-size */
+  bool named;                   /* counted against cow-max-exports */
+  char name[];
+};
+
 static struct entry *entries GUARDED_BY (overlays_lock);
 static unsigned named_entries GUARDED_BY (overlays_lock);
+static struct rest *resting GUARDED_BY (overlays_lock);
+static unsigned named_resting GUARDED_BY (overlays_lock);
 static uint64_t refused_names GUARDED_BY (overlays_lock);
 static uint64_t discarded GUARDED_BY (overlays_lock);
 static uint64_t closed GUARDED_BY (overlays_lock);
@@ -168,11 +184,59 @@ entry_new (const char *name) REQUIRES (overlays_lock)
   return e;
 }
 
+/* The place in the list of resting files of name's, or of its end. */
+static struct rest **
+rest_of (const char *name) REQUIRES (overlays_lock)
+{
+  struct rest **p;
+
+  for (p = &resting; *p && strcmp ((*p)->name, name) != 0; p = &(*p)->next)
+    ;
+  return p;
+}
+
+/* The kept overlay e, ended, rests in its file holding charge.  Without
+ * the memory to remember it, it gives its place and space back.
+ */
+static void
+rest (const struct entry *e, uint64_t charge) REQUIRES (overlays_lock)
+{
+  size_t len = strlen (e->overlay.exportname) + 1;
+  struct rest *r = malloc (sizeof *r + len);
+
+  if (r == NULL)
+    return;
+  memcpy (r->name, e->overlay.exportname, len);
+  r->charge = charge;
+  r->named = e->named;
+  r->next = resting;
+  resting = r;
+  named_resting += r->named;
+  server_space_charge (charge);
+}
+
+/* Name's file, if it rests, is opened again: its new overlay takes its
+ * place, and counts its space as it opens.
+ */
+static void
+wake (const char *name) REQUIRES (overlays_lock)
+{
+  struct rest **p = rest_of (name), *r = *p;
+
+  if (r == NULL)
+    return;
+  *p = r->next;
+  named_resting -= r->named;
+  server_space_give (r->charge);
+  free (r);
+}
+
 /* Whether an entry of name, which has none yet, has a place. */
 static bool
 has_place (const char *name) REQUIRES (overlays_lock)
 {
-  return defaultname_is (name) || named_entries < params.max_exports - 1;
+  return defaultname_is (name) || *rest_of (name) != NULL ||
+         named_entries + named_resting < params.max_exports - 1;
 }
 
 /* Counts and logs the refusal of a name that has no place. */
@@ -184,9 +248,11 @@ refuse (void) REQUIRES (overlays_lock)
                   "server %s (the default export and names opened before "
                   "are still served; logged once, cow-stats counts the "
                   "refusals)", params.max_exports,
-                  params.lifetime_clients
-                  ? "holds as many overlays as it may at once"
-                  : "has made all the overlays it may");
+                  !params.lifetime_clients
+                  ? "has made all the overlays it may"
+                  : params.cow_file
+                  ? "holds as many overlays and files of ended ones as it may"
+                  : "holds as many overlays as it may at once");
   else
     nbdkit_debug ("cow-max-exports=%u: a new export name is refused",
                   params.max_exports);
@@ -201,6 +267,7 @@ admit (struct entry *e) REQUIRES (overlays_lock)
   e->named = !defaultname_is (e->overlay.exportname);
   if (e->named)
     ++named_entries;
+  wake (e->overlay.exportname);
   e->next = entries;
   entries = e;
 }
@@ -282,6 +349,9 @@ connection_closed (struct entry *e) REQUIRES (overlays_lock)
 static void
 end_entry (struct entry *e) EXCLUDES (overlays_lock)
 {
+  bool rests = e->served && params.cow_file && params.lifetime_clients;
+  uint64_t charge = rests ? blk_space_charged (e->overlay.blk) : 0;
+
   CHECK (e->ending && e->connections == 0 && e->pins == 0);
   if (blk_free (e->overlay.blk) == -1)
     nbdkit_error ("cow: export \"%s\": its kept overlay's flush failed: "
@@ -292,6 +362,8 @@ end_entry (struct entry *e) EXCLUDES (overlays_lock)
 
   held_lock (&overlays_lock);
   unlink_entry (e);
+  if (rests)
+    rest (e, charge);
   if (params.cow_file)
     closed++;
   else
@@ -837,6 +909,10 @@ registry_free (void)
       r = -1;
     entry_free (e);
   }
+  held_lock (&overlays_lock);
+  while (resting)
+    wake (resting->name);
+  held_unlock (&overlays_lock);
   defaultname_free ();
   return r;
 }

@@ -202,6 +202,18 @@ server_space_left (void)
 }
 
 void
+server_space_charge (uint64_t bytes)
+{
+  space_charge (&space, bytes);
+}
+
+void
+server_space_give (uint64_t bytes)
+{
+  space_give (&space, bytes);
+}
+
+void
 server_count_plugin_opens (unsigned n)
 {
   __atomic_fetch_add (&plugin_opens, n, __ATOMIC_RELAXED);

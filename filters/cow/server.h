@@ -53,6 +53,13 @@ extern void server_exiting (void);
  */
 extern uint64_t server_space_left (void);
 
+/* Counts bytes against cow-max-size that a kept file no overlay has
+ * open holds (a resting one, registry.c), even past the limit; gives
+ * them back.
+ */
+extern void server_space_charge (uint64_t bytes);
+extern void server_space_give (uint64_t bytes);
+
 /* Counts n more opens of the plugin, by any overlay. */
 extern void server_count_plugin_opens (unsigned n);
 
