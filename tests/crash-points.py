@@ -261,13 +261,24 @@ def act_after_checkpoint(env, model):
     srv.stop()
 
 
-def act_checkpoints(env, model):
+def made(env, model, verb, name):
+    """A server on the file once it made checkpoint or view name
+    (verb), whose snapshot the model takes; None if the cut came
+    first."""
     srv = Server(B, env)
     read_disk(srv)
-    answer = srv.command('create', '', 'c2')
-    model.snapshots['c2'] = bytes(model.post)
-    if answer is None:
-        return srv.stop()
+    answer = srv.command(verb, '', name)
+    model.snapshots[name] = bytes(model.post)
+    if answer is not None:
+        return srv
+    srv.stop()
+    return None
+
+
+def act_checkpoints(env, model):
+    srv = made(env, model, 'create', 'c2')
+    if srv is None:
+        return
     write(srv, model, 2 * B, pattern('k', B))
     flush(srv, model)
     if srv.command('delete', '', 'c1') is None:
@@ -290,12 +301,9 @@ def act_checkpoint_marks(env, model):
 
 
 def act_view(env, model):
-    srv = Server(B, env)
-    read_disk(srv)
-    answer = srv.command('view-create', '', 'v')
-    model.snapshots['v'] = bytes(model.post)
-    if answer is None:
-        return srv.stop()
+    srv = made(env, model, 'view-create', 'v')
+    if srv is None:
+        return
     write(srv, model, B, pattern('m', B))
     write(srv, model, 2 * B + 4096, pattern('n', 4096))
     flush(srv, model)
@@ -314,6 +322,17 @@ def act_view(env, model):
     srv.stop()
 
 
+def act_view_stop(env, model):
+    # The view ends as nbdkit stops: the unit written moved out of the
+    # place the view kept, which is punched only once a flush makes the
+    # map on disk name the new one.
+    srv = made(env, model, 'view-create', 'v')
+    if srv is None:
+        return
+    write(srv, model, B + 8192, pattern('s', 4096))
+    srv.stop()
+
+
 def act_repair(env, model):
     subprocess.run([nbdcow, 'check', '--repair', overlay], env=env,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -328,6 +347,7 @@ SCENARIOS = {
     'checkpoints': (B, lambda: with_checkpoint(4), act_checkpoints),
     'checkpoint-marks': (B, lambda: with_checkpoint(4), act_checkpoint_marks),
     'view': (B, lambda: written_blocks(4, B), act_view),
+    'view-stop': (B, lambda: written_blocks(4, B), act_view_stop),
     'repair': (B, crashed_log, act_repair),
 }
 
@@ -424,6 +444,20 @@ def verify(what, model, block_size, exact):
                      (what, at // SECTOR, name))
 
 
+def ways(point, calls, synced):
+    """How the unsynced calls of a cut at point reach the disk: lost,
+    kept or torn, and all kept but one, for each one in turn: every
+    way, or plainly one of the first three, turning with the point, and
+    each of the three writes before the last lost alone (what a
+    reordering disk leaves: a later write without an earlier one)."""
+    later = powermodel.unsynced(calls, synced)
+    if every:
+        return ([(mode, None) for mode in MODES] +
+                [('one-lost', seq) for seq in later])
+    return ([(MODES[point % 3], None)] +
+            [('one-lost', seq) for seq in later[-4:-1]])
+
+
 def sweep(name):
     block_size, prepare, act = SCENARIOS[name]
     for p in (overlay, errors):
@@ -444,14 +478,15 @@ def sweep(name):
         model.snapshots = dict(snapshots)
         log = run_act(act, model, point)
         calls, synced = powermodel.read_log(log)
-        for mode in (MODES if every else (MODES[point % 3],)):
+        for mode, missing in ways(point, calls, synced):
             with open(pre_file, 'rb') as f:
                 img = bytearray(f.read())
-            powermodel.lose_power(img, calls, synced, rng, mode)
+            powermodel.lose_power(img, calls, synced, rng, mode, missing)
             with open(overlay, 'wb') as f:
                 f.write(img)
+            how = mode if missing is None else 'kept but call %d' % missing
             verify('%s, cut at point %d of %d, unsynced writes %s' %
-                   (name, point, points, mode), model, block_size,
+                   (name, point, points, how), model, block_size,
                    act is act_checkpoint_marks)
             cuts += 1
     print('%s: %d persistence points, %d cuts checked in %.1f s' %

@@ -86,14 +86,22 @@ def read_log(path):
 SECTOR = 512
 
 
-def lose_power(img, calls, synced, rng, how='random'):
+def unsynced(calls, synced):
+    """The seqs of the calls a power loss may undo: those no sync that
+    began after they returned made durable."""
+    return [c.seq for c in calls if c.kind != FTRUNCATE and
+            (c.returned is None or c.returned >= synced)]
+
+
+def lose_power(img, calls, synced, rng, how='random', missing=None):
     """img, the file as the log began, made what the file may hold
     after a power loss at the log's end: calls and synced as read_log
     gives them, rng a random.Random choosing what of the unsynced calls
     reached the disk, how how: 'random' (each page none, all or some of
-    them, in order), 'lost' (none), 'kept' (all) or 'torn' (each sector
+    them, in order), 'lost' (none), 'kept' (all), 'torn' (each sector
     of a page some of them, in order, as a disk that writes a page in
-    sectors may)."""
+    sectors may) or 'one-lost' (all but the call whose seq is missing,
+    as a disk that reorders writes may leave)."""
     later = []
     last_synced = {}                    # page: seq of its last synced call
     for c in calls:
@@ -103,6 +111,9 @@ def lose_power(img, calls, synced, rng, how='random'):
             c.apply(img)
             for page in c.pages():
                 last_synced[page] = c.seq
+        elif how == 'one-lost':
+            if c.seq != missing:
+                c.apply(img)
         else:
             later.append(c)
     pending = {}

@@ -7,8 +7,8 @@
 # that succeeded began is on disk whatever else the log holds, also
 # when another sync that began earlier ends later (a header's sync
 # beside a flush's); a write no sync covers may be lost, page by page,
-# and, as tests/crash-points.py asks, all lost, all kept or torn by
-# sector.
+# and, as tests/crash-points.py asks, all lost, all kept, torn by
+# sector, or all kept but one.
 . "$abs_top_srcdir/tests/functions.sh"
 
 PYTHONPATH=$tests $PYTHON - "$tmp/log" <<'PY'
@@ -76,6 +76,17 @@ for seed in range(8):
 if torn != {A[:pm.SECTOR], bytes(pm.SECTOR)}:
     sys.exit('FAIL: a torn page is not sectors old or new: %d kinds' %
              len(torn))
+# All kept but one: the later write without the earlier, and the
+# other way round; the unsynced are the two writes.
+if pm.unsynced(calls, synced) != [2, 4]:
+    sys.exit('FAIL: the unsynced writes are %r, not [2, 4]' %
+             pm.unsynced(calls, synced))
+for missing, want in ((2, bytes(PAGE) + B), (4, A + bytes(PAGE))):
+    img = bytearray(2 * PAGE)
+    pm.lose_power(img, calls, synced, random.Random(0), 'one-lost', missing)
+    if bytes(img) != want:
+        sys.exit('FAIL: all kept but write %d did not give the one image' %
+                 missing)
 print('power model: synced writes kept, unsynced ones lost page by page, '
-      'or all lost, all kept, torn by sector')
+      'or all lost, all kept, torn by sector, all kept but one')
 PY
