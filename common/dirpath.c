@@ -92,6 +92,27 @@ link_target (const char *path)
 }
 
 char *
+path_below (const char *dir, const char *path)
+{
+  char *real_dir = realpath (dir, NULL), *real_path = NULL, *below = NULL;
+  size_t n;
+
+  if (real_dir)
+    real_path = realpath (path, NULL);
+  if (real_path) {
+    n = strcmp (real_dir, "/") == 0 ? 0 : strlen (real_dir);
+    if (strncmp (real_path, real_dir, n) == 0 && real_path[n] == '/' &&
+        real_path[n + 1] != '\0')
+      below = strdup (real_path + n + 1);
+    else
+      errno = EXDEV;
+  }
+  free (real_dir);
+  free (real_path);
+  return below;
+}
+
+char *
 through_links (const char *path)
 {
   char *name = strdup (path), *next;

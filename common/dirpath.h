@@ -29,4 +29,12 @@ extern int sync_dir_of (const char *path);
  */
 extern char *through_links (const char *path);
 
+/* The name of path from directory dir, if path lies in dir or below
+ * it, each with its symbolic links followed ("b2.qcow2" for
+ * "/srv/backups/b2.qcow2" from "/srv/backups/"), malloc'd.  NULL with
+ * errno set: EXDEV if path lies elsewhere, or as realpath(3) fails for
+ * either.
+ */
+extern char *path_below (const char *dir, const char *path);
+
 #endif /* COMMON_DIRPATH_H */

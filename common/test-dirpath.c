@@ -4,16 +4,19 @@
 
 /* Unit test of dirpath.c: the directory of bare, relative, absolute
  * and top-level names, syncing a directory (by its name and by a name
- * in it) that exists and one that does not, and following chains of
- * relative, absolute, dangling and looping symbolic links.
+ * in it) that exists and one that does not, following chains of
+ * relative, absolute, dangling and looping symbolic links, and the
+ * name of a file from a directory it lies in, below it or not.
  */
 
 #include <config.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "dirpath.h"
@@ -101,10 +104,74 @@ test_through_links (void)
   rmdir (dir);
 }
 
+static void
+expect_below (const char *dir, const char *path, const char *want)
+{
+  char *got;
+
+  errno = 0;
+  got = path_below (dir, path);
+  if (want) {
+    expect ("path_below", path, got, want);
+    return;
+  }
+  if (got != NULL || errno != EXDEV) {
+    fprintf (stderr, "test-dirpath: path_below (\"%s\", \"%s\") = \"%s\", "
+             "errno %d, expected none, EXDEV\n", dir, path,
+             got ? got : "(null)", errno);
+    failed = 1;
+  }
+  free (got);
+}
+
+/* In a new directory: a file, one in a subdirectory, and a link to the
+ * directory, seen from it, from the subdirectory and through the link.
+ */
+static void
+test_path_below (void)
+{
+  char dir[] = "/tmp/test-dirpath.XXXXXX", path[256], sub[256], alias[256];
+
+  if (mkdtemp (dir) == NULL) {
+    perror ("mkdtemp");
+    exit (EXIT_FAILURE);
+  }
+  snprintf (sub, sizeof sub, "%s/sub", dir);
+  snprintf (alias, sizeof alias, "%s-alias", dir);
+  if (mkdir (sub, 0700) == -1 || symlink (dir, alias) == -1) {
+    perror (sub);
+    exit (EXIT_FAILURE);
+  }
+  snprintf (path, sizeof path, "%s/sub/b2.qcow2", dir);
+  close (creat (path, 0600));
+  expect_below (dir, path, "sub/b2.qcow2");
+  expect_below (sub, path, "b2.qcow2");
+  expect_below (alias, path, "sub/b2.qcow2");
+  snprintf (path, sizeof path, "%s-alias/sub/b2.qcow2", dir);
+  expect_below (dir, path, "sub/b2.qcow2");
+  expect_below (sub, dir, NULL);
+  expect_below (dir, dir, NULL);
+  expect_below (dir, "/etc/passwd", NULL);
+  expect_below ("/", "/etc/passwd", "etc/passwd");
+  errno = 0;
+  if (path_below (dir, "/nonexistent-of-test-dirpath") != NULL ||
+      errno != ENOENT) {
+    fprintf (stderr, "test-dirpath: path_below of a missing file: errno "
+             "%d, expected ENOENT\n", errno);
+    failed = 1;
+  }
+  snprintf (path, sizeof path, "%s/sub/b2.qcow2", dir);
+  unlink (path);
+  rmdir (sub);
+  unlink (alias);
+  rmdir (dir);
+}
+
 int
 main (void)
 {
   test_through_links ();
+  test_path_below ();
   expect_dir ("ov.cow", ".");
   expect_dir ("a/ov.cow", "a");
   expect_dir ("/var/tmp/ov.cow", "/var/tmp");

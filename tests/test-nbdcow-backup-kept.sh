@@ -28,8 +28,8 @@ pick_seed
 # which must read as the export.
 backup ()
 {
-  "$NBDCOW" backup ${2:+--base="$2"} "$ctl" "$uri" "$1" "$tmp/$1.qcow2" \
-    >/dev/null || fail "backup $1 over ${2:-nothing} refused"
+  "$NBDCOW" backup --keep-base-checkpoint ${2:+--base="$2"} "$ctl" "$uri" \
+    "$1" "$tmp/$1.qcow2" >/dev/null || fail "backup $1 over ${2:-nothing} refused"
   qemu-img compare -q "$tmp/$1.qcow2" "$uri" ||
     fail "backup $1 is not the disk"
 }

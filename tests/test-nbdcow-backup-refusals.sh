@@ -63,7 +63,8 @@ refused 1 'does not serve export "@b1"' out.qcow2 "$ctl" "$(uri @b1)" \
 
 # OUT anywhere in PREV's chain, and a PREV or a file of its chain cut
 # short.
-"$NBDCOW" backup --base=full.qcow2 "$ctl" "$(uri "")" b2 inc.qcow2 >/dev/null
+"$NBDCOW" backup --keep-base-checkpoint --base=full.qcow2 "$ctl" "$(uri "")" \
+  b2 inc.qcow2 >/dev/null
 refused 1 'full.qcow2, in the backing chain of --base' full.qcow2 \
   --base=inc.qcow2 "$ctl" "$(uri "")" bad full.qcow2
 cp full.qcow2 full-saved.qcow2

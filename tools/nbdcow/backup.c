@@ -33,6 +33,7 @@
 #include "commit.h"
 #include "dirpath.h"
 #include "outfile.h"
+#include "progress.h"
 #include "qcow2.h"
 #include "viewcopy.h"
 
@@ -47,6 +48,7 @@ struct backup {
   const char *freeze, *thaw;    /* --freeze=COMMAND, --thaw=COMMAND */
   unsigned connections;
   bool progress;
+  bool keep_base_checkpoint;    /* --keep-base-checkpoint */
 
   char export[QCOW2_CHECKPOINT_EXPORT_MAX + 1];  /* the URI's */
   struct qcow2_checkpoint prev;  /* PREV's */
@@ -469,12 +471,17 @@ check_view_live (struct backup *b)
 static int
 delete_view (struct backup *b)
 {
-  char answer[CONTROL_ANSWER_MAX];
+  char answer[CONTROL_ANSWER_MAX], step[CHECKPOINT_NAME_MAX + 64];
   const char *lines;
 
   if (!b->view_made)
     return 0;
+  snprintf (step, sizeof step, "deleting view \"%s\" (the server gives "
+            "back what only it kept)", b->name);
+  progress_step (b->progress, "backup", step);
   b->view_made = control (b, "view-delete", b->name, answer, &lines) == -1;
+  if (!b->view_made)
+    progress_step (b->progress, "backup", "view deleted");
   return b->view_made ? -1 : 0;
 }
 
@@ -584,6 +591,7 @@ copy_view (struct backup *b)
 {
   struct qcow2_checkpoint cp = { .export = "" };
   struct qcow2_chain prev;
+  char *backing = NULL;
   int opened = 0, r;
 
   b->copy = (struct view_copy) {
@@ -603,8 +611,12 @@ copy_view (struct backup *b)
       b->copy.prev = &prev;
   }
   r = view_copy_map (&b->copy, b->size);
+  if (r == 0 && b->base &&
+      (backing = backing_name (b->base, b->out_named)) == NULL)
+    r = -1;
   if (r == 0)
-    r = view_copy_write (&b->copy, b->base, &cp);
+    r = view_copy_write (&b->copy, backing, &cp);
+  free (backing);
   if (opened == 1)
     qcow2_chain_close (&prev);
   return r;
@@ -623,6 +635,27 @@ copy_checked (struct backup *b)
   if (!interrupted)
     check_view_live (b);        /* a read failed: say if the view broke */
   return r;
+}
+
+/* Once OUT is the backup: the checkpoint of --base=PREV deleted, as
+ * the next increment goes over OUT, so that a daily job never runs out
+ * of checkpoints; kept with --keep-base-checkpoint, for chains that
+ * branch.  A failure is said and leaves the backup made.
+ */
+static void
+rotate (struct backup *b)
+{
+  char answer[CONTROL_ANSWER_MAX];
+  const char *lines;
+
+  if (!b->base || b->keep_base_checkpoint ||
+      control_command (b->control, "delete", b->export, b->prev.name, answer,
+                       &lines) == EXIT_OK)
+    return;
+  nbdcow_error ("%s: backup made, but checkpoint \"%s\" of --base=%s is "
+                "left: delete it with nbdcow checkpoint delete (an export "
+                "keeps at most %d)", b->out, b->prev.name, b->base,
+                CHECKPOINTS_MAX);
 }
 
 /* Every step, in order; the view ends however they end.  OUT is named
@@ -660,6 +693,8 @@ run_backup (struct backup *b)
   if (created && out_close (&b->o, r == 0) == -1)
     r = -1;
   b->published = r == 0;
+  if (b->published)
+    rotate (b);
   return r;
 }
 
@@ -678,12 +713,13 @@ check_name (const char *name)
 int
 cmd_backup (int argc, char **argv)
 {
-  enum { OPT_BASE = 256, OPT_CONNECTIONS, OPT_FREEZE, OPT_PROGRESS,
-         OPT_THAW };
+  enum { OPT_BASE = 256, OPT_CONNECTIONS, OPT_FREEZE, OPT_KEEP,
+         OPT_PROGRESS, OPT_THAW };
   const struct option options[] = {
     { "base", required_argument, NULL, OPT_BASE },
     { "connections", required_argument, NULL, OPT_CONNECTIONS },
     { "freeze", required_argument, NULL, OPT_FREEZE },
+    { "keep-base-checkpoint", no_argument, NULL, OPT_KEEP },
     { "progress", no_argument, NULL, OPT_PROGRESS },
     { "thaw", required_argument, NULL, OPT_THAW },
     HELP_OPTION,
@@ -707,6 +743,8 @@ cmd_backup (int argc, char **argv)
       c = '?';
     else if (c == OPT_FREEZE)
       b->freeze = optarg;
+    else if (c == OPT_KEEP)
+      b->keep_base_checkpoint = true;
     else if (c == OPT_PROGRESS)
       b->progress = true;
     else if (c == OPT_THAW)

@@ -115,7 +115,7 @@ check_out (const struct overlay_file *ov, const char *out,
  */
 static int
 write_qcow2 (struct overlay_file *ov, const struct qcow2_layout *q,
-             const struct out_file *o, const char *base,
+             const struct out_file *o, const char *backing,
              const char *base_format, unsigned connections, bool progress,
              struct copy_totals *totals)
 {
@@ -136,7 +136,7 @@ write_qcow2 (struct overlay_file *ov, const struct qcow2_layout *q,
                                 totals);
   target_close (t);
   if (r == -1 ||
-      qcow2_write_header (q, o->fd, o->path, base, base_format, NULL)
+      qcow2_write_header (q, o->fd, o->path, backing, base_format, NULL)
       == -1)
     return -1;
   if (fdatasync (o->fd) == -1) {
@@ -154,6 +154,7 @@ export_to (struct overlay_file *ov, const char *base, const char *base_format,
   struct qcow2_source src = qcow2_overlay_source (ov);
   struct qcow2_layout q;
   struct out_file o;
+  char *backing = NULL;
   int r;
 
   qcow2_plan (&src, &q);
@@ -163,10 +164,15 @@ export_to (struct overlay_file *ov, const char *base, const char *base_format,
                   q.virtual_size, 1U << q.cluster_bits);
     return -1;
   }
-  if (out_create (&o, out) == -1)
+  if (base && (backing = backing_name (base, out)) == NULL)
     return -1;
-  r = write_qcow2 (ov, &q, &o, base, base_format, connections, progress,
+  if (out_create (&o, out) == -1) {
+    free (backing);
+    return -1;
+  }
+  r = write_qcow2 (ov, &q, &o, backing, base_format, connections, progress,
                    totals);
+  free (backing);
   if (r == 0)
     r = out_publish (&o);
   return out_close (&o, r == 0) == -1 ? -1 : r;

@@ -279,8 +279,9 @@ static const struct {
   { "view", cmd_view,
     "view create|delete SOCKET EXPORT NAME | view [--json] show SOCKET EXPORT" },
   { "backup", cmd_backup,
-    "backup [--base=PREV] [--connections=N] [--freeze=COMMAND] [--progress] "
-    "[--thaw=COMMAND] SOCKET URI NAME OUT.qcow2" },
+    "backup [--base=PREV] [--connections=N] [--freeze=COMMAND] "
+    "[--keep-base-checkpoint] [--progress] [--thaw=COMMAND] SOCKET URI NAME "
+    "OUT.qcow2" },
 };
 
 void

@@ -35,7 +35,7 @@ open_nameless (const char *dir)
     errno = EOPNOTSUPP;
     return -1;
   }
-  return open (dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
+  return open (dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 }
 
 int
@@ -53,7 +53,7 @@ out_create (struct out_file *o, const char *out)
     return 0;
   if (errno == EOPNOTSUPP || errno == EISDIR) {
     o->named = true;
-    o->fd = open (out, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    o->fd = open (out, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   }
   if (o->fd == -1) {
     nbdcow_error ("%s: %m", out);
@@ -113,6 +113,21 @@ out_close (struct out_file *o, bool complete)
     unlink (o->path);
   free (o->dir);
   return r;
+}
+
+char *
+backing_name (const char *base, const char *out)
+{
+  char *dir = NULL, *name = NULL;
+
+  if (base[0] == '/' && (dir = dir_of (out)) != NULL)
+    name = path_below (dir, base);
+  if (name == NULL && (base[0] != '/' || dir != NULL))
+    name = strdup (base);
+  free (dir);
+  if (name == NULL)
+    nbdcow_error ("--base=%s: malloc: %m", base);
+  return name;
 }
 
 int

@@ -50,4 +50,12 @@ struct stat;
 extern int open_backing (const char *base, const char *out, struct stat *st,
                          char **path);
 
+/* The name the header of the qcow2 file out gives its backing file
+ * base: base as given if relative (qemu finds it from out's
+ * directory), else its name from out's directory if it lies there or
+ * below (path_below), so that the folder can move with its chain,
+ * else base.  malloc'd, or NULL after a message.
+ */
+extern char *backing_name (const char *base, const char *out);
+
 #endif /* NBDCOW_OUTFILE_H */

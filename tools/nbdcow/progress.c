@@ -90,6 +90,17 @@ progress_end (struct progress *p)
 }
 
 void
+progress_step (bool on, const char *what, const char *step)
+{
+  if (!on)
+    return;
+  flockfile (stderr);
+  progress_break_line ();
+  fprintf (stderr, "nbdcow %s: %s\n", what, step);
+  funlockfile (stderr);
+}
+
+void
 progress_break_line (void)
 {
   if (atomic_exchange (&line_open, false))

@@ -34,6 +34,13 @@ extern void progress_show (struct progress *p);
 /* Ends the bar's line on a terminal. */
 extern void progress_end (struct progress *p);
 
+/* With --progress (on), says on a line of its own that the run of what
+ * ("backup") is at a step that moves no bytes it counts, such as
+ * "deleting view NAME", so that it never sits silent: "nbdcow what:
+ * step".  From the drawing thread, once no bar is drawn.
+ */
+extern void progress_step (bool on, const char *what, const char *step);
+
 /* Ends the line of a bar drawn on the terminal, if one is open, so
  * that a message starts on a line of its own.  Call holding the lock
  * of stderr (flockfile), which every drawing of the bar takes.
