@@ -191,38 +191,80 @@ punch_kept (uint64_t b, void *opaque)
   return 0;
 }
 
+/* Whether the places only the ended view's records keep may be
+ * punched: a kept store's records on disk must name none of them, and
+ * with no change running a flush makes them the map's.  If it fails,
+ * the places stay until the file is next opened.  Requires the gate
+ * closed: no change runs.
+ */
+static bool
+places_to_punch (struct blk *blk) REQUIRES (blk->gate)
+{
+  int err;
+
+  return __atomic_load_n (&blk->view_places, __ATOMIC_SEQ_CST) &&
+         blk_flush (blk, &err) == 0;
+}
+
+/* Punches those places, block by block under its rmw lock, which every
+ * change of where a block's units are holds (a write into units held
+ * changes nothing this reads): with the gate open, a client's change
+ * waits for one block's punch at most.  The ended view's records stay
+ * as they are meanwhile (nothing makes or frees them but the caller).
+ */
+static void
+punch_places (struct blk *blk)
+{
+  blkmap_each_record (&blk->map, punch_kept, blk);
+}
+
+/* After the places were punched (if punched): gives back the room the
+ * store took for the view, and frees the records, once.  Requires the
+ * gate closed: the room's metadata changes with no change running.
+ */
+static void
+free_places (struct blk *blk, bool punched) REQUIRES (blk->gate)
+{
+  if (!__atomic_load_n (&blk->view_places, __ATOMIC_SEQ_CST))
+    return;
+  if (punched &&
+      __atomic_exchange_n (&blk->view_room, false, __ATOMIC_SEQ_CST))
+    store_end_places (blk->store);
+  blkmap_view_free (&blk->map);
+  __atomic_store_n (&blk->view_places, false, __ATOMIC_SEQ_CST);
+  __atomic_add_fetch (&blk->view_places_given, 1, __ATOMIC_SEQ_CST);
+}
+
 /* Gives back to the filesystem the places only the ended view's
- * records keep, and frees the records, once.  Requires the gate
- * closed: no change runs, and no other caller.
+ * records keep, and frees the records, once, all with the gate
+ * closed.
  */
 static void
 give_back_places (struct blk *blk) REQUIRES (blk->gate)
 {
-  int err;
+  bool punched = places_to_punch (blk);
 
-  if (!__atomic_load_n (&blk->view_places, __ATOMIC_SEQ_CST))
-    return;
-  /* A kept store's records on disk must name no unit about to be
-   * punched: with no change running, a flush makes them the map's.
-   * If it fails, the places stay until the file is next opened.
-   */
-  if (blk_flush (blk, &err) == 0) {
-    blkmap_each_record (&blk->map, punch_kept, blk);
-    if (__atomic_exchange_n (&blk->view_room, false, __ATOMIC_SEQ_CST))
-      store_end_places (blk->store);
-  }
-  blkmap_view_free (&blk->map);
-  __atomic_store_n (&blk->view_places, false, __ATOMIC_SEQ_CST);
-  __atomic_add_fetch (&blk->view_places_given, 1, __ATOMIC_SEQ_CST);
+  if (punched)
+    punch_places (blk);
+  free_places (blk, punched);
+}
+
+/* Ends the view: no more records, what it kept given back to the cap.
+ * Requires the gate closed.
+ */
+static void
+end_view_only (struct blk *blk) REQUIRES (blk->gate)
+{
+  blkmap_view_end (&blk->map);
+  __atomic_store_n (&blk->view_state, BLK_VIEW_NONE, __ATOMIC_RELEASE);
+  give_back_kept (blk);
 }
 
 /* Ends the view, if any, and gives back what it kept. */
 static void
 end_view (struct blk *blk) REQUIRES (blk->gate)
 {
-  blkmap_view_end (&blk->map);
-  __atomic_store_n (&blk->view_state, BLK_VIEW_NONE, __ATOMIC_RELEASE);
-  give_back_kept (blk);
+  end_view_only (blk);
   give_back_places (blk);
 }
 
@@ -238,9 +280,16 @@ ended_with_server (struct blk *blk, const char *name)
          blk_checkpoint_view_of (blk, ended) && strcmp (ended, name) == 0;
 }
 
+/* The view ends with the gate closed; its places are punched with the
+ * gate open, so that no client's change waits for them all, then the
+ * records freed with it closed again.  The caller makes and deletes
+ * views one at a time, so none is made meanwhile; a broken view's
+ * give-back finds none (blk_view_give_back_broken).
+ */
 int
 blk_view_delete (struct blk *blk, const char *name)
 {
+  bool punched = false;
   int err = 0;
 
   gate_close (&blk->gate);
@@ -251,9 +300,18 @@ blk_view_delete (struct blk *blk, const char *name)
     err = ENOENT;
   else {
     blk_checkpoint_end_view (blk, name);
-    end_view (blk);
+    end_view_only (blk);
+    punched = places_to_punch (blk);
+    if (!punched)
+      free_places (blk, false);
   }
   gate_open (&blk->gate);
+  if (punched) {
+    punch_places (blk);
+    gate_close (&blk->gate);
+    free_places (blk, true);
+    gate_open (&blk->gate);
+  }
   errno = err;
   return err ? -1 : 0;
 }
