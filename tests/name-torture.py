@@ -12,7 +12,8 @@
 # the plugin does not have (which must be refused, the server going on).
 # A session connects, checks its own quarter of the disk against the
 # model (a throw-away overlay may have ended since the name last had no
-# client: the quarter then reads as the base, and the model follows),
+# client connected, a client about to connect not counting: the
+# quarter then reads as the base, and the model follows),
 # writes, zeroes, trims and reads there, each read checked, then leaves
 # cleanly or drops its socket.  Several workers share a name at once,
 # each in its own quarter.  Prints one JSON object of counts; exits 1
@@ -39,7 +40,7 @@ names = (['a', 'b'] + ['%s@%s' % (b, t) for b in 'ab' for t in TAGS] +
 
 lock = threading.Lock()
 model = {}              # name -> bytearray, the disk as written
-connected = {}          # name -> connections open now
+connected = {}          # name -> connections made and not closed
 maybe_ended = {}        # name -> workers whose quarter may read as the base
 counts = {'sessions': 0, 'refused': 0, 'ended': 0, 'reads': 0, 'drops': 0}
 failures = []
@@ -56,10 +57,18 @@ def fail(msg):
 
 def enter(name):
     with lock:
-        connected[name] = connected.get(name, 0) + 1
         if name not in model:
             model[name] = bytearray(bases[base_of(name)])
             maybe_ended[name] = set()
+            connected[name] = 0
+
+
+def joined(name):
+    """Counted once connected, not before: until then the overlay may
+    end with its last other client (a connect that takes longer than
+    the grace, under load, found a new one)."""
+    with lock:
+        connected[name] += 1
 
 
 def leave(name):
@@ -125,7 +134,6 @@ def session(w, rng):
         h.connect_unix(sock)
     except nbd.Error as e:
         if served:
-            leave(name)
             fail('%r refused: %s' % (name, e))
         else:
             with lock:
@@ -134,6 +142,7 @@ def session(w, rng):
     if not served:
         fail('%r served: the plugin has no %r' % (name, base_of(name)))
         return
+    joined(name)
     lo, hi = w * QUARTER, (w + 1) * QUARTER
     try:
         if check_quarter(h, name, w, lo, hi):
