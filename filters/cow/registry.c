@@ -219,7 +219,7 @@ rest (const struct entry *e, uint64_t charge) REQUIRES (overlays_lock)
  * place, and counts its space as it opens.
  */
 static void
-wake (const char *name) REQUIRES (overlays_lock)
+end_rest (const char *name) REQUIRES (overlays_lock)
 {
   struct rest **p = rest_of (name), *r = *p;
 
@@ -267,7 +267,7 @@ admit (struct entry *e) REQUIRES (overlays_lock)
   e->named = !defaultname_is (e->overlay.exportname);
   if (e->named)
     ++named_entries;
-  wake (e->overlay.exportname);
+  end_rest (e->overlay.exportname);
   e->next = entries;
   entries = e;
 }
@@ -911,7 +911,7 @@ registry_free (void)
   }
   held_lock (&overlays_lock);
   while (resting)
-    wake (resting->name);
+    end_rest (resting->name);
   held_unlock (&overlays_lock);
   defaultname_free ();
   return r;
