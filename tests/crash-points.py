@@ -36,6 +36,7 @@ import powermodel
 
 nbdkit, nbdcow, shim, work = sys.argv[1:5]
 every = '--every' in sys.argv[5:]
+three_ways = '--three-ways' in sys.argv[5:]
 chosen = [a for a in sys.argv[5:] if not a.startswith('--')]
 MODES = ('lost', 'kept', 'torn')
 SECTOR = 512
@@ -449,8 +450,9 @@ def ways(point, calls, synced):
     kept or torn, and all kept but one, for each one in turn: every
     way, or plainly one of the first three, turning with the point, and
     each of the three writes before the last lost alone (what a
-    reordering disk leaves: a later write without an earlier one)."""
-    later = powermodel.unsynced(calls, synced)
+    reordering disk leaves: a later write without an earlier one);
+    with --three-ways the first three only."""
+    later = [] if three_ways else powermodel.unsynced(calls, synced)
     if every:
         return ([(mode, None) for mode in MODES] +
                 [('one-lost', seq) for seq in later])
