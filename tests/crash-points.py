@@ -318,6 +318,10 @@ def act_view(env, model):
     write(srv, model, 2 * B + 16384, pattern('p', 4096))
     if srv.command('view-delete', '', 'v') is None:
         return srv.stop()
+    # Its places go back in the background: every point of that comes
+    # before the next write (a cut ends the server, and the wait).
+    while 'giving-back' in (srv.command('view', '') or ''):
+        time.sleep(0.01)
     write(srv, model, 3 * B, pattern('o', B))
     flush(srv, model)
     srv.stop()

@@ -216,6 +216,23 @@ serve_views ()
   nbdinfo --size "nbd+unix:///?socket=$tmp/sock" >/dev/null
 }
 
+# view_keeping MIB: on a server from serve_views, MIB MiB written from
+# offset 0 and flushed, view v made, as many written again and flushed:
+# v alone keeps the first bytes.
+view_keeping ()
+{
+  nbdsh -u "nbd+unix:///?socket=$tmp/sock" -c "
+import os, subprocess
+for _ in range(2):
+    for at in range(0, $1 * 1048576, 1048576):
+        h.pwrite(os.urandom(1048576), at)
+    h.flush()
+    if _ == 0:
+        subprocess.run(['$NBDCOW', 'view', 'create', '$tmp/ctl', '', 'v'],
+                       check=True, stdout=subprocess.DEVNULL)
+"
+}
+
 # stop_nbdkit PID ERRFILE: stops a server from start_nbdkit and waits
 # for it (its overlay may sit on a filesystem the test unmounts next).
 # A server still running 10 seconds after SIGTERM is killed, and fails

@@ -253,6 +253,14 @@ extern int blk_view_delete (struct blk *blk, const char *name);
 extern enum blk_view_state blk_view_get (struct blk *blk, char *name,
                                          uint64_t *kept);
 
+/* Whether the places only a deleted view kept are still going back to
+ * the filesystem in the background: then copies the view's name into
+ * name (room for CHECKPOINT_NAME_MAX + 1) and the blocks the give-back
+ * has yet to look at into *blocks_left.
+ */
+extern bool blk_view_giving_back (struct blk *blk, char *name,
+                                  uint64_t *blocks_left);
+
 /* blk_read in BLK_READ_ONLY, and blk_state_run, of view name: -1 with
  * *err EIO if the view is broken (a read that overlapped its breaking
  * too) or there is no view name; blk_view_state_run returns 0 then.

@@ -37,20 +37,15 @@ blk_alloc (uint32_t block_size, unsigned stripes, struct space *space)
   if (lockwaits_init (&blk->waits, BLK_LOCKS) == -1 ||
       stripes_init (&blk->stripes, stripes, blk->map.geom.shift) == -1) {
     nbdkit_error ("cow: calloc: %m");
-    blkmap_free (&blk->map);
-    lockwaits_free (&blk->waits);
-    shardctr_free (&blk->counters);
-    free (blk);
-    return NULL;
+    goto free_map;
+  }
+  if (blk_give_back_init (blk) == -1) {
+    nbdkit_error ("cow: the overlay's give-back: %m");
+    goto free_stripes;
   }
   if (gate_init (&blk->gate, LOCK_RANK_GATE) == -1) {
     nbdkit_error ("cow: the overlay's gate: %m");
-    stripes_free (&blk->stripes);
-    blkmap_free (&blk->map);
-    lockwaits_free (&blk->waits);
-    shardctr_free (&blk->counters);
-    free (blk);
-    return NULL;
+    goto free_give_back;
   }
   basemap_init (&blk->base_map, &blk->map.geom, &blk->waits);
   rangelock_init (&blk->rmw_locks, LOCK_RANK_RMW);
@@ -60,6 +55,17 @@ blk_alloc (uint32_t block_size, unsigned stripes, struct space *space)
   changes_init (&blk->changes);
   blk->space = space;
   return blk;
+
+ free_give_back:
+  blk_give_back_destroy (blk);
+ free_stripes:
+  stripes_free (&blk->stripes);
+ free_map:
+  blkmap_free (&blk->map);
+  lockwaits_free (&blk->waits);
+  shardctr_free (&blk->counters);
+  free (blk);
+  return NULL;
 }
 
 /* blk with its store, or NULL if there is none (freeing blk). */
@@ -143,6 +149,7 @@ blk_free (struct blk *blk)
   if (blk->store)
     r = store_close (blk->store);   /* a kept one flushed first */
   blkmap_free (&blk->map);
+  blk_give_back_destroy (blk);
   gate_destroy (&blk->gate);
   basemap_free (&blk->base_map);
   changes_free (&blk->changes);

@@ -7,6 +7,7 @@
  * the copy-ups; blkplaced.c, the changes by units in places;
  * blklife.c, an overlay made, started, flushed and freed;
  * blkchanges.c, its checkpoints; blkview.c, its point-in-time view;
+ * blkgiveback.c, the give-back of the places an ended view kept;
  * blkviewread.c, the reads of its views; blkheld.h, what blocks hold,
  * changed under their rmw locks; blkstore.h, its writes and punches of
  * its store; blkbase.c, its reads of the base; blkstats.c, its
@@ -23,6 +24,7 @@
 #include <stdint.h>
 
 #include "basemap.h"
+#include "bgthread.h"
 #include "blk.h"
 #include "blkmap.h"
 #include "blktypes.h"
@@ -117,6 +119,24 @@ struct blk {
   uint64_t view_places_given;
   bool view_room;
 
+  /* The give-back of those places in the background (blkgiveback.c,
+   * which alone takes give_back_lock): giving_back, set with the gate
+   * closed when a give-back is handed to give_back_thread and cleared
+   * once it freed the records, each clearing signalled on
+   * give_back_ended; give_back_started, whether that thread runs
+   * (started at the first give-back, with the gate closed).
+   * Atomic: give_back_left, the blocks the running give-back has yet
+   * to look at, and give_back_stop, set at the overlay's end to stop
+   * it short.
+   */
+  mutex_t give_back_lock;
+  pthread_cond_t give_back_ended;
+  bool giving_back FIELD_GUARDED_BY (give_back_lock);
+  bool give_back_started FIELD_GUARDED_BY (gate);
+  struct bgthread give_back_thread;
+  uint64_t give_back_left;
+  bool give_back_stop;
+
   /* Atomic.  sized: set once, under start_lock, and read without it,
    * so that no one waits on the start's I/O to learn that it is not
    * done; once true, the size and the store are set.
@@ -167,9 +187,10 @@ extern bool blk_view_break_in_place (struct blk *blk);
 /* blkview.c, for a change (write, zero, trim) of blk.c that found no
  * room on the overlay's filesystem: breaks the live view if it keeps
  * any units or the store holds room for it, and gives back to the
- * filesystem the places (and room) a broken view kept.  Returns whether places were given back since the count
- * blk_view_places_given read before the change: it may then try once
- * more.  Requires the gate not passed and no lock held.
+ * filesystem the places (and room) a broken view kept, waiting for
+ * the give-back.  Returns whether places were given back since the
+ * count blk_view_places_given read before the change: it may then try
+ * once more.  Requires the gate not passed and no lock held.
  */
 extern bool blk_view_give_room (struct blk *blk, uint64_t given_before);
 
@@ -180,10 +201,37 @@ blk_view_places_given (struct blk *blk)
 }
 
 /* After a change: if the view broke (no room under cow-max-size or on
- * the filesystem), gives back to the filesystem the places it kept,
- * at once (blkview.c).  Requires the gate not passed and no lock held.
+ * the filesystem), hands the places it kept to the background
+ * give-back, unless one runs (blkview.c).  Requires the gate not
+ * passed and no lock held.
  */
 extern void blk_view_give_back_broken (struct blk *blk);
+
+/* blkgiveback.c: the give-back of the places an ended view's records
+ * keep (view_places), made on disk the map's by a flush.
+ * blk_give_back_init readies it (0, or -1 with errno set) and
+ * blk_give_back_destroy undoes that, once the give-back is stopped.
+ * blk_give_back_now punches them and frees the records, with the gate
+ * closed; blk_give_back_free frees the records (and, if punched, the
+ * store's room for the view), with the gate closed.
+ * blk_give_back_in_background hands them to the overlay's thread,
+ * with the gate closed: false if it cannot start (nothing handed).
+ * blk_giving_back says whether a give-back runs, and the blocks it has
+ * yet to look at (blocks_left may be NULL); blk_give_back_wait waits,
+ * holding nothing, until none runs; blk_give_back_stop, at the
+ * overlay's end, stops it short (its records freed, the rest left to
+ * the next open of a kept file) and ends the thread, holding nothing.
+ */
+extern int blk_give_back_init (struct blk *blk);
+extern void blk_give_back_destroy (struct blk *blk);
+extern void blk_give_back_now (struct blk *blk) REQUIRES (blk->gate);
+extern void blk_give_back_free (struct blk *blk, bool punched)
+  REQUIRES (blk->gate);
+extern bool blk_give_back_in_background (struct blk *blk)
+  REQUIRES (blk->gate);
+extern bool blk_giving_back (struct blk *blk, uint64_t *blocks_left);
+extern void blk_give_back_wait (struct blk *blk);
+extern void blk_give_back_stop (struct blk *blk);
 
 /* The checkpoints made with views (blkchanges.c, changes.h):
  * blk_checkpoint_create_with_view makes one, as blk_checkpoint_create;

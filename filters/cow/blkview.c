@@ -6,8 +6,9 @@
  * "Point-in-time views").  It is made together with its checkpoint
  * while the gate is closed, and reads as the overlay was at that
  * instant.  When there is no room for what it keeps it breaks, and the
- * places only it kept go back to the filesystem at once; deleting it
- * does the same.  The writes that keep it are blk.c's.
+ * places only it kept go back to the filesystem in the background
+ * (blkgiveback.c); deleting it does the same.  The writes that keep it
+ * are blk.c's.
  */
 
 #include <config.h>
@@ -18,9 +19,7 @@
 #include <nbdkit-filter.h>
 
 #include "blk.h"
-#include "blkheld.h"
 #include "blkpriv.h"
-#include "blkstore.h"
 #include "checks.h"
 
 /* Makes the view and its checkpoint.  Returns 0, or an errno, the
@@ -31,7 +30,8 @@ make_view (struct blk *blk, const char *name) REQUIRES (blk->gate)
 {
   int room, err = 0;
 
-  if (blk_view_state_of (blk) != BLK_VIEW_NONE)
+  if (blk_view_state_of (blk) != BLK_VIEW_NONE ||
+      __atomic_load_n (&blk->view_places, __ATOMIC_SEQ_CST))
     return EBUSY;
   if ((room = store_begin_places (blk->store, &err)) == -1)
     return err;
@@ -68,6 +68,7 @@ blk_view_create (struct blk *blk, const char *name)
     errno = EAGAIN;
     return -1;
   }
+  blk_give_back_wait (blk);
   gate_close (&blk->gate);
   err = make_view (blk, name);
   gate_open (&blk->gate);
@@ -167,30 +168,6 @@ break_if_holding_room (struct blk *blk)
   blk_view_break_in_place (blk);
 }
 
-/* Punches the units block b's record keeps in places b no longer
- * holds them in: after the view ended, under b's rmw lock.
- */
-static int
-punch_kept (uint64_t b, void *opaque)
-{
-  struct blk *blk = opaque;
-  struct blkmap_held now, kept;
-  struct rangelock_range held;
-  unsigned place;
-
-  blk_lock_rmw (blk, &held, b, 1);
-  blkmap_get_held (&blk->map, b, true, &kept);
-  blkmap_get_held (&blk->map, b, false, &now);
-  for (place = 0; place <= 1; ++place) {
-    uint32_t kept_there = kept.units & (place ? kept.where : ~kept.where);
-    uint32_t held_there = now.units & (place ? now.where : ~now.where);
-
-    blk_punch_units (blk, b, place, kept_there & ~held_there);
-  }
-  blk_unlock_rmw (blk, &held);
-  return 0;
-}
-
 /* Whether the places only the ended view's records keep may be
  * punched: a kept store's records on disk must name none of them, and
  * with no change running a flush makes them the map's.  If it fails,
@@ -206,51 +183,22 @@ places_to_punch (struct blk *blk) REQUIRES (blk->gate)
          blk_flush (blk, &err) == 0;
 }
 
-/* Punches those places, block by block under its rmw lock, which every
- * change of where a block's units are holds (a write into units held
- * changes nothing this reads): with the gate open, a client's change
- * waits for one block's punch at most.  The ended view's records stay
- * as they are meanwhile (nothing makes or frees them but the caller).
- */
-static void
-punch_places (struct blk *blk)
-{
-  blkmap_each_record (&blk->map, punch_kept, blk);
-}
-
-/* After the places were punched (if punched): gives back the room the
- * store took for the view, and frees the records, once.  Requires the
- * gate closed: the room's metadata changes with no change running.
- */
-static void
-free_places (struct blk *blk, bool punched) REQUIRES (blk->gate)
-{
-  if (!__atomic_load_n (&blk->view_places, __ATOMIC_SEQ_CST))
-    return;
-  if (punched &&
-      __atomic_exchange_n (&blk->view_room, false, __ATOMIC_SEQ_CST))
-    store_end_places (blk->store);
-  blkmap_view_free (&blk->map);
-  __atomic_store_n (&blk->view_places, false, __ATOMIC_SEQ_CST);
-  __atomic_add_fetch (&blk->view_places_given, 1, __ATOMIC_SEQ_CST);
-}
-
 /* Gives back to the filesystem the places only the ended view's
- * records keep, and frees the records, once, all with the gate
- * closed.
+ * records keep, and frees the records, once: in the background if
+ * asked and the thread starts, else at once.  Requires the gate
+ * closed, and no give-back running.
  */
 static void
-give_back_places (struct blk *blk) REQUIRES (blk->gate)
+give_back_places (struct blk *blk, bool in_background) REQUIRES (blk->gate)
 {
-  bool punched = places_to_punch (blk);
-
-  if (punched)
-    punch_places (blk);
-  free_places (blk, punched);
+  if (!places_to_punch (blk))
+    blk_give_back_free (blk, false);
+  else if (!in_background || !blk_give_back_in_background (blk))
+    blk_give_back_now (blk);
 }
 
-/* Ends the view: no more records, what it kept given back to the cap.
- * Requires the gate closed.
+/* Ends the view, if any: no more records, what it kept given back to
+ * the cap.  Requires the gate closed.
  */
 static void
 end_view_only (struct blk *blk) REQUIRES (blk->gate)
@@ -258,14 +206,6 @@ end_view_only (struct blk *blk) REQUIRES (blk->gate)
   blkmap_view_end (&blk->map);
   __atomic_store_n (&blk->view_state, BLK_VIEW_NONE, __ATOMIC_RELEASE);
   give_back_kept (blk);
-}
-
-/* Ends the view, if any, and gives back what it kept. */
-static void
-end_view (struct blk *blk) REQUIRES (blk->gate)
-{
-  end_view_only (blk);
-  give_back_places (blk);
 }
 
 /* Whether name is that of a view that ended with the server that made
@@ -280,16 +220,14 @@ ended_with_server (struct blk *blk, const char *name)
          blk_checkpoint_view_of (blk, ended) && strcmp (ended, name) == 0;
 }
 
-/* The view ends with the gate closed; its places are punched with the
- * gate open, so that no client's change waits for them all, then the
- * records freed with it closed again.  The caller makes and deletes
- * views one at a time, so none is made meanwhile; a broken view's
- * give-back finds none (blk_view_give_back_broken).
+/* The view ends with the gate closed, and the places it alone kept go
+ * back in the background (blkgiveback.c), so that neither the caller
+ * nor a client's change waits for them: unless a give-back runs
+ * already (a broken view's), which frees its records.
  */
 int
 blk_view_delete (struct blk *blk, const char *name)
 {
-  bool punched = false;
   int err = 0;
 
   gate_close (&blk->gate);
@@ -301,26 +239,25 @@ blk_view_delete (struct blk *blk, const char *name)
   else {
     blk_checkpoint_end_view (blk, name);
     end_view_only (blk);
-    punched = places_to_punch (blk);
-    if (!punched)
-      free_places (blk, false);
+    if (!blk_giving_back (blk, NULL))
+      give_back_places (blk, true);
   }
   gate_open (&blk->gate);
-  if (punched) {
-    punch_places (blk);
-    gate_close (&blk->gate);
-    free_places (blk, true);
-    gate_open (&blk->gate);
-  }
   errno = err;
   return err ? -1 : 0;
 }
 
+/* A give-back under way is stopped first: its records freed, what it
+ * did not punch left to the next open of a kept file, while the
+ * places of a view still live go back at once.
+ */
 void
 blk_view_end (struct blk *blk)
 {
+  blk_give_back_stop (blk);
   gate_close (&blk->gate);
-  end_view (blk);
+  end_view_only (blk);
+  give_back_places (blk, false);
   gate_open (&blk->gate);
 }
 
@@ -329,17 +266,19 @@ blk_view_give_room (struct blk *blk, uint64_t given_before)
 {
   break_if_holding_room (blk);
   blk_view_give_back_broken (blk);
+  blk_give_back_wait (blk);
   return blk_view_places_given (blk) != given_before;
 }
 
 void
 blk_view_give_back_broken (struct blk *blk)
 {
-  if (!__atomic_load_n (&blk->view_places, __ATOMIC_SEQ_CST))
+  if (!__atomic_load_n (&blk->view_places, __ATOMIC_SEQ_CST) ||
+      blk_giving_back (blk, NULL))
     return;
   gate_close (&blk->gate);
-  if (blk_view_state_of (blk) == BLK_VIEW_BROKEN)
-    give_back_places (blk);
+  if (blk_view_state_of (blk) == BLK_VIEW_BROKEN && !blk_giving_back (blk, NULL))
+    give_back_places (blk, true);
   gate_open (&blk->gate);
 }
 
@@ -369,4 +308,17 @@ blk_view_epoch (struct blk *blk, const char *name)
     epoch = blk->view_epoch;
   gate_leave (&blk->gate);
   return epoch;
+}
+
+bool
+blk_view_giving_back (struct blk *blk, char *name, uint64_t *blocks_left)
+{
+  bool giving_back;
+
+  gate_enter (&blk->gate);
+  giving_back = blk_view_state_of (blk) == BLK_VIEW_NONE &&
+                blk_giving_back (blk, blocks_left);
+  strcpy (name, giving_back ? blk->view_name : "");
+  gate_leave (&blk->gate);
+  return giving_back;
 }

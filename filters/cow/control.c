@@ -264,7 +264,9 @@ write_view_export (FILE *out, const char *export, const char *view)
  * answer to out: "view" answers its name, state, bytes kept, the
  * export name that reads it and the start of those that read its
  * changes, a line each (nothing if it has none, the last two empty
- * if it ended with the server or overlay that made it);
+ * if it ended with the server or overlay that made it; a deleted
+ * view's places still going back, its name, "giving-back", the blocks
+ * left to look at and two empty lines);
  * "view-create" the export name that reads it.
  */
 static void
@@ -279,6 +281,8 @@ run_view (FILE *out, struct blk *blk, const char *verb, const char *export,
   if (strcmp (verb, "view") == 0) {
     state = blk_view_get (blk, name, &kept);
     fputs ("ok\n", out);
+    if (state == BLK_VIEW_NONE && blk_view_giving_back (blk, name, &kept))
+      fprintf (out, "%s\ngiving-back\n%" PRIu64 "\n\n\n", name, kept);
     if (state == BLK_VIEW_NONE)
       return;
     fprintf (out, "%s\n%s\n%" PRIu64 "\n", name,

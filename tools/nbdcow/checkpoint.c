@@ -146,10 +146,18 @@ control_next_line (const char **lines, char *line, size_t size)
   return true;
 }
 
+/* Whether v is a deleted view whose places are still going back. */
+static bool
+giving_back (const struct control_view *v)
+{
+  return strcmp (v->state, "giving-back") == 0;
+}
+
 int
 control_read_view (const char *lines, struct control_view *v)
 {
   char kept[32], *end;
+  unsigned long long number;
 
   if (*lines == '\0')
     return 0;
@@ -161,15 +169,17 @@ control_read_view (const char *lines, struct control_view *v)
       *lines != '\0' || !checkpoint_name_valid (v->name) ||
       kept[0] < '0' || kept[0] > '9')
     return -1;
-  if (strcmp (v->state, "ended") == 0
+  if (giving_back (v) || strcmp (v->state, "ended") == 0
       ? v->export[0] != '\0' || v->changes[0] != '\0'
       : (strcmp (v->state, "live") != 0 && strcmp (v->state, "broken") != 0)
         || v->export[0] == '\0')
     return -1;
   errno = 0;
-  v->kept_bytes = strtoull (kept, &end, 10);
+  number = strtoull (kept, &end, 10);
   if (errno || *end)
     return -1;
+  v->kept_bytes = giving_back (v) ? 0 : number;
+  v->blocks_left = giving_back (v) ? number : 0;
   return 1;
 }
 
@@ -324,6 +334,14 @@ print_view (const char *socket_path, const char *lines, const char *export,
   }
   if (!json && !any)
     return EXIT_OK;
+  if (!json && giving_back (&v)) {
+    printf ("view: %s\nstate: %s\nblocks_left: %llu\n"
+            "note: view %s was deleted; the places only it kept go back "
+            "to the overlay's filesystem in the background (%llu blocks "
+            "left to look at)\n", v.name, v.state, v.blocks_left, v.name,
+            v.blocks_left);
+    return EXIT_OK;
+  }
   if (!json) {
     printf ("view: %s\nstate: %s\nkept_bytes: %llu\n", v.name, v.state,
             v.kept_bytes);
@@ -342,7 +360,10 @@ print_view (const char *socket_path, const char *lines, const char *export,
     json_write_string (stdout, v.name);
     printf (", \"state\": ");
     json_write_string (stdout, v.state);
-    printf (", \"kept_bytes\": %llu, \"export\": ", v.kept_bytes);
+    printf (", \"kept_bytes\": %llu, ", v.kept_bytes);
+    if (giving_back (&v))
+      printf ("\"blocks_left\": %llu, ", v.blocks_left);
+    printf ("\"export\": ");
     if (v.export[0])
       json_write_string (stdout, v.export);
     else

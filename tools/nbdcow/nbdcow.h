@@ -105,6 +105,7 @@ struct control_view {
   char name[CONTROL_LINE_MAX];
   char state[CONTROL_LINE_MAX];
   unsigned long long kept_bytes;
+  unsigned long long blocks_left;       /* "giving-back": blocks to look at */
   char export[CONTROL_LINE_MAX];
   char changes[CONTROL_LINE_MAX];
 };
