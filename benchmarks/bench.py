@@ -22,6 +22,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 # Peers, in the order they appear in every table.  "ours, cow-file" is
@@ -135,10 +136,15 @@ BK_ALONE, BK_READER, BK_VIEW, BK_QEMU = (
 BK_KEPT_READER, BK_KEPT_VIEW = (
     "ours kept (cow-file), no view, nbdcopy reading the export",
     "ours kept (cow-file), nbdcopy reading a point-in-time view")
-BACKUP_PEERS = [BK_ALONE, BK_READER, BK_VIEW, BK_KEPT_READER, BK_KEPT_VIEW,
-                BK_QEMU]
-BACKUP_KEPT = (BK_KEPT_READER, BK_KEPT_VIEW)    # the overlay in a file
+BK_CYCLE, BK_KEPT_CYCLE = (
+    "ours, backup cycles (a view made, read whole by nbdcopy, deleted)",
+    "ours kept (cow-file), backup cycles (a view made, read whole by "
+    "nbdcopy, deleted)")
+BACKUP_PEERS = [BK_ALONE, BK_READER, BK_VIEW, BK_CYCLE, BK_KEPT_READER,
+                BK_KEPT_VIEW, BK_KEPT_CYCLE, BK_QEMU]
+BACKUP_KEPT = (BK_KEPT_READER, BK_KEPT_VIEW, BK_KEPT_CYCLE)  # in a file
 BACKUP_VIEWS = (BK_VIEW, BK_KEPT_VIEW)
+BACKUP_CYCLES = (BK_CYCLE, BK_KEPT_CYCLE)
 BACKUP_JOBS = 4
 SYNCED_WRITES = [  # name, fio rw, bs
     ("4K sequential write + flush", "write", "4k"),
@@ -299,17 +305,19 @@ class Bench:
     # ---- fio -----------------------------------------------------------
 
     def fio(self, uri, rw, bs, jobs, requests=None, runtime=None,
-            synced=False):
+            synced=False, iodepth=IODEPTH):
         """fio for runtime seconds (the suite's by default), or for a
         number of requests in all (fewer where a sequential job reaches
         its stretch's end).  synced: each job one request at a time,
         every write followed by a flush (fio's fsync=1), as dd with
-        fsync or a database's log does."""
+        fsync or a database's log does.  Its figures: IOPS, requests,
+        and the mean, 99th and 99.9th percentile and worst completion
+        latency in microseconds."""
         length = (["--number_ios=%d" % (requests // jobs)] if requests else
                   ["--time_based",
                    "--runtime=%d" % (runtime or self.args.runtime)])
         depth = ["--iodepth=1", "--fsync=1"] if synced else [
-            "--iodepth=%d" % IODEPTH]
+            "--iodepth=%d" % iodepth]
         argv = ["fio", "--name=bench", "--ioengine=nbd", "--uri=" + uri,
                 "--rw=" + rw, "--bs=" + bs,
                 "--numjobs=%d" % jobs] + depth + length + [
@@ -325,7 +333,9 @@ class Bench:
         d = job["write" if "write" in rw else "read"]
         return {"iops": d["iops"], "requests": d["total_ios"],
                 "mean_us": d["clat_ns"]["mean"] / 1000,
-                "p99_us": d["clat_ns"]["percentile"]["99.000000"] / 1000}
+                "p99_us": d["clat_ns"]["percentile"]["99.000000"] / 1000,
+                "p999_us": d["clat_ns"]["percentile"]["99.900000"] / 1000,
+                "max_us": d["clat_ns"]["max"] / 1000}
 
     def fio_matrix(self, results):
         """Every workload x jobs x peer, for each scenario."""
@@ -1022,7 +1032,9 @@ class Backups(RotatedCell):
     writes on an export whose overlay holds the whole disk, while
     nbdcopy reads, again and again, a point-in-time view of it; against
     the same writes alone and beside nbdcopy reading the export itself,
-    and against QEMU's fleecing of the same disk (qemu-storage-daemon:
+    beside whole backup cycles (a view made, read whole, deleted, again
+    and again), and against QEMU's fleecing of the same disk
+    (qemu-storage-daemon:
     copy-before-write into a qcow2 scratch, snapshot-access over it);
     the overlay throw-away, and kept in a file (cow-file), with and
     without a view.  Also what keeping the view costs: the bytes written
@@ -1113,6 +1125,15 @@ class Backups(RotatedCell):
                 ["sh", "-c", 'while nbdcopy "$0" null:; do :; done', read_uri],
                 env=b.env, stdout=b.log, stderr=b.log,
                 start_new_session=True)
+        if peer in BACKUP_CYCLES:
+            reader = subprocess.Popen(
+                ["sh", "-c", 'while :; do "$0" view create "$1" "" c && '
+                 'nbdcopy "nbd+unix:///@c?socket=$2" null: && '
+                 '"$0" view delete "$1" "" c; done',
+                 b.args.nbdcow, os.path.join(b.work, "cow.ctl"),
+                 b.sock("srv")],
+                env=b.env, stdout=b.log, stderr=b.log,
+                start_new_session=True)
         try:
             r = b.fio(uri, "randwrite", "4k", BACKUP_JOBS,
                       runtime=self.runtime)
@@ -1133,6 +1154,8 @@ class Backups(RotatedCell):
                 os.stat(scratch).st_blocks * 512)
         row.setdefault("written_bytes", {}).setdefault(peer, []).append(
             r["requests"] * 4096)
+        for key in ("p999_us", "max_us"):
+            row.setdefault(key, {}).setdefault(peer, []).append(r[key])
         return r
 
     def make_time_ms(self, kept):
@@ -1169,6 +1192,99 @@ class Backups(RotatedCell):
                      "%.2f ms, deleted in %.2f ms" %
                      (" in a kept file" if kept else "", made, deleted))
         results.append(row)
+
+
+class GiveBack(RotatedCell):
+    """A view of a kept overlay that keeps old bytes, deleted while a
+    client writes 4K at random (one job, iodepth 8): the deletion's
+    time, how long its places took to go back in the background, and
+    the client's write completions over the whole run, against the
+    same writes beside nbdcopy reading the export (the control) on the
+    same overlay holding as much.  The view keeps 512 MiB, then 8 GiB
+    (64 MiB in a quick run); fio runs long enough to cover the
+    give-back with room to spare."""
+
+    SIZES = [(512 << 20, 8), (8 << 30, 60)]     # bytes kept, fio seconds
+    READER, DELETE = ("nbdcopy reading the export",
+                      "the view deleted, its places going back")
+    PEERS = [READER, DELETE]
+
+    def __init__(self, bench):
+        super().__init__(bench, 3, 0, [("4K random write", "4k")])
+        self.sizes = [(64 << 20, 2)] if bench.args.quick else self.SIZES
+
+    def serve(self, size):
+        b = self.b
+        ctl = os.path.join(b.work, "cow.ctl")
+        b.nbdkit("srv", [b.args.filter], ["null", str(size)],
+                 ["cow-control=" + ctl, "cow-view-separator=@",
+                  "cow-file=" + os.path.join(b.tmp, "kept.cow")])
+        return "nbd+unix:///?socket=" + b.sock("srv"), ctl
+
+    def fill(self, uri, size, plugin):
+        self.b.run(["nbdcopy", "--flush", "--", "[", "nbdkit", plugin,
+                    str(size), "]", uri])
+
+    def control(self, ctl, *args):
+        return subprocess.run([self.b.args.nbdcow, "view"] + list(args)
+                              + [ctl, ""] + (["v"] if args[0] != "show"
+                                             else []),
+                              check=True, capture_output=True, text=True,
+                              env=self.b.env).stdout
+
+    def deleter(self, ctl, row):
+        """Deletes view v a second into fio's run, then waits for its
+        places to go back: the times into row."""
+        time.sleep(1)
+        t = time.monotonic()
+        self.control(ctl, "delete")
+        row["delete_s"] = time.monotonic() - t
+        while "giving-back" in self.control(ctl, "show"):
+            time.sleep(0.05)
+        row["give_back_s"] = time.monotonic() - t
+
+    def measure(self, peer, size, runtime, rows):
+        b = self.b
+        uri, ctl = self.serve(size)
+        self.fill(uri, size, "pattern")
+        row = {}
+        if peer == self.DELETE:
+            self.control(ctl, "create")
+            self.fill(uri, size, "random")
+            side = threading.Thread(target=self.deleter, args=(ctl, row))
+        else:
+            reader = subprocess.Popen(
+                ["sh", "-c", 'while nbdcopy "$0" null:; do :; done', uri],
+                env=b.env, stdout=b.log, stderr=b.log,
+                start_new_session=True)
+            side = threading.Thread(target=lambda: None)
+        side.start()
+        try:
+            r = b.fio(uri, "randwrite", "4k", 1, runtime=runtime, iodepth=8)
+        finally:
+            side.join()
+            if peer == self.READER:
+                os.killpg(reader.pid, signal.SIGTERM)
+                reader.wait()
+        row.update(r)
+        rows.setdefault(peer, []).append(row)
+        return r
+
+    def run(self, results):
+        for size, runtime in self.sizes:
+            rows = {}
+            rotated_iops(self.b, self.PEERS, self.rounds,
+                         "give-back | %d MiB kept" % (size >> 20),
+                         lambda peer: self.measure(peer, size, runtime,
+                                                   rows))
+            results.append({"kept_bytes": size, "runtime": runtime,
+                            "rounds": rows})
+            progress("give-back | %d MiB kept: worst write %s ms deleting, "
+                     "%s ms reading" % (size >> 20, ", ".join(
+                         "%.1f" % (x["max_us"] / 1000)
+                         for x in rows[self.DELETE]), ", ".join(
+                         "%.1f" % (x["max_us"] / 1000)
+                         for x in rows[self.READER])))
 
 
 def median_zeroes_row(rows):
@@ -1328,7 +1444,8 @@ def command_output(argv):
 # The cells --only runs alone, by their keys in results.json.
 CELLS = {"shared_handles": SharedHandles, "tools": Tools,
          "changes": ChangesView, "fill": Fill, "first_writes": FirstWrites,
-         "synced_writes": SyncedWrites, "backups": Backups}
+         "synced_writes": SyncedWrites, "backups": Backups,
+         "give_back": GiveBack}
 
 
 def main():
@@ -1353,7 +1470,7 @@ def main():
                "quick": args.quick, "fio": [], "pipeline": [], "zeroes": [],
                "targets": [], "tools": [], "changes": [],
                "shared_handles": [], "fill": [], "first_writes": [],
-               "synced_writes": [], "backups": []}
+               "synced_writes": [], "backups": [], "give_back": []}
     started = time.time()
     try:
         if args.only:
@@ -1372,6 +1489,7 @@ def main():
             FirstWrites(b).run(results["first_writes"])
             SyncedWrites(b).run(results["synced_writes"])
             Backups(b).run(results["backups"])
+            GiveBack(b).run(results["give_back"])
             b.target_runs(results["targets"])
     finally:
         b.stop_all()

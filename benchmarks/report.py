@@ -25,7 +25,7 @@ from bench import (BK_ALONE, BK_KEPT_READER, BK_KEPT_VIEW, BK_QEMU,
                    QEMU_KEEP, RECIPE_DIFF, RECIPE_EXPORT, VIEW_DIFF,
                    SCENARIOS, SERIAL, SLOW64, SLOW_DATA64, SW_FILE,
                    SW_FILE_AGAIN, SW_KEPT, SW_QEMU, SYNCED_WRITES,
-                   WORKLOADS)
+                   WORKLOADS, GiveBack)
 
 
 def fio_value(fio, scen, wl, jobs, peer, key="iops"):
@@ -209,6 +209,8 @@ def check_targets(res):
         check_synced_writes_targets(res, t)
     if res.get("backups"):
         check_backups_targets(res, t)
+    for row in res.get("give_back", []):
+        check_give_back_targets(row, t)
     return t
 
 
@@ -298,6 +300,23 @@ def check_backups_targets(res, t):
     for key, what in [("", "throw-away"), ("kept_", "kept in a file")]:
         t.check("backups: ms to make a view of 1 TiB, 1 GiB in its overlay, "
                 + what, r[key + "make_ms"], "<=", 10.0)
+
+
+def check_give_back_targets(row, t):
+    """A view of a kept overlay deleted while a client writes (issue
+    105): the worst write completion against the worst beside a reader
+    of the export, round by round, and the deletion's time, its worst
+    round."""
+    rounds = row["rounds"]
+    mib = row["kept_bytes"] >> 20
+    ratios = [d["max_us"] / r["max_us"] for d, r in
+              zip(rounds[GiveBack.DELETE], rounds[GiveBack.READER])]
+    t.check("give-back, %d MiB kept: worst write deleting the view / "
+            "worst write beside a reader" % mib, median(ratios), "<=", 1.2,
+            spread=ratios)
+    t.check("give-back, %d MiB kept: seconds the deletion took (worst "
+            "round)" % mib,
+            max(d["delete_s"] for d in rounds[GiveBack.DELETE]), "<=", 1.0)
 
 
 def check_changes_targets(res, t):
@@ -515,6 +534,8 @@ def report(d):
         out += synced_writes_section(res)
     if res.get("backups"):
         out += backups_section(res)
+    if res.get("give_back"):
+        out += give_back_section(res)
     with open(os.path.join(d, "report.md"), "w") as f:
         f.write("\n".join(out) + "\n")
     return t.missed
@@ -739,6 +760,14 @@ def synced_writes_section(res):
                                           "the peers in a rotated order")),
         res["synced_writes"])
 
+def tail_ms(r, key, peer):
+    """The backups cell's tail latency key of peer, the median of its
+    rounds in ms, or "-" for a run made before it was measured."""
+    if peer not in r.get(key, {}):
+        return "-"
+    return "%.1f" % (median(r[key][peer]) / 1000)
+
+
 def backups_section(res):
     r = res["backups"][0]
     rounds = len(r["iops"][BK_VIEW])
@@ -754,10 +783,12 @@ def backups_section(res):
            "written, the snapshot-access node read).  %s" %
            (BACKUP_JOBS, r["runtime"], DISK,
             rounds_said(rounds, "the peers in a rotated order")), "",
-           "| peer | write IOPS (median) | every round |", "|---|---:|---|"]
+           "| peer | write IOPS (median) | every round | worst write "
+           "ms | 99.9th ms |", "|---|---:|---|---:|---:|"]
     for peer, iops in r["iops"].items():
-        out.append("| %s | %.0f | %s |" % (peer, median(iops), ", ".join(
-            "%.0f" % x for x in iops)))
+        out.append("| %s | %.0f | %s | %s | %s |" % (
+            peer, median(iops), ", ".join("%.0f" % x for x in iops),
+            tail_ms(r, "max_us", peer), tail_ms(r, "p999_us", peer)))
     out += ["", "| what it cost to keep the view | bytes (median) |",
             "|---|---:|"]
     for view, store in [(BK_VIEW, "throw-away"), (BK_KEPT_VIEW, "kept")]:
@@ -773,6 +804,37 @@ def backups_section(res):
                    "made in %.2f ms, deleted in %.2f ms (medians of 9, "
                    "through the control socket)." %
                    (what, r[key + "make_ms"], r[key + "delete_ms"]))
+    return out
+
+
+def give_back_section(res):
+    out = ["", "## A view's places given back while a client writes", "",
+           "A kept overlay (nbdkit null, filled from nbdkit pattern) whose "
+           "view keeps the bytes given, overwritten from nbdkit random "
+           "after the view was made; fio's nbd engine writes 4K at random "
+           "(one job, iodepth 8) while the view is deleted a second in "
+           "(its places then go back in the background), or, the "
+           "control, while nbdcopy reads the export again and again on "
+           "the same overlay without a view.  Completion latencies over "
+           "fio's whole run.  %s" %
+           rounds_said(len(res["give_back"][0]["rounds"][GiveBack.DELETE]),
+                       "the two in a rotated order"), "",
+           "| view keeps | fio s | peer | worst write ms | 99.9th ms | "
+           "IOPS | deletion returned in s | places back in s |",
+           "|---:|---:|---|---:|---:|---:|---:|---:|"]
+    for row in res["give_back"]:
+        for peer in GiveBack.PEERS:
+            rs = row["rounds"][peer]
+            deleting = peer == GiveBack.DELETE
+            out.append("| %d MiB | %d | %s | %s | %s | %.0f | %s | %s |" % (
+                row["kept_bytes"] >> 20, row["runtime"], peer,
+                ", ".join("%.1f" % (r["max_us"] / 1000) for r in rs),
+                ", ".join("%.1f" % (r["p999_us"] / 1000) for r in rs),
+                median([r["iops"] for r in rs]),
+                ", ".join("%.3f" % r["delete_s"] for r in rs)
+                if deleting else "",
+                ", ".join("%.1f" % r["give_back_s"] for r in rs)
+                if deleting else ""))
     return out
 
 
