@@ -677,7 +677,7 @@ run_backup (struct backup *b)
   if (r == 0)
     r = open_handles (b);
   if (r == 0)
-    r = out_create (&b->o, b->out);
+    r = out_create (&b->o, b->out, false);
   created = r == 0;
   if (r == 0)
     r = copy_checked (b);
@@ -725,10 +725,13 @@ cmd_backup (int argc, char **argv)
     HELP_OPTION,
     { NULL, 0, NULL, 0 },
   };
-  struct backup *b = calloc (1, sizeof *b);
+  struct backup *b;
   char *out;
   int c, r;
 
+  if (argc >= 2 && strcmp (argv[1], "prune") == 0)
+    return cmd_backup_prune (argc - 1, argv + 1);
+  b = calloc (1, sizeof *b);
   if (b == NULL) {
     nbdcow_error ("backup: calloc: %m");
     return EXIT_ERROR;

@@ -14,6 +14,7 @@
 
 #include "chainread.h"
 #include "fullio.h"
+#include "kept.h"
 #include "outfile.h"
 #include "qcow2.h"
 
@@ -177,6 +178,27 @@ qcow2_chain_read (const struct qcow2_chain *c, void *buf, uint32_t len,
     len -= n;
   }
   return 0;
+}
+
+int
+qcow2_chain_state (const struct qcow2_chain *c, uint64_t offset)
+{
+  uint64_t host;
+  unsigned i;
+
+  for (i = 0; i < c->files; ++i)
+    switch (map_cluster (c, &c->file[i], offset, &host)) {
+    case -1: return -1;
+    case 1: return KEPT_ALLOCATED;
+    case 2: return KEPT_ZERO;
+    }
+  return KEPT_NOT_ALLOCATED;
+}
+
+const char *
+qcow2_chain_path (const struct qcow2_chain *c, unsigned i)
+{
+  return c->file[i].path;
 }
 
 void

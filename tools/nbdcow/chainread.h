@@ -38,6 +38,16 @@ extern int qcow2_chain_open (struct qcow2_chain *c, const char *base,
 extern int qcow2_chain_read (const struct qcow2_chain *c, void *buf,
                              uint32_t len, uint64_t offset);
 
+/* The state of the cluster at offset, as the first file of the chain
+ * that maps it has it: KEPT_ALLOCATED (data), KEPT_ZERO, or
+ * KEPT_NOT_ALLOCATED where none does (it reads zeros).  Returns -1
+ * after a message.
+ */
+extern int qcow2_chain_state (const struct qcow2_chain *c, uint64_t offset);
+
+/* The path of file i of the chain (0: the one it was opened from). */
+extern const char *qcow2_chain_path (const struct qcow2_chain *c, unsigned i);
+
 extern void qcow2_chain_close (struct qcow2_chain *c);
 
 #endif /* NBDCOW_CHAINREAD_H */

@@ -166,7 +166,7 @@ export_to (struct overlay_file *ov, const char *base, const char *base_format,
   }
   if (base && (backing = backing_name (base, out)) == NULL)
     return -1;
-  if (out_create (&o, out) == -1) {
+  if (out_create (&o, out, false) == -1) {
     free (backing);
     return -1;
   }

@@ -38,11 +38,30 @@ open_nameless (const char *dir)
   return open (dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 }
 
+/* The file of out_create where it cannot be nameless: OUT, or with
+ * keep_out OUT.nbdcow-PID.  Returns its descriptor, or -1 with errno
+ * set.
+ */
+static int
+open_named (struct out_file *o, const char *out, bool keep_out)
+{
+  if (keep_out &&
+      asprintf (&o->temp, "%s.nbdcow-%ld", out, (long) getpid ()) == -1) {
+    o->temp = NULL;
+    errno = ENOMEM;
+    return -1;
+  }
+  o->named = true;
+  return open (o->temp ? o->temp : out,
+               O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+}
+
 int
-out_create (struct out_file *o, const char *out)
+out_create (struct out_file *o, const char *out, bool keep_out)
 {
   o->path = out;
   o->named = false;
+  o->temp = NULL;
   o->dir = dir_of (out);
   if (o->dir == NULL) {
     nbdcow_error ("%s: malloc: %m", out);
@@ -51,10 +70,8 @@ out_create (struct out_file *o, const char *out)
   o->fd = open_nameless (o->dir);
   if (o->fd >= 0)
     return 0;
-  if (errno == EOPNOTSUPP || errno == EISDIR) {
-    o->named = true;
-    o->fd = open (out, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  }
+  if (errno == EOPNOTSUPP || errno == EISDIR)
+    o->fd = open_named (o, out, keep_out);
   if (o->fd == -1) {
     nbdcow_error ("%s: %m", out);
     free (o->dir);
@@ -77,7 +94,8 @@ int
 out_publish (struct out_file *o)
 {
   char *tmp = NULL;
-  int r = o->named ? 0 : link_fd (o->fd, o->path);
+  int r = o->temp ? rename (o->temp, o->path)
+    : o->named ? 0 : link_fd (o->fd, o->path);
 
   if (r == -1 && errno == EEXIST) {
     if (asprintf (&tmp, "%s.nbdcow-%ld", o->path, (long) getpid ()) == -1) {
@@ -110,7 +128,8 @@ out_close (struct out_file *o, bool complete)
     r = -1;
   }
   if (o->named && (!complete || r == -1))
-    unlink (o->path);
+    unlink (o->temp ? o->temp : o->path);
+  free (o->temp);
   free (o->dir);
   return r;
 }

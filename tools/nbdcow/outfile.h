@@ -22,11 +22,16 @@ struct out_file {
   const char *path;             /* OUT */
   char *dir;                    /* its directory */
   int fd;
-  bool named;                   /* fd is OUT itself */
+  bool named;                   /* fd has a name: OUT, or temp */
+  char *temp;                   /* OUT.nbdcow-PID, fd's name, or NULL */
 };
 
-/* Opens the file for OUT.  Returns 0, or -1 after a message. */
-extern int out_create (struct out_file *o, const char *out);
+/* Opens the file for OUT.  With keep_out (OUT must stay as it is until
+ * the new file replaces it), a filesystem without nameless files gets
+ * one named OUT.nbdcow-PID, which a failure removes and a kill leaves
+ * behind.  Returns 0, or -1 after a message.
+ */
+extern int out_create (struct out_file *o, const char *out, bool keep_out);
 
 /* Names the complete file OUT, replacing an earlier OUT in one rename
  * (from OUT.nbdcow-PID, the one name a kill can leave behind), and

@@ -242,6 +242,35 @@ view_copy_map (struct view_copy *vc, uint64_t size)
   return vc->prev ? leave_alike (vc) : 0;
 }
 
+int
+view_copy_map_chain (struct view_copy *vc, uint64_t size)
+{
+  uint64_t c, blocks;
+  int state;
+
+  if (vc->from->cluster_bits != CLUSTER_BITS) {
+    nbdcow_error ("%s: clusters of %u bytes, where nbdcow backup writes "
+                  "them of %u", vc->what, 1u << vc->from->cluster_bits,
+                  1u << CLUSTER_BITS);
+    return -1;
+  }
+  vc->geom = blockgeom_make (UINT64_C (1) << CLUSTER_BITS, size);
+  blocks = blockgeom_blocks (&vc->geom);
+  for (c = 0; c < blocks; ++c) {
+    if (vc->stopped (vc->opaque) ||
+        (state = qcow2_chain_state (vc->from, c << CLUSTER_BITS)) == -1)
+      return -1;
+    if (state == KEPT_NOT_ALLOCATED)
+      continue;
+    if (statemap_reserve (&vc->states, c, 1) == -1) {
+      nbdcow_error ("%s: malloc: %m", vc->out);
+      return -1;
+    }
+    statemap_set (&vc->states, c, 1, state);
+  }
+  return 0;
+}
+
 /* The qcow2_source of the map. */
 static int
 map_block_runs (const void *disk, overlay_run_fn *fn, void *opaque)
@@ -313,6 +342,23 @@ take_piece (struct view_copy *vc, uint64_t *offset, uint64_t *length,
   return found;
 }
 
+/* Reads length bytes of the disk at offset into buf, from the view on
+ * w's connection or from the chain.  Returns 0, or -1 after a message.
+ */
+static int
+read_piece (struct worker *w, char *buf, uint64_t length, uint64_t offset)
+{
+  struct view_copy *vc = w->vc;
+
+  if (vc->from)
+    return qcow2_chain_read (vc->from, buf, length, offset);
+  if (nbd_pread (w->h, buf, length, offset, 0) == 0)
+    return 0;
+  nbdcow_error ("%s: read of %" PRIu64 " bytes at %" PRIu64 ": %s",
+                vc->what, length, offset, nbd_get_error ());
+  return -1;
+}
+
 static void *
 worker_run (void *arg)
 {
@@ -325,11 +371,8 @@ worker_run (void *arg)
   if (buf == NULL)
     nbdcow_error ("%s: malloc: %m", vc->out);
   while (ok && take_piece (vc, &offset, &length, &dest)) {
-    if (nbd_pread (w->h, buf, length, offset, 0) == -1) {
-      nbdcow_error ("%s: read of %" PRIu64 " bytes at %" PRIu64 ": %s",
-                    vc->what, length, offset, nbd_get_error ());
+    if (read_piece (w, buf, length, offset) == -1)
       ok = false;
-    }
     else if (pwrite_full (vc->fd, buf, length, dest) == -1) {
       nbdcow_error ("%s: write at %" PRIu64 ": %m", vc->out, dest);
       ok = false;
@@ -359,7 +402,8 @@ copy_data (struct view_copy *vc)
   pthread_mutex_init (&vc->lock, NULL);
   vc->next_data = vc->q.data_offset;
   for (started = 0; started < vc->handles; ++started) {
-    w[started] = (struct worker) { .vc = vc, .h = vc->nbd[started] };
+    w[started] = (struct worker) { .vc = vc,
+                                   .h = vc->from ? NULL : vc->nbd[started] };
     err = pthread_create (&w[started].thread, NULL, worker_run, &w[started]);
     if (err != 0)
       break;

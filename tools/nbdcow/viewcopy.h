@@ -5,7 +5,8 @@
 /* What nbdcow backup copies: a point-in-time view read over NBD (or
  * its changes since a checkpoint) into a qcow2 file (qcow2.h), mapped
  * in clusters of 64K, each in the file, zero, or (for an increment)
- * left to the backing file.
+ * left to the backing file; and what its prune copies: the disk a
+ * chain of backups holds, into one file.
  */
 
 #ifndef NBDCOW_VIEWCOPY_H
@@ -38,6 +39,9 @@ struct view_copy {
   const struct qcow2_chain *prev;  /* an increment's backing chain, or
                                       NULL: a changed cluster that reads
                                       as it does is left to it */
+  const struct qcow2_chain *from;  /* or the disk a chain holds is
+                                      copied, not an export (nbd NULL,
+                                      handles: threads reading it) */
   bool progress;                /* --progress */
   bool (*stopped) (void *opaque);  /* whether to stop (a signal came) */
   void *opaque;
@@ -63,6 +67,11 @@ struct view_copy {
  * on vc->nbd[0]).  Returns 0, or -1 after a message.
  */
 extern int view_copy_map (struct view_copy *vc, uint64_t size);
+
+/* Maps the disk of size bytes that vc->from holds, each cluster as its
+ * chain has it.  Returns 0, or -1 after a message.
+ */
+extern int view_copy_map_chain (struct view_copy *vc, uint64_t size);
 
 /* Writes the file: its tables, the data read on every handle, flushed,
  * then its header naming backing (a qcow2 file) if not NULL and the
