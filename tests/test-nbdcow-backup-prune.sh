@@ -53,7 +53,7 @@ whole_ms=$(( ($(date +%s%N) - start) / 1000000 + 1 ))
 seed=${PRUNE_CRASH_SEED:-$RANDOM}
 echo "PRUNE_CRASH_SEED=$seed; a whole prune takes $whole_ms ms"
 RANDOM=$seed
-for round in $(seq "$(rounds 12 6)"); do
+for round in $(seq "$(rounds 9 3)"); do
   rm -rf "$tmp/k" && cp -a "$tmp/orig" "$tmp/k"
   env=()
   [ $(( round % 3 )) -eq 0 ] &&

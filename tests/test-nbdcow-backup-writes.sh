@@ -12,13 +12,13 @@
 . "$abs_top_srcdir/tests/functions.sh"
 
 M=$(( 1024 * 1024 ))
-truncate -s $(( 128 * M )) "$tmp/base"
+truncate -s $(( 64 * M )) "$tmp/base"
 for store in kept throw-away; do
   args=()
   [ "$store" = kept ] && args=(cow-file="$tmp/ov.cow")
   rm -f "$tmp/ov.cow" "$tmp"/*.qcow2
   serve_views "${args[@]}"
-  nbdcopy -- [ nbdkit pattern $(( 128 * M )) ] "nbd+unix:///?socket=$tmp/sock"
+  nbdcopy -- [ nbdkit pattern $(( 64 * M )) ] "nbd+unix:///?socket=$tmp/sock"
   "$PYTHON" - "$tmp" "$NBDCOW" "$store" <<'PY' ||
 import random, subprocess, sys, threading, time
 import nbd
@@ -36,7 +36,7 @@ def writer():
     while not stop.is_set():
         buf = rng.randbytes(4096)
         t = time.monotonic()
-        h.pwrite(buf, rng.randrange(0, 128 * 256) * 4096)
+        h.pwrite(buf, rng.randrange(0, 64 * 256) * 4096)
         waits.append(time.monotonic() - t)
 
 
