@@ -731,6 +731,8 @@ cmd_backup (int argc, char **argv)
 
   if (argc >= 2 && strcmp (argv[1], "prune") == 0)
     return cmd_backup_prune (argc - 1, argv + 1);
+  if (argc >= 2 && strcmp (argv[1], "verify") == 0)
+    return cmd_backup_verify (argc - 1, argv + 1);
   b = calloc (1, sizeof *b);
   if (b == NULL) {
     nbdcow_error ("backup: calloc: %m");

@@ -136,7 +136,8 @@ write_qcow2 (struct overlay_file *ov, const struct qcow2_layout *q,
                                 totals);
   target_close (t);
   if (r == -1 ||
-      qcow2_write_header (q, o->fd, o->path, backing, base_format, NULL)
+      qcow2_write_header (q, o->fd, o->path, backing, base_format, NULL,
+                          NULL)
       == -1)
     return -1;
   if (fdatasync (o->fd) == -1) {

@@ -281,7 +281,7 @@ static const struct {
   { "backup", cmd_backup,
     "backup [--base=PREV] [--connections=N] [--freeze=COMMAND] "
     "[--keep-base-checkpoint] [--progress] [--thaw=COMMAND] SOCKET URI NAME "
-    "OUT.qcow2 | backup prune --keep=N FILE" },
+    "OUT.qcow2 | backup prune --keep=N FILE | backup verify FILE" },
 };
 
 void

@@ -219,5 +219,6 @@ extern int cmd_checkpoint (int argc, char **argv);
 extern int cmd_view (int argc, char **argv);
 extern int cmd_backup (int argc, char **argv);
 extern int cmd_backup_prune (int argc, char **argv);
+extern int cmd_backup_verify (int argc, char **argv);
 
 #endif /* NBDCOW_H */

@@ -25,6 +25,8 @@
 #define HEADER_LENGTH 104       /* version 3's fields, up to header_length */
 #define EXT_BACKING_FORMAT 0xe2792acaU
 #define EXT_CHECKPOINT 0x6e626377U     /* "nbcw" */
+#define EXT_SUMS 0x6e626373U           /* "nbcs" */
+#define SUMS_LENGTH 32
 #define EXT_SPACE (8 + QCOW2_CHECKPOINT_EXPORT_MAX + 1 + \
                    CHECKPOINT_NAME_MAX + 1 + QCOW2_IDENTITY_MAX + 1 + \
                    2 * 21 + 8)
@@ -470,15 +472,32 @@ put_checkpoint (uint8_t *p, const struct qcow2_checkpoint *cp)
   return put_extension (p, EXT_CHECKPOINT, data, n);
 }
 
+/* The checksums' extension: its fields, big-endian, then 4 zero
+ * bytes.
+ */
+static size_t
+put_sums (uint8_t *p, const struct qcow2_sums *sums)
+{
+  uint8_t data[SUMS_LENGTH] = { 0 };
+
+  put64 (data, sums->offset);
+  put64 (data + 8, sums->first_cluster);
+  put64 (data + 16, sums->count);
+  put32 (data + 24, sums->crc);
+  return put_extension (p, EXT_SUMS, data, sizeof data);
+}
+
 int
 qcow2_write_header (const struct qcow2_layout *q, int fd, const char *out,
                     const char *backing, const char *backing_format,
-                    const struct qcow2_checkpoint *cp)
+                    const struct qcow2_checkpoint *cp,
+                    const struct qcow2_sums *sums)
 {
   /* The fields, the extensions (each padded to 8), the end of the
    * extensions, then the backing file's name.
    */
-  uint8_t buf[HEADER_LENGTH + 16 + EXT_SPACE + 8 + QCOW2_MAX_BACKING] = { 0 };
+  uint8_t buf[HEADER_LENGTH + 16 + EXT_SPACE + 8 + SUMS_LENGTH + 8 +
+              QCOW2_MAX_BACKING] = { 0 };
   size_t name_len = backing ? strlen (backing) : 0, at = HEADER_LENGTH;
 
   if (backing && !qcow2_backing_fits (backing))
@@ -503,6 +522,8 @@ qcow2_write_header (const struct qcow2_layout *q, int fd, const char *out,
                          strlen (backing_format));
   if (cp)
     at += put_checkpoint (buf + at, cp);
+  if (sums)
+    at += put_sums (buf + at, sums);
   at += 8;                      /* the end of the extensions: zeros */
   if (backing) {
     put64 (buf + 8, at);                        /* backing_file_offset */
@@ -544,12 +565,13 @@ get_number (const uint8_t *data, size_t n, size_t *at, uint64_t *v)
   return *end || errno ? -1 : 0;
 }
 
-/* Sets cp from the data of a checkpoint extension of n bytes: 0, or -1
- * if it is not one.
+/* Sets the struct qcow2_checkpoint into from the data of a checkpoint
+ * extension of n bytes: 0, or -1 if it is not one.
  */
 static int
-get_checkpoint (const uint8_t *data, size_t n, struct qcow2_checkpoint *cp)
+get_checkpoint (const uint8_t *data, size_t n, void *into)
 {
+  struct qcow2_checkpoint *cp = into;
   size_t at = 0;
 
   if (get_field (data, n, &at, cp->export, QCOW2_CHECKPOINT_EXPORT_MAX) == -1 ||
@@ -563,8 +585,15 @@ get_checkpoint (const uint8_t *data, size_t n, struct qcow2_checkpoint *cp)
   return 0;
 }
 
-int
-qcow2_read_checkpoint (int fd, struct qcow2_checkpoint *cp)
+/* Calls get on the data of the header extension of type of the qcow2
+ * image at fd.  Returns 1 if get returned 0, 0 if the image has no
+ * such extension, or -1 if get returned -1, fd is no qcow2 image of
+ * version 3 or its header extensions are damaged.
+ */
+static int
+read_extension (int fd, uint32_t type,
+                int (*get) (const uint8_t *data, size_t n, void *into),
+                void *into)
 {
   /* The extensions lie in the first cluster, at most 2M. */
   enum { MAX = 1 << MAX_CLUSTER_BITS };
@@ -587,8 +616,8 @@ qcow2_read_checkpoint (int fd, struct qcow2_checkpoint *cp)
     }
     if (n > (size_t) got - at - 8)
       goto out;
-    if (qcow2_be32 (buf + at) == EXT_CHECKPOINT) {
-      r = get_checkpoint (buf + at + 8, n, cp) == 0 ? 1 : -1;
+    if (qcow2_be32 (buf + at) == type) {
+      r = get (buf + at + 8, n, into) == 0 ? 1 : -1;
       goto out;
     }
     at += 8 + div_round_up (n, 8) * 8;
@@ -596,6 +625,35 @@ qcow2_read_checkpoint (int fd, struct qcow2_checkpoint *cp)
  out:
   free (buf);
   return r;
+}
+
+int
+qcow2_read_checkpoint (int fd, struct qcow2_checkpoint *cp)
+{
+  return read_extension (fd, EXT_CHECKPOINT, get_checkpoint, cp);
+}
+
+/* Sets the struct qcow2_sums into from the data of a checksums'
+ * extension of n bytes: 0, or -1 if it is not one.
+ */
+static int
+get_sums (const uint8_t *data, size_t n, void *into)
+{
+  struct qcow2_sums *sums = into;
+
+  if (n != SUMS_LENGTH || qcow2_be32 (data + 28) != 0)
+    return -1;
+  sums->offset = qcow2_be64 (data);
+  sums->first_cluster = qcow2_be64 (data + 8);
+  sums->count = qcow2_be64 (data + 16);
+  sums->crc = qcow2_be32 (data + 24);
+  return 0;
+}
+
+int
+qcow2_read_sums (int fd, struct qcow2_sums *sums)
+{
+  return read_extension (fd, EXT_SUMS, get_sums, sums);
 }
 
 int

@@ -130,15 +130,38 @@ struct qcow2_checkpoint {
   uint64_t file_length;
 };
 
+/* The checksums a backup's file holds of its data clusters (nbdcow
+ * backup verify), in a header extension of its own: the table's
+ * offset in the file (past every cluster of the layout, so qemu sees
+ * free space there), the file's cluster of the first data cluster and
+ * how many there are, and the table's own CRC-32C.  The table holds,
+ * for each data cluster in the order they lie in the file, the CRC-32C
+ * (big-endian) of the bytes of the disk it maps (a cluster, or less at
+ * the disk's end).
+ */
+struct qcow2_sums {
+  uint64_t offset;
+  uint64_t first_cluster;
+  uint64_t count;
+  uint32_t crc;
+};
+
 /* Writes the header naming backing (at most QCOW2_MAX_BACKING bytes),
  * a file of format backing_format ("raw" or "qcow2"), or with no
- * backing file if backing is NULL; and the checkpoint cp, if not NULL.
- * Returns 0, or -1 after a message.
+ * backing file if backing is NULL; the checkpoint cp and the checksums
+ * sums, each if not NULL.  Returns 0, or -1 after a message.
  */
 extern int qcow2_write_header (const struct qcow2_layout *q, int fd,
                                const char *out, const char *backing,
                                const char *backing_format,
-                               const struct qcow2_checkpoint *cp);
+                               const struct qcow2_checkpoint *cp,
+                               const struct qcow2_sums *sums);
+
+/* Reads the checksums' extension of the qcow2 image at fd into sums.
+ * Returns 1, 0 if the image has none, or -1 if fd is no qcow2 image
+ * of version 3 or its header extensions are damaged.
+ */
+extern int qcow2_read_sums (int fd, struct qcow2_sums *sums);
 
 /* Reads the checkpoint of the qcow2 image at fd into cp.  Returns 1,
  * 0 if the image has none, or -1 if fd is no qcow2 image of version 3

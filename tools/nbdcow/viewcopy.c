@@ -10,6 +10,7 @@
 
 #include <config.h>
 
+#include <endian.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -22,6 +23,8 @@
 
 #include "checks.h"
 #include "commit.h"
+#include "crc32c.h"
+#include "divround.h"
 #include "fullio.h"
 #include "iszero.h"
 #include "viewcopy.h"
@@ -359,6 +362,23 @@ read_piece (struct worker *w, char *buf, uint64_t length, uint64_t offset)
   return -1;
 }
 
+/* Notes the checksum of each cluster of the length bytes in buf that
+ * go to dest in the file.
+ */
+static void
+sum_piece (struct view_copy *vc, const char *buf, uint64_t length,
+           uint64_t dest)
+{
+  uint64_t cluster = UINT64_C (1) << CLUSTER_BITS, at;
+  uint64_t rank = (dest - vc->q.data_offset) >> CLUSTER_BITS;
+
+  for (at = 0; at < length; at += cluster) {
+    uint64_t n = length - at < cluster ? length - at : cluster;
+
+    vc->sums[rank++] = htobe32 (crc32c (0, buf + at, n));
+  }
+}
+
 static void *
 worker_run (void *arg)
 {
@@ -373,7 +393,8 @@ worker_run (void *arg)
   while (ok && take_piece (vc, &offset, &length, &dest)) {
     if (read_piece (w, buf, length, offset) == -1)
       ok = false;
-    else if (pwrite_full (vc->fd, buf, length, dest) == -1) {
+    else if (sum_piece (vc, buf, length, dest),
+             pwrite_full (vc->fd, buf, length, dest) == -1) {
       nbdcow_error ("%s: write at %" PRIu64 ": %m", vc->out, dest);
       ok = false;
     }
@@ -432,6 +453,8 @@ view_copy_write (struct view_copy *vc, const char *backing,
 {
   struct qcow2_source src = { .geom = &vc->geom,
                               .each_block_run = map_block_runs, .disk = vc };
+  struct qcow2_sums sums;
+  uint64_t table_bytes;
 
   qcow2_plan (&src, &vc->q);
   if (vc->q.l1_entries > QCOW2_MAX_L1_ENTRIES) {
@@ -440,8 +463,21 @@ view_copy_write (struct view_copy *vc, const char *backing,
     return -1;
   }
   map_block_runs (vc, count_run, vc);
+  sums = (struct qcow2_sums) {
+    .offset = vc->q.clusters << CLUSTER_BITS,
+    .first_cluster = vc->q.data_offset >> CLUSTER_BITS,
+    .count = vc->q.data_clusters,
+  };
+  table_bytes = sums.count * sizeof *vc->sums;
   cp->disk_size = vc->geom.size;
-  cp->file_length = vc->q.clusters << vc->q.cluster_bits;
+  cp->file_length = sums.offset + (div_round_up (table_bytes,
+                                                 UINT64_C (1) << CLUSTER_BITS)
+                                   << CLUSTER_BITS);
+  vc->sums = malloc (table_bytes ? table_bytes : 1);
+  if (vc->sums == NULL) {
+    nbdcow_error ("%s: malloc: %m", vc->out);
+    return -1;
+  }
   if (ftruncate (vc->fd, cp->file_length) == -1) {
     nbdcow_error ("%s: ftruncate: %m", vc->out);
     return -1;
@@ -449,12 +485,17 @@ view_copy_write (struct view_copy *vc, const char *backing,
   if (qcow2_write_tables (&vc->q, &src, vc->fd, vc->out) == -1 ||
       copy_data (vc) == -1)
     return -1;
+  sums.crc = crc32c (0, vc->sums, table_bytes);
+  if (pwrite_full (vc->fd, vc->sums, table_bytes, sums.offset) == -1) {
+    nbdcow_error ("%s: write at %" PRIu64 ": %m", vc->out, sums.offset);
+    return -1;
+  }
   if (fdatasync (vc->fd) == -1) {
     nbdcow_error ("%s: fdatasync: %m", vc->out);
     return -1;
   }
   if (qcow2_write_header (&vc->q, vc->fd, vc->out, backing,
-                          backing ? "qcow2" : NULL, cp) == -1)
+                          backing ? "qcow2" : NULL, cp, &sums) == -1)
     return -1;
   if (fdatasync (vc->fd) == -1) {
     nbdcow_error ("%s: fdatasync: %m", vc->out);
@@ -466,5 +507,6 @@ view_copy_write (struct view_copy *vc, const char *backing,
 void
 view_copy_free (struct view_copy *vc)
 {
+  free (vc->sums);
   statemap_free (&vc->states);
 }

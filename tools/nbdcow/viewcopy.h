@@ -51,6 +51,8 @@ struct view_copy {
   struct statemap states;       /* each cluster's, kept.h's states */
   struct qcow2_layout q;
   uint64_t data_bytes, zero_bytes;
+  uint32_t *sums;               /* each data cluster's CRC-32C, big-endian,
+                                   by its place among them in the file */
   struct progress bar;
 
   /* The workers': under lock. */
@@ -73,11 +75,12 @@ extern int view_copy_map (struct view_copy *vc, uint64_t size);
  */
 extern int view_copy_map_chain (struct view_copy *vc, uint64_t size);
 
-/* Writes the file: its tables, the data read on every handle, flushed,
- * then its header naming backing (a qcow2 file) if not NULL and the
- * checkpoint cp (whose disk size and file length it sets), flushed:
- * a qcow2 file only once all it maps is durable.  Returns 0, or -1
- * after a message.
+/* Writes the file: its tables, the data read on every handle and the
+ * table of its checksums (struct qcow2_sums), flushed, then its header
+ * naming backing (a qcow2 file) if not NULL, the checkpoint cp (whose
+ * disk size and file length it sets) and the checksums, flushed: a
+ * qcow2 file only once all it maps is durable.  Returns 0, or -1 after
+ * a message.
  */
 extern int view_copy_write (struct view_copy *vc, const char *backing,
                             struct qcow2_checkpoint *cp);

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (C) 2026 the nbdkit-cow authors.
+#
+# nbdcow backup verify checks every file of a backup's chain against
+# the checksums each stored when it was made: a chain as written is
+# sound (exit 0, each file said so), pruned too; a bit flipped in a
+# data cluster of any file, in its checksums' table, or in an L1 entry
+# is found and named by file and offset (exit 2); a missing backing
+# file is named (exit 3).
+. "$abs_top_srcdir/tests/functions.sh"
+
+ctl=$tmp/ctl
+uri="nbd+unix:///?socket=$tmp/sock"
+make_base "$tmp/base" $(( 8 * 1024 * 1024 ))
+serve_views cow-file="$tmp/ov.cow"
+mkdir "$tmp/b"
+for d in 1 2 3; do
+  nbdsh -u "$uri" -c "h.pwrite(b'$d' * 5 * 65536, $d * 1048576 + 4096)"
+  last=$(cd "$tmp/b" && ls -1 -- *.qcow2 2>/dev/null | tail -1)
+  ( cd "$tmp/b" &&
+    "$NBDCOW" backup ${last:+--base="$last"} "$ctl" "$uri" "d$d" \
+      "$d.qcow2" >/dev/null ) || fail "day $d: the backup failed"
+done
+"$NBDCOW" backup verify "$tmp/b/3.qcow2" > "$tmp/said" ||
+  fail "a chain as written: $(cat "$tmp/said")"
+[ "$(grep -c ": sound: [1-9][0-9]* data clusters match" "$tmp/said")" -eq 3 ] ||
+  fail "verify did not say each file sound: $(cat "$tmp/said")"
+grep -q "a chain of 3 backups, every one sound" "$tmp/said" ||
+  fail "verify said: $(cat "$tmp/said")"
+echo "a chain as written verifies"
+
+# flip FILE OFFSET: one bit of FILE at OFFSET flipped.
+flip () {
+  "$PYTHON" -c '
+import sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(int(sys.argv[2]))
+    b = f.read(1)
+    f.seek(int(sys.argv[2]))
+    f.write(bytes([b[0] ^ 0x10]))' "$1" "$2"
+}
+# data_at FILE: the offset in FILE of its first data cluster.
+data_at () {
+  qemu-img map --output=json "$1" |
+    jq '[.[] | select(.data and .depth == 0)][0].offset'
+}
+# expect_damage FILE WHAT: verify of 3.qcow2 exits 2 naming FILE and WHAT.
+expect_damage () {
+  local status=0
+  "$NBDCOW" backup verify "$tmp/b/3.qcow2" >/dev/null 2>"$tmp/err" ||
+    status=$?
+  [ "$status" -eq 2 ] || fail "$2: verify exited $status: $(cat "$tmp/err")"
+  grep -q "$1: damaged: .*$2" "$tmp/err" ||
+    fail "verify did not name $1 and $2: $(cat "$tmp/err")"
+}
+
+for f in 1 2 3; do
+  cp "$tmp/b/$f.qcow2" "$tmp/saved"
+  at=$(( $(data_at "$tmp/b/$f.qcow2") + 12345 ))
+  flip "$tmp/b/$f.qcow2" "$at"
+  expect_damage "$f.qcow2" "data cluster at offset $(( at / 65536 * 65536 ))"
+  cp "$tmp/saved" "$tmp/b/$f.qcow2"
+done
+echo "a bit flipped in any file's data is found and named"
+
+cp "$tmp/b/2.qcow2" "$tmp/saved"
+sums=$("$PYTHON" -c '
+import sys
+data = open(sys.argv[1], "rb").read(65536)
+at = data.find(b"nbcs")
+print(int.from_bytes(data[at + 8:at + 16], "big"))' "$tmp/b/2.qcow2")
+flip "$tmp/b/2.qcow2" $(( sums + 2 ))
+expect_damage 2.qcow2 "checksums' table at offset $sums"
+cp "$tmp/saved" "$tmp/b/2.qcow2"
+l1=$(od -An -tx1 -j40 -N8 "$tmp/b/2.qcow2" | tr -d ' \n')
+flip "$tmp/b/2.qcow2" $(( 0x$l1 + 3 ))
+expect_damage 2.qcow2 "L1 entry 0"
+cp "$tmp/saved" "$tmp/b/2.qcow2"
+echo "a bit flipped in a checksums' table or an L1 entry is found"
+
+mv "$tmp/b/1.qcow2" "$tmp/gone"
+status=0
+"$NBDCOW" backup verify "$tmp/b/3.qcow2" >/dev/null 2>"$tmp/err" || status=$?
+[ "$status" -eq 3 ] && grep -q "1.qcow2" "$tmp/err" ||
+  fail "a missing backing file: exit $status: $(cat "$tmp/err")"
+mv "$tmp/gone" "$tmp/b/1.qcow2"
+"$NBDCOW" backup prune --keep=2 "$tmp/b/3.qcow2" >/dev/null
+"$NBDCOW" backup verify "$tmp/b/3.qcow2" > "$tmp/said" ||
+  fail "a pruned chain: $(cat "$tmp/said")"
+grep -q "a chain of 2 backups, every one sound" "$tmp/said" ||
+  fail "verify of a pruned chain said: $(cat "$tmp/said")"
+echo "a missing backing file is named; a pruned chain verifies"
