@@ -233,6 +233,18 @@ for _ in range(2):
 "
 }
 
+# flip_bit FILE OFFSET: one bit of FILE's byte at OFFSET flipped.
+flip_bit ()
+{
+  "$PYTHON" -c '
+import sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(int(sys.argv[2]))
+    b = f.read(1)
+    f.seek(int(sys.argv[2]))
+    f.write(bytes([b[0] ^ 0x10]))' "$1" "$2"
+}
+
 # stop_nbdkit PID ERRFILE: stops a server from start_nbdkit and waits
 # for it (its overlay may sit on a filesystem the test unmounts next).
 # A server still running 10 seconds after SIGTERM is killed, and fails

@@ -7,8 +7,10 @@
 # the first run a full backup, each later one an increment over the
 # newest file, which deletes the checkpoint of the one before, so the
 # export holds one checkpoint and the job never meets the limit of 32.
-# Every tenth day the chain restores as the disk.  With
-# --keep-base-checkpoint the base's checkpoint stays.
+# Every tenth day the chain restores as the disk.  Then the week kept
+# (backup prune), the chain verified, restored, and a byte changed in
+# its oldest file found by verify.  With --keep-base-checkpoint the
+# base's checkpoint stays.
 . "$abs_top_srcdir/tests/functions.sh"
 
 make_base "$tmp/base" $(( 4 * 1024 * 1024 ))
@@ -32,6 +34,27 @@ for day in $(seq -w 1 "$days"); do
       fail "day $day: the chain does not restore as the disk"
   fi
 done
+
+# The rest of the admin's job: keep a week, verify, restore.
+"$NBDCOW" backup prune --keep=7 "$tmp/b/$day.qcow2" >/dev/null ||
+  fail "prune --keep=7 failed"
+[ "$(ls -1 "$tmp/b" | wc -l)" -eq 7 ] || fail "prune left $(ls "$tmp/b")"
+"$NBDCOW" backup verify "$tmp/b/$day.qcow2" >/dev/null ||
+  fail "the pruned chain does not verify"
+qemu-img compare -q "$tmp/b/$day.qcow2" "$uri" ||
+  fail "the pruned chain does not restore as the disk"
+oldest=$(ls -1 "$tmp/b" | head -1)
+cp "$tmp/b/$oldest" "$tmp/saved"
+at=$(qemu-img map --output=json "$tmp/b/$oldest" |
+       jq '[.[] | select(.data and .depth == 0)][0].offset')
+flip_bit "$tmp/b/$oldest" $(( at + 100 ))
+status=0
+"$NBDCOW" backup verify "$tmp/b/$day.qcow2" >/dev/null 2>"$tmp/err" ||
+  status=$?
+[ "$status" -eq 2 ] && grep -q "$oldest: damaged" "$tmp/err" ||
+  fail "a flipped byte in $oldest: verify exited $status: $(cat "$tmp/err")"
+cp "$tmp/saved" "$tmp/b/$oldest"
+echo "pruned to a week, the chain verifies, restores, and a damaged byte is found"
 
 "$NBDCOW" backup --keep-base-checkpoint --base="$tmp/b/$day.qcow2" "$ctl" \
   "$uri" d41 "$tmp/b/41.qcow2" >/dev/null

@@ -30,16 +30,6 @@ grep -q "a chain of 3 backups, every one sound" "$tmp/said" ||
   fail "verify said: $(cat "$tmp/said")"
 echo "a chain as written verifies"
 
-# flip FILE OFFSET: one bit of FILE at OFFSET flipped.
-flip () {
-  "$PYTHON" -c '
-import sys
-with open(sys.argv[1], "r+b") as f:
-    f.seek(int(sys.argv[2]))
-    b = f.read(1)
-    f.seek(int(sys.argv[2]))
-    f.write(bytes([b[0] ^ 0x10]))' "$1" "$2"
-}
 # data_at FILE: the offset in FILE of its first data cluster.
 data_at () {
   qemu-img map --output=json "$1" |
@@ -58,7 +48,7 @@ expect_damage () {
 for f in 1 2 3; do
   cp "$tmp/b/$f.qcow2" "$tmp/saved"
   at=$(( $(data_at "$tmp/b/$f.qcow2") + 12345 ))
-  flip "$tmp/b/$f.qcow2" "$at"
+  flip_bit "$tmp/b/$f.qcow2" "$at"
   expect_damage "$f.qcow2" "data cluster at offset $(( at / 65536 * 65536 ))"
   cp "$tmp/saved" "$tmp/b/$f.qcow2"
 done
@@ -70,11 +60,11 @@ import sys
 data = open(sys.argv[1], "rb").read(65536)
 at = data.find(b"nbcs")
 print(int.from_bytes(data[at + 8:at + 16], "big"))' "$tmp/b/2.qcow2")
-flip "$tmp/b/2.qcow2" $(( sums + 2 ))
+flip_bit "$tmp/b/2.qcow2" $(( sums + 2 ))
 expect_damage 2.qcow2 "checksums' table at offset $sums"
 cp "$tmp/saved" "$tmp/b/2.qcow2"
 l1=$(od -An -tx1 -j40 -N8 "$tmp/b/2.qcow2" | tr -d ' \n')
-flip "$tmp/b/2.qcow2" $(( 0x$l1 + 3 ))
+flip_bit "$tmp/b/2.qcow2" $(( 0x$l1 + 3 ))
 expect_damage 2.qcow2 "L1 entry 0"
 cp "$tmp/saved" "$tmp/b/2.qcow2"
 echo "a bit flipped in a checksums' table or an L1 entry is found"
