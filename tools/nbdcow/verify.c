@@ -302,7 +302,8 @@ verify_chain (const char *file)
   free ((char *) prev.path);
   free (from);
   if (r == EXIT_OK)
-    printf ("%s: a chain of %u backups, every one sound\n", file, files);
+    printf ("%s: a chain of %u backup%s, every one sound\n", file, files,
+            files == 1 ? "" : "s");
   return r;
 }
 
