@@ -3,9 +3,10 @@
 # Copyright (C) 2026 the nbdkit-cow authors.
 #
 # Under cow-lifetime=clients a kept overlay's view ends with the
-# overlay once its last client has left, nbdkit still running: deleting
-# it and a client reading EXPORT@NAME are refused saying so (not that
-# nbdkit restarted), and its checkpoint remains.
+# overlay once its last client has left, nbdkit still running: view
+# show notes it, deleting it and a client reading EXPORT@NAME are
+# refused saying so (not that nbdkit restarted), and its checkpoint
+# remains.
 . "$abs_top_srcdir/tests/functions.sh"
 
 make_base "$tmp/base" $(( 4 * 1024 * 1024 ))
@@ -24,6 +25,9 @@ jq -e '.overlays.closed >= 1' "$tmp/stats.json" >/dev/null ||
   fail "the overlay did not end with its last client"
 
 ended_with_overlay='ended with the overlay that made it \(views do not survive their overlay.s end: under cow-lifetime=clients it ends once its last client has left, or as nbdkit stops\)'
+"$NBDCOW" view show "$ctl" "" > "$tmp/show"
+grep -qE "^note: view v $ended_with_overlay; its checkpoint v remains$" \
+  "$tmp/show" || fail "view show says: $(cat "$tmp/show")"
 expect_exit 1 "view \"v\" $ended_with_overlay; its checkpoint \"v\" remains" \
   "$NBDCOW" view delete "$ctl" "" v
 nbdinfo --size "nbd+unix:///@v?socket=$tmp/sock" 2>/dev/null &&

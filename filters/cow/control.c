@@ -263,8 +263,8 @@ write_view_export (FILE *out, const char *export, const char *view)
 /* Carries out a command on the view of export's overlay, writing its
  * answer to out: "view" answers its name, state, bytes kept, the
  * export name that reads it and the start of those that read its
- * changes, a line each (nothing if it has none, the last two empty
- * if it ended with the server or overlay that made it; a deleted
+ * changes, a line each (nothing if it has none; if it ended with the
+ * server or overlay that made it, an empty line and why; a deleted
  * view's places still going back, its name, "giving-back", the blocks
  * left to look at and two empty lines);
  * "view-create" the export name that reads it.
@@ -287,8 +287,8 @@ run_view (FILE *out, struct blk *blk, const char *verb, const char *export,
       return;
     fprintf (out, "%s\n%s\n%" PRIu64 "\n", name,
              blk_view_state_name (state), kept);
-    if (state == BLK_VIEW_ENDED) {        /* no export reads it */
-      fputs ("\n\n", out);
+    if (state == BLK_VIEW_ENDED) {        /* no export reads it: why */
+      fprintf (out, "\n%s\n", blk_view_ended_why (params.lifetime_clients));
       return;
     }
     write_view_export (out, export, name);

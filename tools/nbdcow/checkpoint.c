@@ -169,7 +169,9 @@ control_read_view (const char *lines, struct control_view *v)
       *lines != '\0' || !checkpoint_name_valid (v->name) ||
       kept[0] < '0' || kept[0] > '9')
     return -1;
-  if (giving_back (v) || strcmp (v->state, "ended") == 0
+  if (strcmp (v->state, "ended") == 0
+      ? v->export[0] != '\0'
+      : giving_back (v)
       ? v->export[0] != '\0' || v->changes[0] != '\0'
       : (strcmp (v->state, "live") != 0 && strcmp (v->state, "broken") != 0)
         || v->export[0] == '\0')
@@ -178,6 +180,9 @@ control_read_view (const char *lines, struct control_view *v)
   number = strtoull (kept, &end, 10);
   if (errno || *end)
     return -1;
+  strcpy (v->why, strcmp (v->state, "ended") == 0 ? v->changes : "");
+  if (v->why[0])
+    v->changes[0] = '\0';
   v->kept_bytes = giving_back (v) ? 0 : number;
   v->blocks_left = giving_back (v) ? number : 0;
   return 1;
@@ -348,9 +353,10 @@ print_view (const char *socket_path, const char *lines, const char *export,
     if (v.export[0])
       printf ("export: %s\n", v.export);
     else
-      printf ("note: view %s ended with the nbdkit that made it (views do "
-              "not survive a restart of nbdkit); its checkpoint %s "
-              "remains\n", v.name, v.name);
+      printf ("note: view %s %s; its checkpoint %s remains\n", v.name,
+              v.why[0] ? v.why
+              : "ended with the nbdkit that made it (views do not survive "
+                "a restart of nbdkit)", v.name);
     return EXIT_OK;
   }
   printf ("{\"export\": ");

@@ -108,6 +108,7 @@ struct control_view {
   unsigned long long blocks_left;       /* "giving-back": blocks to look at */
   char export[CONTROL_LINE_MAX];
   char changes[CONTROL_LINE_MAX];
+  char why[CONTROL_LINE_MAX];   /* "ended": why, if the server says */
 };
 
 /* Reads the answer of "view" (its lines after "ok\n"): 1 with *v
