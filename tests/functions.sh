@@ -233,7 +233,8 @@ for _ in range(2):
 "
 }
 
-# flip_bit FILE OFFSET: one bit of FILE's byte at OFFSET flipped.
+# flip_bit FILE OFFSET [MASK]: the bits of MASK (0x10 by default) of
+# FILE's byte at OFFSET flipped.
 flip_bit ()
 {
   "$PYTHON" -c '
@@ -242,7 +243,7 @@ with open(sys.argv[1], "r+b") as f:
     f.seek(int(sys.argv[2]))
     b = f.read(1)
     f.seek(int(sys.argv[2]))
-    f.write(bytes([b[0] ^ 0x10]))' "$1" "$2"
+    f.write(bytes([b[0] ^ int(sys.argv[3], 0)]))' "$1" "$2" "${3:-0x10}"
 }
 
 # stop_nbdkit PID ERRFILE: stops a server from start_nbdkit and waits

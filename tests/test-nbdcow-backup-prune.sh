@@ -6,7 +6,8 @@
 # the oldest of them becomes a full backup holding what its chain held,
 # the older files go, and every backup kept restores exactly as before
 # (among the days: a cluster zeroed, then written again; a disk whose
-# end is not a cluster's), the next increment over the newest works.
+# end is not a cluster's, nor a sector's) and verifies, and the next
+# increment over the newest works.
 # kill -9 at random moments leaves the old chain or the new one, each
 # restoring exactly, with O_TMPFILE and without (tests/no-tmpfile.c:
 # then FILE.nbdcow-PID may be left, never FILE changed); run again, it
@@ -15,7 +16,7 @@
 
 ctl=$tmp/ctl
 uri="nbd+unix:///?socket=$tmp/sock"
-truncate -s $(( 8 * 1024 * 1024 + 4096 )) "$tmp/base"
+truncate -s $(( 8 * 1024 * 1024 + 4096 + 100 )) "$tmp/base"
 serve_views cow-file="$tmp/ov.cow"
 mkdir "$tmp/b"
 day () {
@@ -44,6 +45,7 @@ restores () {
 files () { (cd "$1" && ls -1 | tr '\n' ' '); }
 cp -a "$tmp/b" "$tmp/orig"
 
+chmod 640 "$tmp/orig/4.qcow2"
 # Killed at random moments (every third round without O_TMPFILE).
 shim=$abs_top_builddir/tests/.libs/no-tmpfile.so
 start=$(date +%s%N)
@@ -81,7 +83,11 @@ grep -q "4.qcow2: now a full backup; removed .*3.qcow2 .*2.qcow2 .*1.qcow2" \
   "$tmp/said" || fail "prune said: $(cat "$tmp/said")"
 [ "$(files "$tmp/b")" = "4.qcow2 5.qcow2 6.qcow2 " ] ||
   fail "prune left $(files "$tmp/b")"
+[ "$(stat -c %a "$tmp/k/4.qcow2")" = 640 ] ||
+  fail "the full backup made has mode $(stat -c %a "$tmp/k/4.qcow2")"
 restores "$tmp/b" 4 5 6 || fail "a backup kept restores otherwise"
+"$NBDCOW" backup verify "$tmp/b/6.qcow2" >/dev/null ||
+  fail "the pruned chain does not verify"
 qemu-img info "$tmp/b/4.qcow2" | grep -q "^backing file" &&
   fail "4.qcow2 still has a backing file"
 day 7 "h.pwrite(b'7' * 4096, 0)"
@@ -90,6 +96,11 @@ qemu-img compare -q "$tmp/b/7.qcow2" "$uri" ||
 "$NBDCOW" backup prune --keep=5 "$tmp/b/7.qcow2" > "$tmp/said"
 grep -q "a chain of 4 backups, 5 kept: nothing to prune" "$tmp/said" ||
   fail "prune of a short chain said: $(cat "$tmp/said")"
+"$NBDCOW" backup prune --keep=1 "$tmp/b/7.qcow2" >/dev/null ||
+  fail "prune --keep=1 failed"
+day 8 "h.pwrite(b'8' * 4096, 65536)"   # its record's disk size exact
+qemu-img compare -q "$tmp/b/8.qcow2" "$uri" ||
+  fail "the increment over a chain pruned to one does not restore"
 echo "prune keeps the newest backups of a chain, each restoring exactly"
 
 for bad in 0 -1 x 1025; do

@@ -5,9 +5,10 @@
 # nbdcow backup verify checks every file of a backup's chain against
 # the checksums each stored when it was made: a chain as written is
 # sound (exit 0, each file said so), pruned too; a bit flipped in a
-# data cluster of any file, in its checksums' table, or in an L1 entry
-# is found and named by file and offset (exit 2); a missing backing
-# file is named (exit 3).
+# data cluster of any file, in its checksums' table, or in its tables
+# (an L1 entry; an L2 entry's zero flag, which leaves the structure
+# valid) is found and named by file and offset (exit 2); a missing
+# backing file is named (exit 3).
 . "$abs_top_srcdir/tests/functions.sh"
 
 ctl=$tmp/ctl
@@ -65,9 +66,21 @@ expect_damage 2.qcow2 "checksums' table at offset $sums"
 cp "$tmp/saved" "$tmp/b/2.qcow2"
 l1=$(od -An -tx1 -j40 -N8 "$tmp/b/2.qcow2" | tr -d ' \n')
 flip_bit "$tmp/b/2.qcow2" $(( 0x$l1 + 3 ))
-expect_damage 2.qcow2 "L1 entry 0"
+expect_damage 2.qcow2 "tables from offset 65536"
 cp "$tmp/saved" "$tmp/b/2.qcow2"
-echo "a bit flipped in a checksums' table or an L1 entry is found"
+# The zero flag set on an entry the increment leaves to its backing
+# file: the structure stays valid, the restore changes.
+qemu-img convert -O raw "$tmp/b/2.qcow2" "$tmp/r2.raw"
+l2=$(od -An -tx1 -j$(( 0x$l1 )) -N8 "$tmp/b/2.qcow2" | tr -d ' \n')
+flip_bit "$tmp/b/2.qcow2" $(( (0x$l2 & 0xfffffffffe00) + 100 * 8 + 7 )) 0x01
+status=0
+qemu-img compare -q -f qcow2 -F raw "$tmp/b/2.qcow2" "$tmp/r2.raw" ||
+  status=$?
+[ "$status" -eq 1 ] ||
+  fail "the zero flag set: the chain restores alike (compare: $status)"
+expect_damage 2.qcow2 "tables from offset 65536"
+cp "$tmp/saved" "$tmp/b/2.qcow2"
+echo "a bit flipped in a checksums' table, an L1 or an L2 entry is found"
 
 mv "$tmp/b/1.qcow2" "$tmp/gone"
 status=0

@@ -5,8 +5,8 @@
 /* nbdcow backup prune: the newest backups of a chain kept, the oldest
  * of them made a full backup holding what its chain held (the same
  * disk, and its checkpoint record, so the next --base over it works),
- * written beside it and put in its place in one rename, and only then
- * the older files removed.  A kill before the rename leaves the old
+ * written beside it (with its mode) and put in its place in one
+ * rename, and only then the older files removed.  A kill before the rename leaves the old
  * chain; after it, the new one, and files no backup of it needs.
  */
 
@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "chainread.h"
@@ -93,18 +94,15 @@ never_stopped (void *opaque)
   return false;
 }
 
-/* Reads file's checkpoint record and disk size.  Returns 0, or -1
- * after a message.
+/* Reads file's checkpoint record.  Returns 0, or -1 after a message.
  */
 static int
-read_record (const char *file, struct qcow2_checkpoint *cp, uint64_t *size)
+read_record (const char *file, struct qcow2_checkpoint *cp)
 {
   int fd = open (file, O_RDONLY | O_CLOEXEC), r = -1;
 
   if (fd == -1)
     nbdcow_error ("%s: %m", file);
-  else if (!qcow2_virtual_size (fd, size))
-    nbdcow_error ("%s: not a qcow2 file", file);
   else if ((r = qcow2_read_checkpoint (fd, cp)) != 1)
     nbdcow_error ("%s: %s", file, r == 0
                   ? "it records no checkpoint: not a backup nbdcow wrote"
@@ -126,16 +124,25 @@ make_full (const char *file)
                           .handles = PRUNE_THREADS,
                           .stopped = never_stopped };
   struct out_file o;
-  uint64_t size;
+  struct stat st;
   int r;
 
-  if (read_record (file, &cp, &size) == -1 || open_chain (&chain, file) == -1)
+  if (read_record (file, &cp) == -1 || open_chain (&chain, file) == -1)
     return -1;
   vc.from = &chain;
   r = out_create (&o, file, true);
-  if (r == 0) {
+  if (r == 0 && (stat (file, &st) == -1 ||
+                 fchmod (o.fd, st.st_mode & 07777) == -1)) {
+    nbdcow_error ("%s: cannot give the new file its mode: %m", file);
+    out_close (&o, false);
+    r = -1;
+  }
+  else if (r == 0) {
     vc.fd = o.fd;
-    r = view_copy_map_chain (&vc, size);
+    /* The disk's size in bytes: the record's (qcow2's is rounded up to
+     * 512).
+     */
+    r = view_copy_map_chain (&vc, cp.disk_size);
     if (r == 0)
       r = view_copy_write (&vc, NULL, &cp);
     if (r == 0)

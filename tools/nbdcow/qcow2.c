@@ -472,9 +472,7 @@ put_checkpoint (uint8_t *p, const struct qcow2_checkpoint *cp)
   return put_extension (p, EXT_CHECKPOINT, data, n);
 }
 
-/* The checksums' extension: its fields, big-endian, then 4 zero
- * bytes.
- */
+/* The checksums' extension: its fields, big-endian. */
 static size_t
 put_sums (uint8_t *p, const struct qcow2_sums *sums)
 {
@@ -484,6 +482,7 @@ put_sums (uint8_t *p, const struct qcow2_sums *sums)
   put64 (data + 8, sums->first_cluster);
   put64 (data + 16, sums->count);
   put32 (data + 24, sums->crc);
+  put32 (data + 28, sums->tables_crc);
   return put_extension (p, EXT_SUMS, data, sizeof data);
 }
 
@@ -641,12 +640,13 @@ get_sums (const uint8_t *data, size_t n, void *into)
 {
   struct qcow2_sums *sums = into;
 
-  if (n != SUMS_LENGTH || qcow2_be32 (data + 28) != 0)
+  if (n != SUMS_LENGTH)
     return -1;
   sums->offset = qcow2_be64 (data);
   sums->first_cluster = qcow2_be64 (data + 8);
   sums->count = qcow2_be64 (data + 16);
   sums->crc = qcow2_be32 (data + 24);
+  sums->tables_crc = qcow2_be32 (data + 28);
   return 0;
 }
 

@@ -137,13 +137,16 @@ struct qcow2_checkpoint {
  * how many there are, and the table's own CRC-32C.  The table holds,
  * for each data cluster in the order they lie in the file, the CRC-32C
  * (big-endian) of the bytes of the disk it maps (a cluster, or less at
- * the disk's end).
+ * the disk's end).  tables_crc is the CRC-32C of the file's tables,
+ * from its second cluster to its first data cluster (refcounts, L1,
+ * L2).
  */
 struct qcow2_sums {
   uint64_t offset;
   uint64_t first_cluster;
   uint64_t count;
   uint32_t crc;
+  uint32_t tables_crc;
 };
 
 /* Writes the header naming backing (at most QCOW2_MAX_BACKING bytes),

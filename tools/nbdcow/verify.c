@@ -40,7 +40,8 @@ struct verified {
   int fd;
   uint64_t length;              /* of the file */
   unsigned cluster_bits;
-  uint64_t size;                /* the disk's */
+  uint64_t size;                /* the disk's, in 512-byte sectors */
+  uint64_t disk_size;           /* the disk's in bytes, as the record has it */
   uint64_t l1_offset;
   uint32_t l1_entries;
   struct qcow2_checkpoint cp;
@@ -70,8 +71,39 @@ damaged (const struct verified *f, const char *fmt, ...)
   return EXIT_DAMAGED;
 }
 
-/* Reads the header, the record and the checksums' table.  Returns
- * EXIT_OK, or an exit code after a message.
+/* Checks the tables (refcounts, L1, L2: from the second cluster to the
+ * first data cluster) against their checksum.  Returns EXIT_OK, or an
+ * exit code after a message.
+ */
+static int
+check_tables (struct verified *f)
+{
+  uint64_t from = UINT64_C (1) << f->cluster_bits;
+  uint64_t to = f->sums.first_cluster << f->cluster_bits;
+  char *buf;
+  int r = EXIT_OK;
+
+  if (to < from || to > f->length)
+    return damaged (f, "its first data cluster at %" PRIu64 " out of the "
+                    "file", to);
+  buf = malloc (to - from ? to - from : 1);
+  if (buf == NULL) {
+    nbdcow_error ("%s: malloc: %m", f->path);
+    return EXIT_ERROR;
+  }
+  if (pread_full (f->fd, buf, to - from, from) == -1) {
+    nbdcow_error ("%s: read: %m", f->path);
+    r = EXIT_UNUSABLE;
+  }
+  else if (crc32c (0, buf, to - from) != f->sums.tables_crc)
+    r = damaged (f, "tables from offset %" PRIu64 " to %" PRIu64 " (refcounts, "
+                 "L1, L2): their checksum does not match", from, to);
+  free (buf);
+  return r;
+}
+
+/* Reads the header, the record and the checksums' table, and checks
+ * the tables.  Returns EXIT_OK, or an exit code after a message.
  */
 static int
 read_header (struct verified *f)
@@ -104,7 +136,11 @@ read_header (struct verified *f)
   if (qcow2_read_checkpoint (f->fd, &f->cp) != 1)
     return damaged (f, "header extensions at offset %d: no checkpoint "
                     "record a backup writes", (int) sizeof h);
-  if (f->cp.disk_size != f->size || f->cp.file_length > f->length)
+  f->disk_size = f->cp.disk_size;
+  if ((f->disk_size + 511) / 512 * 512 != f->size)
+    return damaged (f, "a disk of %" PRIu64 " bytes in the header, %" PRIu64
+                    " in its record", f->size, f->disk_size);
+  if (f->cp.file_length > f->length)
     return damaged (f, "file of %" PRIu64 " bytes, its record says %" PRIu64
                     " (cut short?)", f->length, f->cp.file_length);
   if (qcow2_read_sums (f->fd, &f->sums) != 1) {
@@ -128,7 +164,7 @@ read_header (struct verified *f)
   if (crc32c (0, f->table, table_bytes) != f->sums.crc)
     return damaged (f, "checksums' table at offset %" PRIu64 ": its "
                     "checksum does not match", f->sums.offset);
-  return EXIT_OK;
+  return check_tables (f);
 }
 
 /* Checks the data cluster of the disk's cluster c at host against its
@@ -140,7 +176,7 @@ check_data (struct verified *f, uint64_t c, uint64_t host, char *buf)
 {
   uint64_t cluster = UINT64_C (1) << f->cluster_bits;
   uint64_t at = c << f->cluster_bits;
-  uint64_t len = f->size - at < cluster ? f->size - at : cluster;
+  uint64_t len = f->disk_size - at < cluster ? f->disk_size - at : cluster;
   uint64_t rank = (host >> f->cluster_bits) - f->sums.first_cluster;
 
   if (host % cluster || host + cluster > f->sums.offset ||

@@ -447,6 +447,32 @@ copy_data (struct view_copy *vc)
   return vc->failed || started == 0 ? -1 : 0;
 }
 
+/* Sets *crc to the CRC-32C of the file's tables as written, from its
+ * second cluster to its first data cluster.  Returns 0, or -1 after a
+ * message.
+ */
+static int
+crc_of_tables (struct view_copy *vc, uint32_t *crc)
+{
+  uint64_t from = UINT64_C (1) << CLUSTER_BITS, length;
+  char *buf;
+  int r = 0;
+
+  length = vc->q.data_offset - from;
+  buf = malloc (length ? length : 1);
+  if (buf == NULL) {
+    nbdcow_error ("%s: malloc: %m", vc->out);
+    return -1;
+  }
+  if (pread_full (vc->fd, buf, length, from) == -1) {
+    nbdcow_error ("%s: read at %" PRIu64 ": %m", vc->out, from);
+    r = -1;
+  }
+  *crc = crc32c (0, buf, length);
+  free (buf);
+  return r;
+}
+
 int
 view_copy_write (struct view_copy *vc, const char *backing,
                  struct qcow2_checkpoint *cp)
@@ -486,6 +512,8 @@ view_copy_write (struct view_copy *vc, const char *backing,
       copy_data (vc) == -1)
     return -1;
   sums.crc = crc32c (0, vc->sums, table_bytes);
+  if (crc_of_tables (vc, &sums.tables_crc) == -1)
+    return -1;
   if (pwrite_full (vc->fd, vc->sums, table_bytes, sums.offset) == -1) {
     nbdcow_error ("%s: write at %" PRIu64 ": %m", vc->out, sums.offset);
     return -1;
