@@ -7,8 +7,9 @@
 # sound (exit 0, each file said so), pruned too; a bit flipped in a
 # data cluster of any file, in its checksums' table, or in its tables
 # (an L1 entry; an L2 entry's zero flag, which leaves the structure
-# valid) is found and named by file and offset (exit 2); a missing
-# backing file is named (exit 3).
+# valid), in its header's fields, or a backing file replaced by another
+# backup of the chain is found and named by file and offset (exit 2); a
+# missing backing file is named (exit 3).
 . "$abs_top_srcdir/tests/functions.sh"
 
 ctl=$tmp/ctl
@@ -81,6 +82,20 @@ qemu-img compare -q -f qcow2 -F raw "$tmp/b/2.qcow2" "$tmp/r2.raw" ||
 expect_damage 2.qcow2 "tables from offset 65536"
 cp "$tmp/saved" "$tmp/b/2.qcow2"
 echo "a bit flipped in a checksums' table, an L1 or an L2 entry is found"
+
+cp "$tmp/b/3.qcow2" "$tmp/saved"
+flip_bit "$tmp/b/3.qcow2" 99 0x01             # refcount_order
+expect_damage 3.qcow2 "header at offset 0"
+cp "$tmp/saved" "$tmp/b/3.qcow2"
+cp "$tmp/b/2.qcow2" "$tmp/saved"
+cp "$tmp/b/1.qcow2" "$tmp/b/2.qcow2"      # another backup of the chain
+status=0
+"$NBDCOW" backup verify "$tmp/b/3.qcow2" >/dev/null 2>"$tmp/err" || status=$?
+[ "$status" -eq 2 ] &&
+  grep -q "3.qcow2: its backing file .*2.qcow2 is not the backup it was made over" \
+    "$tmp/err" || fail "a backing file replaced: exit $status: $(cat "$tmp/err")"
+cp "$tmp/saved" "$tmp/b/2.qcow2"
+echo "a header field changed, or a backing file replaced by another backup, is found"
 
 mv "$tmp/b/1.qcow2" "$tmp/gone"
 status=0

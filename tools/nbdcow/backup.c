@@ -598,7 +598,8 @@ copy_view (struct backup *b)
     .nbd = b->nbd, .handles = b->handles, .what = b->read_export,
     .out = b->out, .fd = b->o.fd, .increment = b->base != NULL,
     .progress = b->progress, .stopped = copy_stopped, .opaque = b,
-    .states = STATEMAP_INIT,
+    .states = STATEMAP_INIT, .base_identity = b->base ? b->prev.identity
+                                                      : NULL,
   };
   strcpy (cp.export, b->export);
   strcpy (cp.name, b->name);

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "crc32c.h"
 #include "divround.h"
 #include "fullio.h"
 #include "qcow2.h"
@@ -26,7 +27,8 @@
 #define EXT_BACKING_FORMAT 0xe2792acaU
 #define EXT_CHECKPOINT 0x6e626377U     /* "nbcw" */
 #define EXT_SUMS 0x6e626373U           /* "nbcs" */
-#define SUMS_LENGTH 32
+#define SUMS_LENGTH (40 + QCOW2_IDENTITY_MAX + 1)
+#define SUMS_HEADER_CRC 32     /* where header_crc lies in it */
 #define EXT_SPACE (8 + QCOW2_CHECKPOINT_EXPORT_MAX + 1 + \
                    CHECKPOINT_NAME_MAX + 1 + QCOW2_IDENTITY_MAX + 1 + \
                    2 * 21 + 8)
@@ -483,6 +485,8 @@ put_sums (uint8_t *p, const struct qcow2_sums *sums)
   put64 (data + 16, sums->count);
   put32 (data + 24, sums->crc);
   put32 (data + 28, sums->tables_crc);
+  put32 (data + SUMS_HEADER_CRC, sums->header_crc);
+  memcpy (data + 40, sums->base_identity, strlen (sums->base_identity));
   return put_extension (p, EXT_SUMS, data, sizeof data);
 }
 
@@ -498,6 +502,7 @@ qcow2_write_header (const struct qcow2_layout *q, int fd, const char *out,
   uint8_t buf[HEADER_LENGTH + 16 + EXT_SPACE + 8 + SUMS_LENGTH + 8 +
               QCOW2_MAX_BACKING] = { 0 };
   size_t name_len = backing ? strlen (backing) : 0, at = HEADER_LENGTH;
+  size_t sums_at = 0;
 
   if (backing && !qcow2_backing_fits (backing))
     return -1;
@@ -521,13 +526,20 @@ qcow2_write_header (const struct qcow2_layout *q, int fd, const char *out,
                          strlen (backing_format));
   if (cp)
     at += put_checkpoint (buf + at, cp);
-  if (sums)
+  if (sums) {
+    sums_at = at + 8;
     at += put_sums (buf + at, sums);
+  }
   at += 8;                      /* the end of the extensions: zeros */
   if (backing) {
     put64 (buf + 8, at);                        /* backing_file_offset */
     put32 (buf + 16, name_len);                 /* backing_file_size */
     memcpy (buf + at, backing, name_len);
+  }
+  if (sums) {
+    put32 (buf + sums_at + SUMS_HEADER_CRC, 0);
+    put32 (buf + sums_at + SUMS_HEADER_CRC,
+           crc32c (0, buf, at + name_len));
   }
   return write_at (fd, out, buf, at + name_len, 0);
 }
@@ -584,6 +596,59 @@ get_checkpoint (const uint8_t *data, size_t n, void *into)
   return 0;
 }
 
+/* Walks the header extensions in the got bytes of buf (the start of a
+ * qcow2 image of version 3) to their end: sets *end past their end
+ * marker and, if there is one of type, *payload and *n to where its
+ * data lies and how long it is.  Returns 1 if there is one of type, 0
+ * if not, -1 if buf is no such image or its extensions are damaged.
+ */
+static int
+walk_extensions (const uint8_t *buf, size_t got, uint32_t type,
+                 size_t *payload, size_t *n, size_t *end)
+{
+  size_t at, len;
+  int found = 0;
+
+  if (got < HEADER_LENGTH || qcow2_be32 (buf) != QCOW2_MAGIC ||
+      qcow2_be32 (buf + 4) != QCOW2_VERSION)
+    return -1;
+  for (at = qcow2_be32 (buf + 100); ; at += 8 + div_round_up (len, 8) * 8) {
+    if (at + 8 > got)
+      return -1;
+    len = qcow2_be32 (buf + at + 4);
+    if (qcow2_be32 (buf + at) == 0) {
+      *end = at + 8;
+      return found;
+    }
+    if (len > got - at - 8)
+      return -1;
+    if (qcow2_be32 (buf + at) == type && !found) {
+      *payload = at + 8;
+      *n = len;
+      found = 1;
+    }
+  }
+}
+
+/* Reads the start of the qcow2 image at fd (its first cluster, at most
+ * 2M, where the header lies) into a new buffer, *got bytes.  Returns
+ * it, or NULL.
+ */
+static uint8_t *
+read_start (int fd, size_t *got)
+{
+  enum { MAX = 1 << MAX_CLUSTER_BITS };
+  uint8_t *buf = malloc (MAX);
+  ssize_t r = buf ? pread (fd, buf, MAX, 0) : -1;
+
+  if (r < 0) {
+    free (buf);
+    return NULL;
+  }
+  *got = r;
+  return buf;
+}
+
 /* Calls get on the data of the header extension of type of the qcow2
  * image at fd.  Returns 1 if get returned 0, 0 if the image has no
  * such extension, or -1 if get returned -1, fd is no qcow2 image of
@@ -594,36 +659,34 @@ read_extension (int fd, uint32_t type,
                 int (*get) (const uint8_t *data, size_t n, void *into),
                 void *into)
 {
-  /* The extensions lie in the first cluster, at most 2M. */
-  enum { MAX = 1 << MAX_CLUSTER_BITS };
-  uint8_t *buf = malloc (MAX);
-  ssize_t got = buf ? pread (fd, buf, MAX, 0) : -1;
-  size_t at, n;
-  int r = -1;
+  size_t got, payload, n, end;
+  uint8_t *buf = read_start (fd, &got);
+  int r = buf ? walk_extensions (buf, got, type, &payload, &n, &end) : -1;
 
-  if (got < HEADER_LENGTH || qcow2_be32 (buf) != QCOW2_MAGIC ||
-      qcow2_be32 (buf + 4) != QCOW2_VERSION)
-    goto out;
-  at = qcow2_be32 (buf + 100);
-  for (;;) {
-    if (at + 8 > (size_t) got)
-      goto out;
-    n = qcow2_be32 (buf + at + 4);
-    if (qcow2_be32 (buf + at) == 0) {
-      r = 0;
-      goto out;
-    }
-    if (n > (size_t) got - at - 8)
-      goto out;
-    if (qcow2_be32 (buf + at) == type) {
-      r = get (buf + at + 8, n, into) == 0 ? 1 : -1;
-      goto out;
-    }
-    at += 8 + div_round_up (n, 8) * 8;
-  }
- out:
+  if (r == 1 && get (buf + payload, n, into) == -1)
+    r = -1;
   free (buf);
   return r;
+}
+
+int
+qcow2_header_crc (int fd, uint32_t *crc)
+{
+  size_t got, payload, n, end;
+  uint8_t *buf = read_start (fd, &got);
+  uint64_t name_end;
+  int r = buf ? walk_extensions (buf, got, EXT_SUMS, &payload, &n, &end)
+    : -1;
+
+  if (r == 1 && n == SUMS_LENGTH) {
+    name_end = qcow2_be64 (buf + 8) + qcow2_be32 (buf + 16);
+    if (qcow2_be64 (buf + 8) && name_end > end)
+      end = name_end <= got ? name_end : got;
+    put32 (buf + payload + SUMS_HEADER_CRC, 0);
+    *crc = crc32c (0, buf, end);
+  }
+  free (buf);
+  return r == 1 && n == SUMS_LENGTH ? 0 : -1;
 }
 
 int
@@ -647,6 +710,10 @@ get_sums (const uint8_t *data, size_t n, void *into)
   sums->count = qcow2_be64 (data + 16);
   sums->crc = qcow2_be32 (data + 24);
   sums->tables_crc = qcow2_be32 (data + 28);
+  sums->header_crc = qcow2_be32 (data + SUMS_HEADER_CRC);
+  if (memchr (data + 40, 0, QCOW2_IDENTITY_MAX + 1) == NULL)
+    return -1;
+  strcpy (sums->base_identity, (const char *) data + 40);
   return 0;
 }
 

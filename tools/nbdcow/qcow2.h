@@ -139,7 +139,9 @@ struct qcow2_checkpoint {
  * (big-endian) of the bytes of the disk it maps (a cluster, or less at
  * the disk's end).  tables_crc is the CRC-32C of the file's tables,
  * from its second cluster to its first data cluster (refcounts, L1,
- * L2).
+ * L2); header_crc that of its header (qcow2_header_crc);
+ * base_identity the identity of the checkpoint of the backup the file
+ * was made over (its backing file's record), empty for a full backup.
  */
 struct qcow2_sums {
   uint64_t offset;
@@ -147,6 +149,8 @@ struct qcow2_sums {
   uint64_t count;
   uint32_t crc;
   uint32_t tables_crc;
+  uint32_t header_crc;
+  char base_identity[QCOW2_IDENTITY_MAX + 1];
 };
 
 /* Writes the header naming backing (at most QCOW2_MAX_BACKING bytes),
@@ -159,6 +163,13 @@ extern int qcow2_write_header (const struct qcow2_layout *q, int fd,
                                const char *backing_format,
                                const struct qcow2_checkpoint *cp,
                                const struct qcow2_sums *sums);
+
+/* Sets *crc to the CRC-32C of the header of the qcow2 image at fd: its
+ * fields, its extensions (the checksums' with its header_crc as zero)
+ * and its backing file's name.  Returns 0, or -1 if fd is no qcow2
+ * image or its header extensions are damaged.
+ */
+extern int qcow2_header_crc (int fd, uint32_t *crc);
 
 /* Reads the checksums' extension of the qcow2 image at fd into sums.
  * Returns 1, 0 if the image has none, or -1 if fd is no qcow2 image

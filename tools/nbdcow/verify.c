@@ -111,6 +111,8 @@ read_header (struct verified *f)
   uint8_t h[104];
   struct stat st;
   uint64_t table_bytes;
+  uint32_t crc;
+  int r;
 
   if (fstat (f->fd, &st) == -1) {
     nbdcow_error ("%s: %m", f->path);
@@ -133,9 +135,14 @@ read_header (struct verified *f)
       f->l1_offset + (uint64_t) f->l1_entries * 8 > f->length)
     return damaged (f, "header at offset 0: clusters or L1 table out of "
                     "the file");
-  if (qcow2_read_checkpoint (f->fd, &f->cp) != 1)
-    return damaged (f, "header extensions at offset %d: no checkpoint "
-                    "record a backup writes", (int) sizeof h);
+  if ((r = qcow2_read_checkpoint (f->fd, &f->cp)) == 0) {
+    nbdcow_error ("%s: it records no checkpoint: not a backup nbdcow "
+                  "wrote", f->path);
+    return EXIT_UNUSABLE;
+  }
+  if (r == -1)
+    return damaged (f, "header extensions at offset %d: the checkpoint "
+                    "record is damaged", (int) sizeof h);
   f->disk_size = f->cp.disk_size;
   if ((f->disk_size + 511) / 512 * 512 != f->size)
     return damaged (f, "a disk of %" PRIu64 " bytes in the header, %" PRIu64
@@ -143,11 +150,17 @@ read_header (struct verified *f)
   if (f->cp.file_length > f->length)
     return damaged (f, "file of %" PRIu64 " bytes, its record says %" PRIu64
                     " (cut short?)", f->length, f->cp.file_length);
-  if (qcow2_read_sums (f->fd, &f->sums) != 1) {
+  if ((r = qcow2_read_sums (f->fd, &f->sums)) != 1) {
+    if (r == -1)
+      return damaged (f, "header extensions at offset %d: the checksums' "
+                      "extension is damaged", (int) sizeof h);
     nbdcow_error ("%s: it holds no checksums (made by an nbdcow without "
                   "backup verify): its data cannot be verified", f->path);
     return EXIT_UNUSABLE;
   }
+  if (qcow2_header_crc (f->fd, &crc) == -1 || crc != f->sums.header_crc)
+    return damaged (f, "header at offset 0 (its fields, extensions and "
+                    "backing file's name): its checksum does not match");
   table_bytes = f->sums.count * 4;
   if (f->sums.offset > f->length || table_bytes > f->length - f->sums.offset)
     return damaged (f, "checksums' table at offset %" PRIu64 " out of the "
@@ -272,17 +285,23 @@ check_file (struct verified *f)
   return r;
 }
 
-/* Checks that older, behind newer, is of the same export and disk. */
+/* Checks that older, behind newer, is the backup newer was made over:
+ * of its checkpoint, so of the same export and disk.
+ */
 static int
 check_link (const struct verified *newer, const struct verified *older)
 {
-  if (strcmp (newer->cp.export, older->cp.export) == 0 &&
-      newer->size == older->size)
+  if (strcmp (newer->sums.base_identity, older->cp.identity) == 0 &&
+      strcmp (newer->cp.export, older->cp.export) == 0 &&
+      newer->disk_size == older->disk_size)
     return EXIT_OK;
-  nbdcow_error ("%s: its backing file %s is a backup of another export or "
-                "disk (\"%s\", %" PRIu64 " bytes; it: \"%s\", %" PRIu64
-                " bytes)", newer->path, older->path, older->cp.export,
-                older->size, newer->cp.export, newer->size);
+  nbdcow_error ("%s: its backing file %s is not the backup it was made "
+                "over (checkpoint \"%s\" of export \"%s\", %" PRIu64
+                " bytes; it was made over checkpoint identity \"%s\" of "
+                "export \"%s\", %" PRIu64 " bytes)", newer->path,
+                older->path, older->cp.name, older->cp.export,
+                older->disk_size, newer->sums.base_identity,
+                newer->cp.export, newer->disk_size);
   return EXIT_DAMAGED;
 }
 

@@ -494,6 +494,8 @@ view_copy_write (struct view_copy *vc, const char *backing,
     .first_cluster = vc->q.data_offset >> CLUSTER_BITS,
     .count = vc->q.data_clusters,
   };
+  if (vc->base_identity)
+    strcpy (sums.base_identity, vc->base_identity);
   table_bytes = sums.count * sizeof *vc->sums;
   cp->disk_size = vc->geom.size;
   cp->file_length = sums.offset + (div_round_up (table_bytes,

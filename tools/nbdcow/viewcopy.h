@@ -39,6 +39,8 @@ struct view_copy {
   const struct qcow2_chain *prev;  /* an increment's backing chain, or
                                       NULL: a changed cluster that reads
                                       as it does is left to it */
+  const char *base_identity;    /* an increment's: its backing file's
+                                   checkpoint identity (qcow2_sums) */
   const struct qcow2_chain *from;  /* or the disk a chain holds is
                                       copied, not an export (nbd NULL,
                                       handles: threads reading it) */
