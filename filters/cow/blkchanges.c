@@ -63,11 +63,19 @@ blk_checkpoint_create_with_view (struct blk *blk, const char *name)
   return make_checkpoint (blk, name, true);
 }
 
-void
+bool
 blk_checkpoint_end_view (struct blk *blk, const char *name)
 {
-  if (changes_end_view (&blk->changes, name))
-    keep_checkpoints (blk);     /* failed, the next flush writes it */
+  if (!changes_end_view (&blk->changes, name))
+    return false;
+  store_note_checkpoints (blk->store);
+  return true;
+}
+
+void
+blk_checkpoints_keep (struct blk *blk)
+{
+  keep_checkpoints (blk);       /* failed, the next flush writes them */
 }
 
 bool

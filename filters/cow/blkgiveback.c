@@ -3,7 +3,8 @@
  */
 
 /* The give-back of an ended view's places (blkpriv.h; docs/design.md,
- * "Giving the places back"): the units only its records keep punched,
+ * "Giving the places back"): once a flush made a kept store's map on
+ * disk name none of them, the units only its records keep punched,
  * block by block under each block's rmw lock with the gate open, then
  * the records freed with it closed.  After a deletion or a break the
  * overlay's own thread does it in the background (common/bgthread.c),
@@ -109,6 +110,21 @@ blk_give_back_now (struct blk *blk)
   blk_give_back_free (blk, punch_places (blk));
 }
 
+/* Whether a flush made a kept store's records on disk name none of the
+ * places to punch (if it fails, they stay until the file next opens).
+ * It runs beside the clients' changes: once the view ended no change
+ * moves a unit to the other place, and every move made while it lived
+ * was in the map before the gate opened, so a flush that starts after
+ * writes them all.
+ */
+static bool
+flushed (struct blk *blk)
+{
+  int err;
+
+  return blk_flush (blk, &err) == 0;
+}
+
 /* The bgthread_fn of the overlay's give-back: gives back the places
  * handed to it, if any, then waits to be woken.
  */
@@ -124,7 +140,7 @@ give_back_due (uint64_t now, void *opaque)
   held_unlock (&blk->give_back_lock);
   if (!due)
     return UINT64_MAX;
-  punched = punch_places (blk);
+  punched = flushed (blk) && punch_places (blk);
   gate_close (&blk->gate);
   blk_give_back_free (blk, punched);
   gate_open (&blk->gate);

@@ -235,16 +235,18 @@ extern void blk_give_back_stop (struct blk *blk);
 
 /* The checkpoints made with views (blkchanges.c, changes.h):
  * blk_checkpoint_create_with_view makes one, as blk_checkpoint_create;
- * blk_checkpoint_end_view notes that its view was deleted (in a kept
- * file at once, as a checkpoint deleted is: if that flush fails, with
- * the next); blk_checkpoint_view_of copies into name
+ * blk_checkpoint_end_view notes that its view was deleted, returning
+ * whether it changed a checkpoint, which blk_checkpoints_keep then
+ * makes durable in a kept file (as a checkpoint deleted is: if that
+ * flush fails, with the next); blk_checkpoint_view_of copies into name
  * the one whose view was not deleted, if any (a live view's, or one
  * that ended with the server that made it), and returns whether there
  * is one.
  */
 extern int blk_checkpoint_create_with_view (struct blk *blk,
                                             const char *name);
-extern void blk_checkpoint_end_view (struct blk *blk, const char *name);
+extern bool blk_checkpoint_end_view (struct blk *blk, const char *name);
+extern void blk_checkpoints_keep (struct blk *blk);
 extern bool blk_checkpoint_view_of (struct blk *blk, char *name);
 
 /* At the overlay's end (blk_free): ends its view, if any, giving back

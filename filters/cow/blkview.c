@@ -200,16 +200,20 @@ places_to_punch (struct blk *blk) REQUIRES (blk->gate)
 
 /* Gives back to the filesystem the places only the ended view's
  * records keep, and frees the records, once: in the background if
- * asked and the thread starts, else at once.  Requires the gate
- * closed, and no give-back running.
+ * asked and the thread starts (its flush then runs beside the clients'
+ * changes, blkgiveback.c), else at once.  Requires the gate closed,
+ * and no give-back running.
  */
 static void
 give_back_places (struct blk *blk, bool in_background) REQUIRES (blk->gate)
 {
-  if (!places_to_punch (blk))
-    blk_give_back_free (blk, false);
-  else if (!in_background || !blk_give_back_in_background (blk))
+  if (!__atomic_load_n (&blk->view_places, __ATOMIC_SEQ_CST) ||
+      (in_background && blk_give_back_in_background (blk)))
+    return;
+  if (places_to_punch (blk))
     blk_give_back_now (blk);
+  else
+    blk_give_back_free (blk, false);
 }
 
 /* Ends the view, if any: no more records, what it kept given back to
@@ -235,17 +239,18 @@ ended_with_server (struct blk *blk, const char *name)
          blk_checkpoint_view_of (blk, ended) && strcmp (ended, name) == 0;
 }
 
-/* The view ends with the gate closed, and the places it alone kept go
- * back in the background (blkgiveback.c), so that neither the caller
- * nor a client's change waits for them: unless a give-back runs
- * already (a broken view's), which frees its records.
+/* The view ends with the gate closed, no I/O behind it, and the places
+ * it alone kept go back in the background (blkgiveback.c), so that
+ * neither the caller nor a client's change waits for them: unless a
+ * give-back runs already (a broken view's), which frees its records.
+ * Its checkpoint's change is flushed after the gate opens.
  */
 int
 blk_view_delete (struct blk *blk, const char *name)
 {
+  bool ended = false;
   int err = 0;
 
-  flush_ahead (blk);
   gate_close (&blk->gate);
   if (ended_with_server (blk, name))
     err = ESTALE;
@@ -253,12 +258,14 @@ blk_view_delete (struct blk *blk, const char *name)
            strcmp (blk->view_name, name) != 0)
     err = ENOENT;
   else {
-    blk_checkpoint_end_view (blk, name);
+    ended = blk_checkpoint_end_view (blk, name);
     end_view_only (blk);
     if (!blk_giving_back (blk, NULL))
       give_back_places (blk, true);
   }
   gate_open (&blk->gate);
+  if (ended)
+    blk_checkpoints_keep (blk);
   errno = err;
   return err ? -1 : 0;
 }
