@@ -55,10 +55,10 @@ make_view (struct blk *blk, const char *name) REQUIRES (blk->gate)
   return 0;
 }
 
-/* A flush with the gate open, before one behind the closed gate (the
- * checkpoint's, or the one before the places go back): that one then
- * writes only what changed since, and the clients' changes wait for
- * that alone.  Its failure shows in that one.
+/* A flush with the gate open, before the checkpoint's behind the
+ * closed gate: that one then writes only what changed since, and the
+ * clients' changes wait for that alone.  Its failure shows in that
+ * one.
  */
 static void
 flush_ahead (struct blk *blk)
