@@ -104,15 +104,10 @@ blk_give_back_free (struct blk *blk, bool punched)
   __atomic_add_fetch (&blk->view_places_given, 1, __ATOMIC_SEQ_CST);
 }
 
-void
-blk_give_back_now (struct blk *blk)
-{
-  blk_give_back_free (blk, punch_places (blk));
-}
-
 /* Whether a flush made a kept store's records on disk name none of the
  * places to punch (if it fails, they stay until the file next opens).
- * It runs beside the clients' changes: once the view ended no change
+ * In the background it runs beside the clients' changes, and may:
+ * once the view ended no change
  * moves a unit to the other place, and every move made while it lived
  * was in the map before the gate opened, so a flush that starts after
  * writes them all.
@@ -123,6 +118,12 @@ flushed (struct blk *blk)
   int err;
 
   return blk_flush (blk, &err) == 0;
+}
+
+void
+blk_give_back_now (struct blk *blk)
+{
+  blk_give_back_free (blk, flushed (blk) && punch_places (blk));
 }
 
 /* The bgthread_fn of the overlay's give-back: gives back the places

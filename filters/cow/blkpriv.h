@@ -211,8 +211,9 @@ extern void blk_view_give_back_broken (struct blk *blk);
  * keep (view_places), made on disk the map's by a flush.
  * blk_give_back_init readies it (0, or -1 with errno set) and
  * blk_give_back_destroy undoes that, once the give-back is stopped.
- * blk_give_back_now punches them and frees the records, with the gate
- * closed; blk_give_back_free frees the records (and, if punched, the
+ * blk_give_back_now flushes, punches them (if the flush succeeded:
+ * else they stay until a kept file next opens) and frees the records,
+ * with the gate closed; blk_give_back_free frees the records (and, if punched, the
  * store's room for the view), with the gate closed.
  * blk_give_back_in_background hands them to the overlay's thread,
  * with the gate closed: false if it cannot start (nothing handed).

@@ -183,21 +183,6 @@ break_if_holding_room (struct blk *blk)
   blk_view_break_in_place (blk);
 }
 
-/* Whether the places only the ended view's records keep may be
- * punched: a kept store's records on disk must name none of them, and
- * with no change running a flush makes them the map's.  If it fails,
- * the places stay until the file is next opened.  Requires the gate
- * closed: no change runs.
- */
-static bool
-places_to_punch (struct blk *blk) REQUIRES (blk->gate)
-{
-  int err;
-
-  return __atomic_load_n (&blk->view_places, __ATOMIC_SEQ_CST) &&
-         blk_flush (blk, &err) == 0;
-}
-
 /* Gives back to the filesystem the places only the ended view's
  * records keep, and frees the records, once: in the background if
  * asked and the thread starts (its flush then runs beside the clients'
@@ -210,10 +195,7 @@ give_back_places (struct blk *blk, bool in_background) REQUIRES (blk->gate)
   if (!__atomic_load_n (&blk->view_places, __ATOMIC_SEQ_CST) ||
       (in_background && blk_give_back_in_background (blk)))
     return;
-  if (places_to_punch (blk))
-    blk_give_back_now (blk);
-  else
-    blk_give_back_free (blk, false);
+  blk_give_back_now (blk);
 }
 
 /* Ends the view, if any: no more records, what it kept given back to

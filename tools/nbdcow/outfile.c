@@ -180,3 +180,11 @@ open_backing (const char *base, const char *out, struct stat *st,
     free (path);
   return fd;
 }
+
+const char *
+file_name (const char *path)
+{
+  const char *slash = strrchr (path, '/');
+
+  return slash ? slash + 1 : path;
+}

@@ -55,6 +55,11 @@ struct stat;
 extern int open_backing (const char *base, const char *out, struct stat *st,
                          char **path);
 
+/* The name of path in its directory: open_backing (file_name (path),
+ * path) opens path itself, the start of its chain.
+ */
+extern const char *file_name (const char *path);
+
 /* The name the header of the qcow2 file out gives its backing file
  * base: base as given if relative (qemu finds it from out's
  * directory), else its name from out's directory if it lies there or

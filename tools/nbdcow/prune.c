@@ -41,17 +41,6 @@ struct prune {
   unsigned nr_older;
 };
 
-/* The name of path in its directory (what open_backing finds from
- * path itself).
- */
-static const char *
-file_name (const char *path)
-{
-  const char *slash = strrchr (path, '/');
-
-  return slash ? slash + 1 : path;
-}
-
 /* Opens the chain of file into c.  Returns 0, or -1 after a message. */
 static int
 open_chain (struct qcow2_chain *c, const char *file)

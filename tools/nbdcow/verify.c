@@ -59,15 +59,13 @@ damaged (const struct verified *f, const char *fmt, ...)
 static int
 damaged (const struct verified *f, const char *fmt, ...)
 {
+  char what[512];
   va_list ap;
 
-  flockfile (stderr);
-  fprintf (stderr, "nbdcow: %s: damaged: ", f->path);
   va_start (ap, fmt);
-  vfprintf (stderr, fmt, ap);
+  vsnprintf (what, sizeof what, fmt, ap);
   va_end (ap);
-  fputc ('\n', stderr);
-  funlockfile (stderr);
+  nbdcow_error ("%s: damaged: %s", f->path, what);
   return EXIT_DAMAGED;
 }
 
@@ -323,8 +321,7 @@ verify_chain (const char *file)
   unsigned files = 0;
   int r = EXIT_OK, has;
 
-  snprintf (name, sizeof name, "%s", strrchr (file, '/')
-            ? strrchr (file, '/') + 1 : file);
+  snprintf (name, sizeof name, "%s", file_name (file));
   from = strdup (file);
   while (r == EXIT_OK && from != NULL) {
     f = (struct verified) { .fd = open_backing (name, from, NULL, &path) };
