@@ -49,6 +49,7 @@ struct backup {
   unsigned connections;
   bool progress;
   bool keep_base_checkpoint;    /* --keep-base-checkpoint */
+  bool compress;                /* --compress */
 
   char export[QCOW2_CHECKPOINT_EXPORT_MAX + 1];  /* the URI's */
   struct qcow2_checkpoint prev;  /* PREV's */
@@ -597,7 +598,8 @@ copy_view (struct backup *b)
   b->copy = (struct view_copy) {
     .nbd = b->nbd, .handles = b->handles, .what = b->read_export,
     .out = b->out, .fd = b->o.fd, .increment = b->base != NULL,
-    .progress = b->progress, .stopped = copy_stopped, .opaque = b,
+    .progress = b->progress, .compress = b->compress,
+    .stopped = copy_stopped, .opaque = b,
     .states = STATEMAP_INIT, .base_identity = b->base ? b->prev.identity
                                                       : NULL,
   };
@@ -714,10 +716,11 @@ check_name (const char *name)
 int
 cmd_backup (int argc, char **argv)
 {
-  enum { OPT_BASE = 256, OPT_CONNECTIONS, OPT_FREEZE, OPT_KEEP,
+  enum { OPT_BASE = 256, OPT_COMPRESS, OPT_CONNECTIONS, OPT_FREEZE, OPT_KEEP,
          OPT_PROGRESS, OPT_THAW };
   const struct option options[] = {
     { "base", required_argument, NULL, OPT_BASE },
+    { "compress", no_argument, NULL, OPT_COMPRESS },
     { "connections", required_argument, NULL, OPT_CONNECTIONS },
     { "freeze", required_argument, NULL, OPT_FREEZE },
     { "keep-base-checkpoint", no_argument, NULL, OPT_KEEP },
@@ -744,6 +747,8 @@ cmd_backup (int argc, char **argv)
   while ((c = subcommand_getopt (argc, argv, options)) != -1) {
     if (c == OPT_BASE)
       b->base = optarg;
+    else if (c == OPT_COMPRESS)
+      b->compress = true;
     else if (c == OPT_CONNECTIONS &&
              parse_connections (optarg, &b->connections) == -1)
       c = '?';

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "chainread.h"
+#include "clusterzip.h"
 #include "fullio.h"
 #include "kept.h"
 #include "outfile.h"
@@ -95,9 +96,9 @@ qcow2_chain_open (struct qcow2_chain *c, const char *base, const char *out)
   return r == 0 ? 1 : r == 2 ? 0 : -1;
 }
 
-/* Where file f maps the cluster at offset: 1 with *host set, 2 if it
- * reads zeros, 0 if f leaves it to the file behind it, -1 after a
- * message.
+/* Where file f maps the cluster at offset: 1 with *host set, 3 with
+ * *host its compressed L2 entry, 2 if it reads zeros, 0 if f leaves it
+ * to the file behind it, -1 after a message.
  */
 static int
 map_cluster (const struct qcow2_chain *c, const struct chain_file *f,
@@ -119,9 +120,8 @@ map_cluster (const struct qcow2_chain *c, const struct chain_file *f,
     goto fail;
   l2 = qcow2_be64 (entry);
   if (l2 & QCOW2_OFLAG_COMPRESSED) {
-    nbdcow_error ("%s: a compressed cluster, which no file nbdcow backup "
-                  "writes holds", f->path);
-    return -1;
+    *host = l2;
+    return 3;
   }
   if (l2 & QCOW2_OFLAG_ZERO)
     return 2;
@@ -130,6 +130,36 @@ map_cluster (const struct qcow2_chain *c, const struct chain_file *f,
  fail:
   nbdcow_error ("%s: read: %m", f->path);
   return -1;
+}
+
+/* Reads the len bytes at within of f's compressed cluster of L2 entry
+ * entry into buf.  Returns 0, or -1 after a message.
+ */
+static int
+read_compressed (const struct qcow2_chain *c, const struct chain_file *f,
+                 uint64_t entry, char *buf, uint32_t len, uint64_t within)
+{
+  uint64_t cluster_size = UINT64_C (1) << c->cluster_bits, at, bytes;
+  char *z, *cluster;
+  int r = -1;
+
+  qcow2_compressed_place (c->cluster_bits, entry, &at, &bytes);
+  z = malloc (bytes);
+  cluster = malloc (cluster_size);
+  if (z == NULL || cluster == NULL)
+    nbdcow_error ("%s: malloc: %m", f->path);
+  else if (pread_full (f->fd, z, bytes, at) == -1)
+    nbdcow_error ("%s: read at %" PRIu64 ": %m", f->path, at);
+  else if (clusterzip_inflate (z, bytes, cluster, cluster_size) == -1)
+    nbdcow_error ("%s: the compressed cluster at %" PRIu64 " does not "
+                  "inflate to a cluster: the file is damaged", f->path, at);
+  else {
+    memcpy (buf, cluster + within, len);
+    r = 0;
+  }
+  free (z);
+  free (cluster);
+  return r;
 }
 
 /* qcow2_chain_read of bytes within one cluster of the chain. */
@@ -148,6 +178,8 @@ read_in_cluster (const struct qcow2_chain *c, char *buf, uint32_t len,
       return -1;
     if (r == 2)
       break;
+    if (r == 3)
+      return read_compressed (c, f, host, buf, len, within);
     if (r == 1) {
       if (pread_full (f->fd, buf, len, host + within) == 0)
         return 0;
@@ -189,7 +221,7 @@ qcow2_chain_state (const struct qcow2_chain *c, uint64_t offset)
   for (i = 0; i < c->files; ++i)
     switch (map_cluster (c, &c->file[i], offset, &host)) {
     case -1: return -1;
-    case 1: return KEPT_ALLOCATED;
+    case 1: case 3: return KEPT_ALLOCATED;
     case 2: return KEPT_ZERO;
     }
   return KEPT_NOT_ALLOCATED;

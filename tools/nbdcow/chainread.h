@@ -5,9 +5,9 @@
 /* The disk that a backing chain of qcow2 files holds (nbdcow backup's
  * --base=PREV and the files behind it, as qemu follows them), read a
  * cluster at a time: an increment compares its clusters with it.  It
- * reads the qcow2 files nbdcow writes: version 3, with no compression,
- * encryption, external data file or extended L2 entries, and one
- * cluster size along the chain.
+ * reads the qcow2 files nbdcow writes: version 3, compressed clusters
+ * (zlib's) or not, with no encryption, external data file or extended
+ * L2 entries, and one cluster size along the chain.
  */
 
 #ifndef NBDCOW_CHAINREAD_H

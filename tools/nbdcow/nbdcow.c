@@ -279,7 +279,7 @@ static const struct {
   { "view", cmd_view,
     "view create|delete SOCKET EXPORT NAME | view [--json] show SOCKET EXPORT" },
   { "backup", cmd_backup,
-    "backup [--base=PREV] [--connections=N] [--freeze=COMMAND] "
+    "backup [--base=PREV] [--compress] [--connections=N] [--freeze=COMMAND] "
     "[--keep-base-checkpoint] [--progress] [--thaw=COMMAND] SOCKET URI NAME "
     "OUT.qcow2 | backup prune --keep=N FILE | backup verify FILE" },
 };

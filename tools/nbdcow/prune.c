@@ -5,9 +5,10 @@
 /* nbdcow backup prune: the newest backups of a chain kept, the oldest
  * of them made a full backup holding what its chain held (the same
  * disk, and its checkpoint record, so the next --base over it works),
- * written beside it (with its mode) and put in its place in one
- * rename, and only then the older files removed.  A kill before the rename leaves the old
- * chain; after it, the new one, and files no backup of it needs.
+ * compressed if it was, written beside it (with its mode) and put in
+ * its place in one rename, and only then the older files removed.  A
+ * kill before the rename leaves the old chain; after it, the new one,
+ * and files no backup of it needs.
  */
 
 #include <config.h>
@@ -49,7 +50,7 @@ open_chain (struct qcow2_chain *c, const char *file)
 
   if (r == 0)
     nbdcow_error ("%s: its chain holds a file nbdcow backup did not write "
-                  "(compressed, encrypted, or with other clusters)", file);
+                  "(encrypted, or with other clusters)", file);
   return r == 1 ? 0 : -1;
 }
 
@@ -83,12 +84,14 @@ never_stopped (void *opaque)
   return false;
 }
 
-/* Reads file's checkpoint record.  Returns 0, or -1 after a message.
+/* Reads file's checkpoint record, and sets *packed if its data is
+ * packed, compressed.  Returns 0, or -1 after a message.
  */
 static int
-read_record (const char *file, struct qcow2_checkpoint *cp)
+read_record (const char *file, struct qcow2_checkpoint *cp, bool *packed)
 {
-  int fd = open (file, O_RDONLY | O_CLOEXEC), r = -1;
+  int fd = open (file, O_RDONLY | O_CLOEXEC), r = -1, has_sums = 0;
+  struct qcow2_sums sums;
 
   if (fd == -1)
     nbdcow_error ("%s: %m", file);
@@ -96,6 +99,11 @@ read_record (const char *file, struct qcow2_checkpoint *cp)
     nbdcow_error ("%s: %s", file, r == 0
                   ? "it records no checkpoint: not a backup nbdcow wrote"
                   : "its checkpoint record is damaged");
+  else if ((has_sums = qcow2_read_sums (fd, &sums)) == -1) {
+    nbdcow_error ("%s: its checksums' extension is damaged", file);
+    r = -1;
+  }
+  *packed = r == 1 && has_sums == 1 && (sums.flags & QCOW2_SUMS_PACKED);
   if (fd >= 0)
     close (fd);
   return r == 1 ? 0 : -1;
@@ -116,7 +124,8 @@ make_full (const char *file)
   struct stat st;
   int r;
 
-  if (read_record (file, &cp) == -1 || open_chain (&chain, file) == -1)
+  if (read_record (file, &cp, &vc.compress) == -1 ||
+      open_chain (&chain, file) == -1)
     return -1;
   vc.from = &chain;
   r = out_create (&o, file, true);

@@ -29,6 +29,7 @@
 #define EXT_SUMS 0x6e626373U           /* "nbcs" */
 #define SUMS_LENGTH (40 + QCOW2_IDENTITY_MAX + 1)
 #define SUMS_HEADER_CRC 32     /* where header_crc lies in it */
+#define SUMS_FLAGS 36          /* zero in the files of older nbdcow */
 #define EXT_SPACE (8 + QCOW2_CHECKPOINT_EXPORT_MAX + 1 + \
                    CHECKPOINT_NAME_MAX + 1 + QCOW2_IDENTITY_MAX + 1 + \
                    2 * 21 + 8)
@@ -80,6 +81,38 @@ static bool
 has_data (unsigned state)
 {
   return state == KEPT_ALLOCATED || state == KEPT_PARTIAL;
+}
+
+/* A compressed entry's offset takes the low 62 - (cluster_bits - 8)
+ * bits, the count of 512-byte sectors it spans past the first the next
+ * cluster_bits - 8.
+ */
+static unsigned
+sectors_shift (unsigned cluster_bits)
+{
+  return 62 - (cluster_bits - 8);
+}
+
+uint64_t
+qcow2_compressed_entry (const struct qcow2_layout *q, uint64_t offset,
+                        uint64_t n)
+{
+  uint64_t more = (offset + n - 1) / SECTOR_SIZE - offset / SECTOR_SIZE;
+
+  return QCOW2_OFLAG_COMPRESSED | more << sectors_shift (q->cluster_bits) |
+    offset;
+}
+
+void
+qcow2_compressed_place (unsigned cluster_bits, uint64_t entry,
+                        uint64_t *offset, uint64_t *bytes)
+{
+  unsigned shift = sectors_shift (cluster_bits);
+  uint64_t sectors = (entry >> shift & ((UINT64_C (1) << (cluster_bits - 8))
+                                        - 1)) + 1;
+
+  *offset = entry & ((UINT64_C (1) << shift) - 1);
+  *bytes = sectors * SECTOR_SIZE - *offset % SECTOR_SIZE;
 }
 
 /*----------------------------------------------------------------------
@@ -217,12 +250,27 @@ write_at (int fd, const char *out, const void *buf, uint64_t count,
   return 0;
 }
 
-/* Each refcount table entry points to its refcount block; every cluster
- * of the file has refcount 1.
+/* The refcount of cluster i of the file: 1, or for packed data as
+ * many as the data clusters it holds.
+ */
+static uint16_t
+refcount_of (const struct qcow2_layout *q, const struct qcow2_source *src,
+             uint64_t i)
+{
+  uint64_t first = q->data_offset >> q->cluster_bits;
+
+  if (src->packed == NULL || i < first)
+    return i < q->clusters;
+  return i - first < src->packed->clusters ? src->packed->refcounts[i - first]
+                                           : 0;
+}
+
+/* Each refcount table entry points to its refcount block, each block
+ * counts its clusters.
  */
 static int
-write_refcounts (const struct qcow2_layout *q, int fd, const char *out,
-                 void *cluster)
+write_refcounts (const struct qcow2_layout *q, const struct qcow2_source *src,
+                 int fd, const char *out, void *cluster)
 {
   uint64_t c = cluster_size (q), per_table = c / 8, per_block = c / 2;
   uint64_t *entry = cluster;
@@ -241,7 +289,7 @@ write_refcounts (const struct qcow2_layout *q, int fd, const char *out,
   }
   for (i = 0; i < q->refcount_blocks; ++i) {
     for (j = 0; j < per_block; ++j)
-      count[j] = htobe16 (i * per_block + j < q->clusters);
+      count[j] = htobe16 (refcount_of (q, src, i * per_block + j));
     if (write_at (fd, out, cluster, c, q->refcount_blocks_offset + i * c)
         == -1)
       return -1;
@@ -303,15 +351,25 @@ held_subclusters (const struct mapper *m, uint64_t c)
   return bits;
 }
 
-/* Sets the L2 entry of cluster c, of a run in state, to data cluster
- * data if it has one.
+/* The L2 entry of the data cluster of this rank among them. */
+static uint64_t
+data_entry (const struct mapper *m, uint64_t rank)
+{
+  if (m->src->packed)
+    return m->src->packed->entries[rank];
+  return (m->q->data_offset + (rank << m->q->cluster_bits)) |
+    QCOW2_OFLAG_COPIED;
+}
+
+/* Sets the L2 entry of cluster c, of a run in state, to the next data
+ * cluster if it has one.
  */
 static void
-set_entry (struct mapper *m, uint64_t c, unsigned state, uint64_t data)
+set_entry (struct mapper *m, uint64_t c, unsigned state)
 {
   const struct qcow2_layout *q = m->q;
   uint64_t index = c % (cluster_size (q) >> l2_entry_shift (q));
-  uint64_t entry = has_data (state) ? data | QCOW2_OFLAG_COPIED : 0;
+  uint64_t entry = has_data (state) ? data_entry (m, m->data_mapped) : 0;
   uint64_t bitmap = 0;
 
   if (!q->extended) {
@@ -349,8 +407,7 @@ map_run (uint64_t offset, uint64_t length, unsigned state, void *opaque)
       m->l2_index = table;
       m->have_l2 = true;
     }
-    set_entry (m, c, state, q->data_offset +
-                               (m->data_mapped << q->cluster_bits));
+    set_entry (m, c, state);
     if (has_data (state))
       m->data_mapped++;
   }
@@ -399,7 +456,7 @@ qcow2_write_tables (const struct qcow2_layout *q,
     nbdcow_error ("%s: malloc: %m", out);
     return -1;
   }
-  r = write_refcounts (q, fd, out, cluster);
+  r = write_refcounts (q, src, fd, out, cluster);
   if (r == 0)
     r = write_maps (q, src, fd, out, cluster);
   free (cluster);
@@ -486,6 +543,7 @@ put_sums (uint8_t *p, const struct qcow2_sums *sums)
   put32 (data + 24, sums->crc);
   put32 (data + 28, sums->tables_crc);
   put32 (data + SUMS_HEADER_CRC, sums->header_crc);
+  put32 (data + SUMS_FLAGS, sums->flags);
   memcpy (data + 40, sums->base_identity, strlen (sums->base_identity));
   return put_extension (p, EXT_SUMS, data, sizeof data);
 }
@@ -711,6 +769,7 @@ get_sums (const uint8_t *data, size_t n, void *into)
   sums->crc = qcow2_be32 (data + 24);
   sums->tables_crc = qcow2_be32 (data + 28);
   sums->header_crc = qcow2_be32 (data + SUMS_HEADER_CRC);
+  sums->flags = qcow2_be32 (data + SUMS_FLAGS);
   if (memchr (data + 40, 0, QCOW2_IDENTITY_MAX + 1) == NULL)
     return -1;
   strcpy (sums->base_identity, (const char *) data + 40);

@@ -81,6 +81,28 @@ struct qcow2_layout {
   uint64_t clusters;            /* in the whole file */
 };
 
+/* Data clusters packed, most of them compressed (nbdcow backup
+ * --compress), one after another from the first data cluster, each
+ * uncompressed one on a cluster of its own: the L2 entry of each data
+ * cluster by its rank among them in the disk's order, and the refcount
+ * of each cluster of the file from the first data cluster on, of the
+ * clusters the data takes.
+ */
+struct qcow2_packed {
+  uint64_t *entries;
+  uint16_t *refcounts;
+  uint64_t clusters;
+};
+
+/* The L2 entry of a compressed cluster of the layout q, of n bytes at
+ * offset, and the bytes that a reader reads for it from offset (to
+ * the end of its last 512-byte sector).
+ */
+extern uint64_t qcow2_compressed_entry (const struct qcow2_layout *q,
+                                        uint64_t offset, uint64_t n);
+extern void qcow2_compressed_place (unsigned cluster_bits, uint64_t entry,
+                                    uint64_t *offset, uint64_t *bytes);
+
 /* What the file maps: a disk in blocks, each in a kept state (kept.h):
  * in the file (KEPT_ALLOCATED, or KEPT_PARTIAL with the sub-blocks of
  * 2^part_shift bytes parts says), zero, or left to the backing file.
@@ -93,6 +115,7 @@ struct qcow2_source {
   int (*each_block_run) (const void *disk, overlay_run_fn *fn, void *opaque);
   uint32_t (*parts) (const void *disk, uint64_t b);
   const void *disk;
+  const struct qcow2_packed *packed;  /* or NULL: one after another */
 };
 
 /* The source of an overlay file's export. */
@@ -103,7 +126,8 @@ extern void qcow2_plan (const struct qcow2_source *src,
                         struct qcow2_layout *q);
 
 /* Writes the tables of q for src into fd (the file out, sized to
- * q->clusters clusters): everything but the header, which
+ * q->clusters clusters, fewer once src's data is packed):
+ * everything but the header, which
  * qcow2_write_header writes last, so that the file is a qcow2 file only
  * once complete.  Returns 0, or -1 after a message.
  */
@@ -135,14 +159,18 @@ struct qcow2_checkpoint {
  * offset in the file (past every cluster of the layout, so qemu sees
  * free space there), the file's cluster of the first data cluster and
  * how many there are, and the table's own CRC-32C.  The table holds,
- * for each data cluster in the order they lie in the file, the CRC-32C
- * (big-endian) of the bytes of the disk it maps (a cluster, or less at
- * the disk's end).  tables_crc is the CRC-32C of the file's tables,
+ * for each data cluster in the order of the disk's offsets (the order
+ * they lie in the file, unless packed), the CRC-32C (big-endian) of
+ * the bytes of the disk it maps (a cluster, or less at the disk's
+ * end).  tables_crc is the CRC-32C of the file's tables,
  * from its second cluster to its first data cluster (refcounts, L1,
  * L2); header_crc that of its header (qcow2_header_crc);
  * base_identity the identity of the checkpoint of the backup the file
- * was made over (its backing file's record), empty for a full backup.
+ * was made over (its backing file's record), empty for a full backup;
+ * flags, QCOW2_SUMS_PACKED if the data is packed (struct
+ * qcow2_packed).
  */
+#define QCOW2_SUMS_PACKED 1U
 struct qcow2_sums {
   uint64_t offset;
   uint64_t first_cluster;
@@ -150,6 +178,7 @@ struct qcow2_sums {
   uint32_t crc;
   uint32_t tables_crc;
   uint32_t header_crc;
+  uint32_t flags;
   char base_identity[QCOW2_IDENTITY_MAX + 1];
 };
 

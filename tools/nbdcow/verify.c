@@ -5,8 +5,8 @@
 /* nbdcow backup verify: each file of a backup's chain, newest first,
  * checked on its own: its header, its record and the checksums'
  * table, every L1 and L2 entry within the file and no host cluster
- * mapped twice, then every data cluster against the checksum the
- * backup stored when it wrote it; and the chain's links (each backing
+ * mapped twice, then every data cluster (inflated, if compressed)
+ * against the checksum the backup stored when it wrote it; and the chain's links (each backing
  * file there, of the same export and disk).  What is wrong is named by
  * file and offset.
  */
@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "clusterzip.h"
 #include "crc32c.h"
 #include "fullio.h"
 #include "nbdcow.h"
@@ -178,6 +179,38 @@ read_header (struct verified *f)
   return check_tables (f);
 }
 
+/* Checks the len bytes of the disk's cluster c, read into buf, against
+ * their checksum: the next in the table, which lists the data clusters
+ * in the disk's order.  Returns EXIT_OK, or an exit code after a
+ * message.
+ */
+static int
+check_sum (struct verified *f, uint64_t c, uint64_t host, const char *buf,
+           uint64_t len)
+{
+  uint64_t rank = f->data_clusters++;
+
+  if (rank >= f->sums.count)
+    return damaged (f, "data cluster at offset %" PRIu64 " (disk offset %"
+                    PRIu64 "): more data clusters than its %" PRIu64
+                    " checksums", host, c << f->cluster_bits, f->sums.count);
+  if (htobe32 (crc32c (0, buf, len)) != f->table[rank])
+    return damaged (f, "data cluster at offset %" PRIu64 " (disk offset %"
+                    PRIu64 "): its checksum does not match", host,
+                    c << f->cluster_bits);
+  return EXIT_OK;
+}
+
+/* The bytes of the disk's cluster c (less at the disk's end). */
+static uint64_t
+disk_bytes_of (const struct verified *f, uint64_t c)
+{
+  uint64_t cluster = UINT64_C (1) << f->cluster_bits;
+  uint64_t at = c << f->cluster_bits;
+
+  return f->disk_size - at < cluster ? f->disk_size - at : cluster;
+}
+
 /* Checks the data cluster of the disk's cluster c at host against its
  * checksum, reading it into buf.  Returns EXIT_OK, or an exit code
  * after a message.
@@ -187,26 +220,62 @@ check_data (struct verified *f, uint64_t c, uint64_t host, char *buf)
 {
   uint64_t cluster = UINT64_C (1) << f->cluster_bits;
   uint64_t at = c << f->cluster_bits;
-  uint64_t len = f->disk_size - at < cluster ? f->disk_size - at : cluster;
-  uint64_t rank = (host >> f->cluster_bits) - f->sums.first_cluster;
+  uint64_t len = disk_bytes_of (f, c);
+  uint64_t index = (host >> f->cluster_bits) - f->sums.first_cluster;
 
   if (host % cluster || host + cluster > f->sums.offset ||
       (host >> f->cluster_bits) < f->sums.first_cluster ||
-      rank >= f->sums.count)
+      index >= f->sums.count)
     return damaged (f, "L2 entry of disk offset %" PRIu64 ": data at %"
                     PRIu64 ", out of the data area", at, host);
-  if (f->used[rank]++)
+  if (f->used[index]++)
     return damaged (f, "data cluster at offset %" PRIu64 " mapped twice "
                     "(again at disk offset %" PRIu64 ")", host, at);
   if (pread_full (f->fd, buf, len, host) == -1) {
     nbdcow_error ("%s: read at %" PRIu64 ": %m", f->path, host);
     return EXIT_UNUSABLE;
   }
-  f->data_clusters++;
-  if (htobe32 (crc32c (0, buf, len)) != f->table[rank])
-    return damaged (f, "data cluster at offset %" PRIu64 " (disk offset %"
-                    PRIu64 "): its checksum does not match", host, at);
-  return EXIT_OK;
+  return check_sum (f, c, host, buf, len);
+}
+
+/* Checks the compressed cluster of L2 entry e, of the disk's cluster
+ * c, against its checksum, inflating it into buf.  Returns EXIT_OK,
+ * or an exit code after a message.
+ */
+static int
+check_compressed (struct verified *f, uint64_t c, uint64_t e, char *buf)
+{
+  uint64_t cluster = UINT64_C (1) << f->cluster_bits, host, bytes;
+  char *z;
+  int r = EXIT_OK;
+
+  qcow2_compressed_place (f->cluster_bits, e, &host, &bytes);
+  if (!(f->sums.flags & QCOW2_SUMS_PACKED))
+    return damaged (f, "L2 entry of disk offset %" PRIu64 ": a compressed "
+                    "cluster in a file whose data nbdcow did not compress",
+                    c << f->cluster_bits);
+  if (host < f->sums.first_cluster << f->cluster_bits ||
+      host > f->sums.offset || bytes > f->sums.offset - host)
+    return damaged (f, "L2 entry of disk offset %" PRIu64 ": compressed "
+                    "data at %" PRIu64 ", out of the data area",
+                    c << f->cluster_bits, host);
+  z = malloc (bytes);
+  if (z == NULL) {
+    nbdcow_error ("%s: malloc: %m", f->path);
+    return EXIT_ERROR;
+  }
+  if (pread_full (f->fd, z, bytes, host) == -1) {
+    nbdcow_error ("%s: read at %" PRIu64 ": %m", f->path, host);
+    r = EXIT_UNUSABLE;
+  }
+  else if (clusterzip_inflate (z, bytes, buf, cluster) == -1)
+    r = damaged (f, "compressed cluster at offset %" PRIu64 " (disk offset "
+                 "%" PRIu64 "): it does not inflate to a cluster", host,
+                 c << f->cluster_bits);
+  else
+    r = check_sum (f, c, host, buf, disk_bytes_of (f, c));
+  free (z);
+  return r;
 }
 
 /* Checks every entry of the L2 table at l2 (of L1 entry i) and the data
@@ -235,14 +304,14 @@ check_l2 (struct verified *f, uint64_t i, uint64_t l2, char *buf)
     e = qcow2_be64 (entry);
     host = e & QCOW2_OFFSET_MASK;
     if (e & QCOW2_OFLAG_COMPRESSED)
-      return damaged (f, "L2 entry at %" PRIu64 ": a compressed cluster, "
-                      "which nbdcow backup never writes", l2 + j * 8);
-    if (host == 0)
+      r = check_compressed (f, i * per_l2 + j, e, buf);
+    else if (host == 0)
       continue;
-    if (e & QCOW2_OFLAG_ZERO)
-      return damaged (f, "L2 entry at %" PRIu64 ": zero with data",
-                      l2 + j * 8);
-    if ((r = check_data (f, i * per_l2 + j, host, buf)) != EXIT_OK)
+    else if (e & QCOW2_OFLAG_ZERO)
+      r = damaged (f, "L2 entry at %" PRIu64 ": zero with data", l2 + j * 8);
+    else
+      r = check_data (f, i * per_l2 + j, host, buf);
+    if (r != EXIT_OK)
       return r;
   }
   return EXIT_OK;
@@ -280,6 +349,9 @@ check_file (struct verified *f)
       r = check_l2 (f, i, l2, buf);
   }
   free (buf);
+  if (r == EXIT_OK && f->data_clusters != f->sums.count)
+    r = damaged (f, "%" PRIu64 " data clusters mapped, %" PRIu64 " in its "
+                 "checksums' table", f->data_clusters, f->sums.count);
   return r;
 }
 

@@ -22,6 +22,7 @@
 #include <libnbd.h>
 
 #include "checks.h"
+#include "clusterzip.h"
 #include "commit.h"
 #include "crc32c.h"
 #include "divround.h"
@@ -379,29 +380,150 @@ sum_piece (struct view_copy *vc, const char *buf, uint64_t length,
   }
 }
 
+/* The piece's n clusters of buf, compressed: cluster i's bytes at
+ * zbuf + i clusters, their length in zlen[i] (0: stored as they are).
+ * A piece at the disk's end is padded to a whole cluster with zeros,
+ * as a qcow2 reader inflates a whole one.
+ */
+static void
+compress_piece (char *buf, uint64_t length, char *zbuf, size_t *zlen)
+{
+  uint64_t cluster = UINT64_C (1) << CLUSTER_BITS;
+  uint64_t n = div_round_up (length, cluster), i;
+
+  memset (buf + length, 0, n * cluster - length);
+  for (i = 0; i < n; ++i)
+    zlen[i] = clusterzip_deflate (buf + i * cluster, cluster,
+                                  zbuf + i * cluster, cluster - 1);
+}
+
+/* Places the n clusters of a piece, of data ranks from rank on, next
+ * in the packed data: a compressed one right after the last, one
+ * stored as it is on the next cluster boundary.  Sets each one's entry,
+ * the refcounts of the clusters it takes, and at[i], where it goes.
+ * Caller holds vc->lock.
+ */
+static void
+place_piece (struct view_copy *vc, uint64_t rank, uint64_t n,
+             const size_t *zlen, uint64_t *at) REQUIRES (vc->lock)
+{
+  uint64_t cluster = UINT64_C (1) << CLUSTER_BITS;
+  uint64_t first = vc->q.data_offset >> CLUSTER_BITS, i, c;
+
+  for (i = 0; i < n; ++i) {
+    uint64_t bytes = zlen[i] ? zlen[i] : cluster;
+
+    if (zlen[i] == 0)
+      vc->next_packed = div_round_up (vc->next_packed, cluster) * cluster;
+    at[i] = vc->next_packed;
+    vc->packed.entries[rank + i] = zlen[i]
+      ? qcow2_compressed_entry (&vc->q, at[i], zlen[i])
+      : at[i] | QCOW2_OFLAG_COPIED;
+    for (c = at[i] >> CLUSTER_BITS; c <= (at[i] + bytes - 1) >> CLUSTER_BITS;
+         ++c)
+      vc->packed.refcounts[c - first]++;
+    vc->next_packed += bytes;
+  }
+}
+
+/* Buffers of a worker that packs. */
+struct packing {
+  char *zbuf, *out;
+  size_t *zlen;
+  uint64_t *at;
+};
+
+/* Writes the piece's n clusters (buf, or compressed as compress_piece
+ * left them in p) where place_piece put them, gathered in p->out, in
+ * one write.  Returns 0, or -1 after a message.
+ */
+static int
+write_packed (struct view_copy *vc, const struct packing *p,
+              const char *buf, uint64_t n)
+{
+  uint64_t cluster = UINT64_C (1) << CLUSTER_BITS, start = p->at[0];
+  uint64_t end = start, i;
+
+  for (i = 0; i < n; ++i) {
+    uint64_t bytes = p->zlen[i] ? p->zlen[i] : cluster;
+
+    memset (p->out + (end - start), 0, p->at[i] - end);
+    memcpy (p->out + (p->at[i] - start),
+            (p->zlen[i] ? p->zbuf : buf) + i * cluster, bytes);
+    end = p->at[i] + bytes;
+  }
+  if (pwrite_full (vc->fd, p->out, end - start, start) == 0)
+    return 0;
+  nbdcow_error ("%s: write at %" PRIu64 ": %m", vc->out, start);
+  return -1;
+}
+
+/* Compresses, places and writes a piece of length bytes in buf that
+ * would go to dest were none packed.  Returns 0, or -1 after a
+ * message.
+ */
+static int
+pack_piece (struct view_copy *vc, struct packing *p, char *buf,
+            uint64_t length, uint64_t dest)
+{
+  uint64_t rank = (dest - vc->q.data_offset) >> CLUSTER_BITS;
+  uint64_t n = div_round_up (length, UINT64_C (1) << CLUSTER_BITS);
+
+  compress_piece (buf, length, p->zbuf, p->zlen);
+  held_lock (&vc->lock);
+  place_piece (vc, rank, n, p->zlen, p->at);
+  held_unlock (&vc->lock);
+  return write_packed (vc, p, buf, n);
+}
+
+/* Writes a piece of length bytes in buf to dest, or packed.  Returns
+ * 0, or -1 after a message.
+ */
+static int
+write_piece (struct view_copy *vc, struct packing *p, char *buf,
+             uint64_t length, uint64_t dest)
+{
+  sum_piece (vc, buf, length, dest);
+  if (vc->compress)
+    return pack_piece (vc, p, buf, length, dest);
+  if (pwrite_full (vc->fd, buf, length, dest) == 0)
+    return 0;
+  nbdcow_error ("%s: write at %" PRIu64 ": %m", vc->out, dest);
+  return -1;
+}
+
 static void *
 worker_run (void *arg)
 {
   struct worker *w = arg;
   struct view_copy *vc = w->vc;
+  uint64_t pieces = PIECE_BYTES >> CLUSTER_BITS;
   char *buf = malloc (PIECE_BYTES);
+  struct packing p = { NULL };
   uint64_t offset, length, dest;
   bool ok = buf != NULL;
 
-  if (buf == NULL)
+  if (vc->compress) {
+    p.zbuf = malloc (PIECE_BYTES);
+    p.out = malloc (PIECE_BYTES + (UINT64_C (1) << CLUSTER_BITS));
+    p.zlen = malloc (pieces * sizeof *p.zlen);
+    p.at = malloc (pieces * sizeof *p.at);
+    ok = ok && p.zbuf && p.out && p.zlen && p.at;
+  }
+  if (!ok)
     nbdcow_error ("%s: malloc: %m", vc->out);
   while (ok && take_piece (vc, &offset, &length, &dest)) {
-    if (read_piece (w, buf, length, offset) == -1)
+    if (read_piece (w, buf, length, offset) == -1 ||
+        write_piece (vc, &p, buf, length, dest) == -1)
       ok = false;
-    else if (sum_piece (vc, buf, length, dest),
-             pwrite_full (vc->fd, buf, length, dest) == -1) {
-      nbdcow_error ("%s: write at %" PRIu64 ": %m", vc->out, dest);
-      ok = false;
-    }
     else
       progress_add (&vc->bar, length);
   }
   free (buf);
+  free (p.zbuf);
+  free (p.out);
+  free (p.zlen);
+  free (p.at);
   held_lock (&vc->lock);
   if (!ok)
     vc->failed = true;
@@ -421,7 +543,7 @@ copy_data (struct view_copy *vc)
 
   progress_init (&vc->bar, vc->progress, "backup", vc->data_bytes);
   pthread_mutex_init (&vc->lock, NULL);
-  vc->next_data = vc->q.data_offset;
+  vc->next_data = vc->next_packed = vc->q.data_offset;
   for (started = 0; started < vc->handles; ++started) {
     w[started] = (struct worker) { .vc = vc,
                                    .h = vc->from ? NULL : vc->nbd[started] };
@@ -442,6 +564,10 @@ copy_data (struct view_copy *vc)
   }
   for (i = 0; i < started; ++i)
     pthread_join (w[i].thread, NULL);
+  held_lock (&vc->lock);
+  vc->packed.clusters = div_round_up (vc->next_packed - vc->q.data_offset,
+                                      UINT64_C (1) << CLUSTER_BITS);
+  held_unlock (&vc->lock);
   progress_end (&vc->bar);
   pthread_mutex_destroy (&vc->lock);
   return vc->failed || started == 0 ? -1 : 0;
@@ -473,6 +599,26 @@ crc_of_tables (struct view_copy *vc, uint32_t *crc)
   return r;
 }
 
+/* The checksums' table of table_bytes, and with compress where the
+ * data clusters go.  Returns 0, or -1 after a message.
+ */
+static int
+alloc_tables (struct view_copy *vc, uint64_t table_bytes)
+{
+  uint64_t n = vc->q.data_clusters ? vc->q.data_clusters : 1;
+
+  vc->sums = malloc (table_bytes ? table_bytes : 1);
+  if (vc->compress) {
+    vc->packed.entries = malloc (n * sizeof *vc->packed.entries);
+    vc->packed.refcounts = calloc (n, sizeof *vc->packed.refcounts);
+  }
+  if (vc->sums && (!vc->compress ||
+                   (vc->packed.entries && vc->packed.refcounts)))
+    return 0;
+  nbdcow_error ("%s: malloc: %m", vc->out);
+  return -1;
+}
+
 int
 view_copy_write (struct view_copy *vc, const char *backing,
                  struct qcow2_checkpoint *cp)
@@ -489,29 +635,30 @@ view_copy_write (struct view_copy *vc, const char *backing,
     return -1;
   }
   map_block_runs (vc, count_run, vc);
+  table_bytes = vc->q.data_clusters * sizeof *vc->sums;
+  if (alloc_tables (vc, table_bytes) == -1 || copy_data (vc) == -1)
+    return -1;
+  if (vc->compress) {
+    vc->q.clusters = (vc->q.data_offset >> CLUSTER_BITS) + vc->packed.clusters;
+    src.packed = &vc->packed;
+  }
   sums = (struct qcow2_sums) {
     .offset = vc->q.clusters << CLUSTER_BITS,
     .first_cluster = vc->q.data_offset >> CLUSTER_BITS,
     .count = vc->q.data_clusters,
+    .flags = vc->compress ? QCOW2_SUMS_PACKED : 0,
   };
   if (vc->base_identity)
     strcpy (sums.base_identity, vc->base_identity);
-  table_bytes = sums.count * sizeof *vc->sums;
   cp->disk_size = vc->geom.size;
   cp->file_length = sums.offset + (div_round_up (table_bytes,
                                                  UINT64_C (1) << CLUSTER_BITS)
                                    << CLUSTER_BITS);
-  vc->sums = malloc (table_bytes ? table_bytes : 1);
-  if (vc->sums == NULL) {
-    nbdcow_error ("%s: malloc: %m", vc->out);
-    return -1;
-  }
   if (ftruncate (vc->fd, cp->file_length) == -1) {
     nbdcow_error ("%s: ftruncate: %m", vc->out);
     return -1;
   }
-  if (qcow2_write_tables (&vc->q, &src, vc->fd, vc->out) == -1 ||
-      copy_data (vc) == -1)
+  if (qcow2_write_tables (&vc->q, &src, vc->fd, vc->out) == -1)
     return -1;
   sums.crc = crc32c (0, vc->sums, table_bytes);
   if (crc_of_tables (vc, &sums.tables_crc) == -1)
@@ -538,5 +685,7 @@ void
 view_copy_free (struct view_copy *vc)
 {
   free (vc->sums);
+  free (vc->packed.entries);
+  free (vc->packed.refcounts);
   statemap_free (&vc->states);
 }

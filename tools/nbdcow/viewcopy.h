@@ -44,6 +44,9 @@ struct view_copy {
   const struct qcow2_chain *from;  /* or the disk a chain holds is
                                       copied, not an export (nbd NULL,
                                       handles: threads reading it) */
+  bool compress;                /* --compress: the data packed
+                                   (qcow2_packed), most clusters
+                                   compressed */
   bool progress;                /* --progress */
   bool (*stopped) (void *opaque);  /* whether to stop (a signal came) */
   void *opaque;
@@ -54,14 +57,17 @@ struct view_copy {
   struct qcow2_layout q;
   uint64_t data_bytes, zero_bytes;
   uint32_t *sums;               /* each data cluster's CRC-32C, big-endian,
-                                   by its place among them in the file */
+                                   by its rank among them in the disk */
+  struct qcow2_packed packed;   /* with compress */
   struct progress bar;
 
   /* The workers': under lock. */
   mutex_t lock;
   uint64_t next_cluster FIELD_GUARDED_BY (lock);  /* the cursor */
-  /* where the next data cluster goes */
+  /* where the next data cluster goes, were none packed */
   uint64_t next_data FIELD_GUARDED_BY (lock);
+  /* where the next packed one goes */
+  uint64_t next_packed FIELD_GUARDED_BY (lock);
   bool failed FIELD_GUARDED_BY (lock);
   _Atomic unsigned finished;
 };
