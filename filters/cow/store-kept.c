@@ -1113,6 +1113,20 @@ flush_pages (struct store_kept *k, int *err)
   return -1;
 }
 
+/* The data's sync: what a flush that changed no entry (only data
+ * written, into units the overlay held) makes durable, and what a
+ * flush of the pages syncs before it marks the file stale.
+ */
+static int
+sync_data (struct store_kept *k, int *err)
+{
+  if (fdatasync (k->kept.fd) == 0)
+    return 0;
+  *err = errno;
+  nbdkit_error ("cow-file=%s: flush: %m", k->kept.path);
+  return -1;
+}
+
 /* Version 8: flush_pages while the overlay needs marks.  The pages
  * may name a change in flight, its mark not raised yet: the file is
  * marked stale if one is in flight as they begin to be taken, and a
@@ -1126,6 +1140,14 @@ flush_pages_marked (struct store_kept *k, int *err)
 {
   int r = 0;
 
+  /* What the clients wrote since their last flush is synced first,
+   * while their changes still take the log's way: marking the file
+   * stale syncs the header, and a change begun meanwhile waits for
+   * that sync, which then has little left to write.
+   */
+  if (!__atomic_load_n (&k->stale, __ATOMIC_SEQ_CST) &&
+      sync_data (k, err) == -1)
+    return -1;
   __atomic_store_n (&k->taking_pages, true, __ATOMIC_SEQ_CST);
   if (__atomic_load_n (&k->begun, __ATOMIC_SEQ_CST) !=
       __atomic_load_n (&k->ended, __ATOMIC_SEQ_CST) &&
@@ -1217,19 +1239,6 @@ write_record (struct store_kept *k, const struct kept_log_entry *entries,
   if (end_taking (k, r == 0) && r == 0)
     r = write_confirming (k);
   return r;
-}
-
-/* Version 7: a flush that changed no entry (only data written, into
- * units the overlay held): the data's sync.
- */
-static int
-sync_data (struct store_kept *k, int *err)
-{
-  if (fdatasync (k->kept.fd) == 0)
-    return 0;
-  *err = errno;
-  nbdkit_error ("cow-file=%s: flush: %m", k->kept.path);
-  return -1;
 }
 
 /* Version 7: the flush of one sync (docs/overlay-format.md, "The
