@@ -9,7 +9,7 @@
 # (an L1 entry; an L2 entry's zero flag, which leaves the structure
 # valid), in its header's fields, or a backing file replaced by another
 # backup of the chain is found and named by file and offset (exit 2); a
-# missing backing file is named (exit 3).
+# missing backing file is named, with the file that names it (exit 3).
 . "$abs_top_srcdir/tests/functions.sh"
 
 ctl=$tmp/ctl
@@ -100,7 +100,8 @@ echo "a header field changed, or a backing file replaced by another backup, is f
 mv "$tmp/b/1.qcow2" "$tmp/gone"
 status=0
 "$NBDCOW" backup verify "$tmp/b/3.qcow2" >/dev/null 2>"$tmp/err" || status=$?
-[ "$status" -eq 3 ] && grep -q "1.qcow2" "$tmp/err" ||
+[ "$status" -eq 3 ] && grep -q "2.qcow2: its backing file 1.qcow2: " "$tmp/err" &&
+  ! grep -q -- "--base" "$tmp/err" ||
   fail "a missing backing file: exit $status: $(cat "$tmp/err")"
 mv "$tmp/gone" "$tmp/b/1.qcow2"
 "$NBDCOW" backup prune --keep=2 "$tmp/b/3.qcow2" >/dev/null

@@ -242,7 +242,8 @@ check_previous (struct backup *b)
   char answer[CONTROL_ANSWER_MAX], id[QCOW2_IDENTITY_MAX + 1];
   const char *lines;
   uint64_t size;
-  int fd = open_backing (b->base, b->out_named, NULL, NULL), r = -1;
+  int fd = open_backing (b->base, b->out_named, NULL, NULL, NAMED_BY_BASE);
+  int r = -1;
   int found = 0;
 
   if (fd == -1)
@@ -300,7 +301,8 @@ check_chain (struct backup *b)
     char *next = NULL;
     int has;
 
-    fd = open_backing (name, from, &st, &next);
+    fd = open_backing (name, from, &st, &next,
+                       depth ? NAMED_BY_OUT : NAMED_BY_BASE);
     if (fd == -1)
       break;
     free (path);
@@ -607,7 +609,7 @@ copy_view (struct backup *b)
   strcpy (cp.name, b->name);
   strcpy (cp.identity, b->identity);
   if (b->base && changes_coarser (b)) {
-    opened = qcow2_chain_open (&prev, b->base, b->out_named);
+    opened = qcow2_chain_open (&prev, b->base, b->out_named, NAMED_BY_BASE);
     if (opened == -1)
       return -1;
     if (opened == 1)

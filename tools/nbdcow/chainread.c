@@ -51,14 +51,15 @@ read_header (struct chain_file *f, unsigned *cluster_bits)
  * -1 after a message.
  */
 static int
-add_file (struct qcow2_chain *c, char *name, const char *from)
+add_file (struct qcow2_chain *c, char *name, const char *from,
+          enum backing_named named)
 {
   struct chain_file *f = &c->file[c->files];
   unsigned bits;
   int has;
 
   f->path = NULL;
-  f->fd = open_backing (name, from, NULL, &f->path);
+  f->fd = open_backing (name, from, NULL, &f->path, named);
   if (f->fd == -1)
     return -1;
   c->files++;
@@ -73,7 +74,8 @@ add_file (struct qcow2_chain *c, char *name, const char *from)
 }
 
 int
-qcow2_chain_open (struct qcow2_chain *c, const char *base, const char *out)
+qcow2_chain_open (struct qcow2_chain *c, const char *base, const char *out,
+                  enum backing_named named)
 {
   char name[QCOW2_MAX_BACKING + 1];
   int r = 1;
@@ -85,7 +87,9 @@ qcow2_chain_open (struct qcow2_chain *c, const char *base, const char *out)
   }
   snprintf (name, sizeof name, "%s", base);
   while (r == 1 && c->files < CHAIN_MAX)
-    r = add_file (c, name, c->files ? c->file[c->files - 1].path : out);
+    r = c->files ? add_file (c, name, c->file[c->files - 1].path,
+                             NAMED_BY_OUT)
+                 : add_file (c, name, out, named);
   if (r == 1) {
     nbdcow_error ("--base=%s: a backing chain of more than %d files (a "
                   "loop?)", base, CHAIN_MAX);

@@ -15,6 +15,8 @@
 
 #include <stdint.h>
 
+#include "outfile.h"
+
 /* The most files a chain may have (more is taken for a loop). */
 #define CHAIN_MAX 1024
 
@@ -24,12 +26,13 @@ struct qcow2_chain {
   struct chain_file *file;      /* PREV first */
 };
 
-/* Opens the chain from base, named as open_backing names it (from
- * out).  Returns 1, or 0 if a file of it is of a kind this reader does
- * not read (then it holds nothing open), or -1 after a message.
+/* Opens the chain from base, as open_backing opens it (from out,
+ * named so in messages).  Returns 1, or 0 if a file of it is of a kind
+ * this reader does not read (then it holds nothing open), or -1 after
+ * a message.
  */
 extern int qcow2_chain_open (struct qcow2_chain *c, const char *base,
-                             const char *out);
+                             const char *out, enum backing_named named);
 
 /* Reads the len bytes at offset into buf: each cluster's from the
  * first file of the chain that maps it, zeros where none does.

@@ -35,7 +35,7 @@ check_base (const struct overlay_file *ov, const char *base, const char *out,
             struct stat *st, const char **format)
 {
   uint64_t size, want = ov->kept.header.layout.geom.size;
-  int fd = open_backing (base, out, st, NULL), r = -1;
+  int fd = open_backing (base, out, st, NULL, NAMED_BY_BASE), r = -1;
 
   if (fd == -1)
     ;                           /* it said why */

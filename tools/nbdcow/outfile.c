@@ -151,7 +151,7 @@ backing_name (const char *base, const char *out)
 
 int
 open_backing (const char *base, const char *out, struct stat *st,
-              char **path_out)
+              char **path_out, enum backing_named named)
 {
   char *dir = dir_of (out), *path = NULL;
   struct stat ignored;
@@ -168,7 +168,12 @@ open_backing (const char *base, const char *out, struct stat *st,
     ;                           /* it said why */
   else if ((fd = open (path, O_RDONLY | O_CLOEXEC)) == -1 ||
            fstat (fd, st ? st : &ignored) == -1) {
-    nbdcow_error ("--base=%s: %s: %m", base, path);
+    if (named == NAMED_BY_BASE)
+      nbdcow_error ("--base=%s: %s: %m", base, path);
+    else if (named == NAMED_BY_USER)
+      nbdcow_error ("%s: %m", path);
+    else
+      nbdcow_error ("%s: its backing file %s: %s: %m", out, base, path);
     if (fd >= 0)
       close (fd);
     fd = -1;

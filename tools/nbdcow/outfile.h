@@ -49,14 +49,19 @@ extern int out_close (struct out_file *o, bool complete);
  * out's directory unless absolute; sets *st unless st is NULL, and
  * *path to the path it opened (malloc'd) unless path is NULL.  Returns
  * its descriptor, read only, or -1 after a message (also if the name
- * is too long for a header).
+ * is too long for a header) naming it as named says.
  */
+enum backing_named {
+  NAMED_BY_BASE,                /* --base=BASE */
+  NAMED_BY_USER,                /* a FILE on the command line */
+  NAMED_BY_OUT,                 /* the backing file that out records */
+};
 struct stat;
 extern int open_backing (const char *base, const char *out, struct stat *st,
-                         char **path);
+                         char **path, enum backing_named named);
 
 /* The name of path in its directory: open_backing (file_name (path),
- * path) opens path itself, the start of its chain.
+ * path, ..., NAMED_BY_USER) opens path itself, the start of its chain.
  */
 extern const char *file_name (const char *path);
 

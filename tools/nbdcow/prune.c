@@ -46,7 +46,7 @@ struct prune {
 static int
 open_chain (struct qcow2_chain *c, const char *file)
 {
-  int r = qcow2_chain_open (c, file_name (file), file);
+  int r = qcow2_chain_open (c, file_name (file), file, NAMED_BY_USER);
 
   if (r == 0)
     nbdcow_error ("%s: its chain holds a file nbdcow backup did not write "

@@ -396,7 +396,10 @@ verify_chain (const char *file)
   snprintf (name, sizeof name, "%s", file_name (file));
   from = strdup (file);
   while (r == EXIT_OK && from != NULL) {
-    f = (struct verified) { .fd = open_backing (name, from, NULL, &path) };
+    f = (struct verified) {
+      .fd = open_backing (name, from, NULL, &path,
+                          files ? NAMED_BY_OUT : NAMED_BY_USER),
+    };
     f.path = path;
     if (f.fd == -1) {
       r = EXIT_UNUSABLE;
