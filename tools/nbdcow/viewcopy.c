@@ -397,41 +397,61 @@ compress_piece (char *buf, uint64_t length, char *zbuf, size_t *zlen)
                                   zbuf + i * cluster, cluster - 1);
 }
 
-/* Places the n clusters of a piece, of data ranks from rank on, next
- * in the packed data: a compressed one right after the last, one
- * stored as it is on the next cluster boundary.  Sets each one's entry,
- * the refcounts of the clusters it takes, and at[i], where it goes.
- * Caller holds vc->lock.
+/* Buffers of a worker that packs: each cluster of a piece compressed
+ * (compress_piece), where it goes, and the span of the file the piece
+ * takes.
  */
-static void
-place_piece (struct view_copy *vc, uint64_t rank, uint64_t n,
-             const size_t *zlen, uint64_t *at) REQUIRES (vc->lock)
-{
-  uint64_t cluster = UINT64_C (1) << CLUSTER_BITS;
-  uint64_t first = vc->q.data_offset >> CLUSTER_BITS, i, c;
-
-  for (i = 0; i < n; ++i) {
-    uint64_t bytes = zlen[i] ? zlen[i] : cluster;
-
-    if (zlen[i] == 0)
-      vc->next_packed = div_round_up (vc->next_packed, cluster) * cluster;
-    at[i] = vc->next_packed;
-    vc->packed.entries[rank + i] = zlen[i]
-      ? qcow2_compressed_entry (&vc->q, at[i], zlen[i])
-      : at[i] | QCOW2_OFLAG_COPIED;
-    for (c = at[i] >> CLUSTER_BITS; c <= (at[i] + bytes - 1) >> CLUSTER_BITS;
-         ++c)
-      vc->packed.refcounts[c - first]++;
-    vc->next_packed += bytes;
-  }
-}
-
-/* Buffers of a worker that packs. */
 struct packing {
   char *zbuf, *out;
   size_t *zlen;
   uint64_t *at;
+  uint64_t start, end;
 };
+
+/* Places cluster i of a piece, of data rank rank, next in the packed
+ * data: a compressed one right after the last, one stored as it is on
+ * the next cluster boundary.  Sets its entry, the refcounts of the
+ * clusters it takes, and p->at[i].  Caller holds vc->lock.
+ */
+static void
+place_cluster (struct view_copy *vc, struct packing *p, uint64_t rank,
+               uint64_t i) REQUIRES (vc->lock)
+{
+  uint64_t cluster = UINT64_C (1) << CLUSTER_BITS;
+  uint64_t first = vc->q.data_offset >> CLUSTER_BITS, c;
+  uint64_t bytes = p->zlen[i] ? p->zlen[i] : cluster, at;
+
+  if (p->zlen[i] == 0)
+    vc->next_packed = div_round_up (vc->next_packed, cluster) * cluster;
+  at = p->at[i] = vc->next_packed;
+  vc->packed.entries[rank] = p->zlen[i]
+    ? qcow2_compressed_entry (&vc->q, at, p->zlen[i])
+    : at | QCOW2_OFLAG_COPIED;
+  for (c = at >> CLUSTER_BITS; c <= (at + bytes - 1) >> CLUSTER_BITS; ++c)
+    vc->packed.refcounts[c - first]++;
+  vc->next_packed += bytes;
+}
+
+/* Places the n clusters of a piece, of data ranks from rank on: the
+ * compressed ones first, then those stored as they are, so that the
+ * piece leaves at most one cluster's rest unused.  Caller holds
+ * vc->lock.
+ */
+static void
+place_piece (struct view_copy *vc, struct packing *p, uint64_t rank,
+             uint64_t n) REQUIRES (vc->lock)
+{
+  uint64_t i;
+
+  p->start = vc->next_packed;
+  for (i = 0; i < n; ++i)
+    if (p->zlen[i])
+      place_cluster (vc, p, rank + i, i);
+  for (i = 0; i < n; ++i)
+    if (p->zlen[i] == 0)
+      place_cluster (vc, p, rank + i, i);
+  p->end = vc->next_packed;
+}
 
 /* Writes the piece's n clusters (buf, or compressed as compress_piece
  * left them in p) where place_piece put them, gathered in p->out, in
@@ -441,20 +461,16 @@ static int
 write_packed (struct view_copy *vc, const struct packing *p,
               const char *buf, uint64_t n)
 {
-  uint64_t cluster = UINT64_C (1) << CLUSTER_BITS, start = p->at[0];
-  uint64_t end = start, i;
+  uint64_t cluster = UINT64_C (1) << CLUSTER_BITS, i;
 
-  for (i = 0; i < n; ++i) {
-    uint64_t bytes = p->zlen[i] ? p->zlen[i] : cluster;
-
-    memset (p->out + (end - start), 0, p->at[i] - end);
-    memcpy (p->out + (p->at[i] - start),
-            (p->zlen[i] ? p->zbuf : buf) + i * cluster, bytes);
-    end = p->at[i] + bytes;
-  }
-  if (pwrite_full (vc->fd, p->out, end - start, start) == 0)
+  memset (p->out, 0, p->end - p->start);
+  for (i = 0; i < n; ++i)
+    memcpy (p->out + (p->at[i] - p->start),
+            (p->zlen[i] ? p->zbuf : buf) + i * cluster,
+            p->zlen[i] ? p->zlen[i] : cluster);
+  if (pwrite_full (vc->fd, p->out, p->end - p->start, p->start) == 0)
     return 0;
-  nbdcow_error ("%s: write at %" PRIu64 ": %m", vc->out, start);
+  nbdcow_error ("%s: write at %" PRIu64 ": %m", vc->out, p->start);
   return -1;
 }
 
@@ -471,7 +487,7 @@ pack_piece (struct view_copy *vc, struct packing *p, char *buf,
 
   compress_piece (buf, length, p->zbuf, p->zlen);
   held_lock (&vc->lock);
-  place_piece (vc, rank, n, p->zlen, p->at);
+  place_piece (vc, p, rank, n);
   held_unlock (&vc->lock);
   return write_packed (vc, p, buf, n);
 }
