@@ -49,7 +49,7 @@ for i, c in enumerate(calls):
         order.append(("dirsync", i))
     elif name.startswith("rename") and '2.qcow2"' in c.split(",")[-1]:
         order.append(("rename", i))
-    elif name.startswith("unlink"):
+    elif name.startswith("unlink") and '.qcow2"' in c:
         order.append(("unlink", i))
 kinds = [k for k, _ in order]
 def fail(why):
