@@ -513,7 +513,7 @@ worker_run (void *arg)
 {
   struct worker *w = arg;
   struct view_copy *vc = w->vc;
-  uint64_t pieces = PIECE_BYTES >> CLUSTER_BITS;
+  uint64_t per_piece = PIECE_BYTES >> CLUSTER_BITS;   /* clusters */
   char *buf = malloc (PIECE_BYTES);
   struct packing p = { NULL };
   uint64_t offset, length, dest;
@@ -522,8 +522,8 @@ worker_run (void *arg)
   if (vc->compress) {
     p.zbuf = malloc (PIECE_BYTES);
     p.out = malloc (PIECE_BYTES + (UINT64_C (1) << CLUSTER_BITS));
-    p.zlen = malloc (pieces * sizeof *p.zlen);
-    p.at = malloc (pieces * sizeof *p.at);
+    p.zlen = malloc (per_piece * sizeof *p.zlen);
+    p.at = malloc (per_piece * sizeof *p.at);
     ok = ok && p.zbuf && p.out && p.zlen && p.at;
   }
   if (!ok)
