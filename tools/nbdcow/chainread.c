@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include "chainread.h"
-#include "clusterzip.h"
 #include "fullio.h"
 #include "kept.h"
 #include "outfile.h"
@@ -143,27 +142,22 @@ static int
 read_compressed (const struct qcow2_chain *c, const struct chain_file *f,
                  uint64_t entry, char *buf, uint32_t len, uint64_t within)
 {
-  uint64_t cluster_size = UINT64_C (1) << c->cluster_bits, at, bytes;
-  char *z, *cluster;
-  int r = -1;
+  char *cluster = malloc (UINT64_C (1) << c->cluster_bits);
+  int r = cluster ? qcow2_read_compressed (f->fd, c->cluster_bits, entry,
+                                           cluster) : -1;
+
+  uint64_t at, bytes;
 
   qcow2_compressed_place (c->cluster_bits, entry, &at, &bytes);
-  z = malloc (bytes);
-  cluster = malloc (cluster_size);
-  if (z == NULL || cluster == NULL)
-    nbdcow_error ("%s: malloc: %m", f->path);
-  else if (pread_full (f->fd, z, bytes, at) == -1)
+  if (r == -1)
     nbdcow_error ("%s: read at %" PRIu64 ": %m", f->path, at);
-  else if (clusterzip_inflate (z, bytes, cluster, cluster_size) == -1)
+  else if (r == 1)
     nbdcow_error ("%s: the compressed cluster at %" PRIu64 " does not "
                   "inflate to a cluster: the file is damaged", f->path, at);
-  else {
+  else
     memcpy (buf, cluster + within, len);
-    r = 0;
-  }
-  free (z);
   free (cluster);
-  return r;
+  return r == 0 ? 0 : -1;
 }
 
 /* qcow2_chain_read of bytes within one cluster of the chain. */

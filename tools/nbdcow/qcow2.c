@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "clusterzip.h"
 #include "crc32c.h"
 #include "divround.h"
 #include "fullio.h"
@@ -113,6 +114,23 @@ qcow2_compressed_place (unsigned cluster_bits, uint64_t entry,
 
   *offset = entry & ((UINT64_C (1) << shift) - 1);
   *bytes = sectors * SECTOR_SIZE - *offset % SECTOR_SIZE;
+}
+
+int
+qcow2_read_compressed (int fd, unsigned cluster_bits, uint64_t entry,
+                       void *cluster)
+{
+  uint64_t at, bytes;
+  char *z;
+  int r = -1;
+
+  qcow2_compressed_place (cluster_bits, entry, &at, &bytes);
+  z = malloc (bytes);
+  if (z != NULL && pread_full (fd, z, bytes, at) == 0)
+    r = clusterzip_inflate (z, bytes, cluster,
+                            UINT64_C (1) << cluster_bits) == 0 ? 0 : 1;
+  free (z);
+  return r;
 }
 
 /*----------------------------------------------------------------------

@@ -103,6 +103,14 @@ extern uint64_t qcow2_compressed_entry (const struct qcow2_layout *q,
 extern void qcow2_compressed_place (unsigned cluster_bits, uint64_t entry,
                                     uint64_t *offset, uint64_t *bytes);
 
+/* Reads the compressed cluster of L2 entry entry from fd, of clusters
+ * of 2^cluster_bits bytes, and inflates it into cluster.  Returns 0; 1
+ * if its bytes do not inflate to a cluster; -1 with errno set if it
+ * cannot read them.
+ */
+extern int qcow2_read_compressed (int fd, unsigned cluster_bits,
+                                  uint64_t entry, void *cluster);
+
 /* What the file maps: a disk in blocks, each in a kept state (kept.h):
  * in the file (KEPT_ALLOCATED, or KEPT_PARTIAL with the sub-blocks of
  * 2^part_shift bytes parts says), zero, or left to the backing file.

@@ -6,8 +6,9 @@
  * checked on its own: its header, its record and the checksums'
  * table, every L1 and L2 entry within the file and no host cluster
  * mapped twice, then every data cluster (inflated, if compressed)
- * against the checksum the backup stored when it wrote it; and the chain's links (each backing
- * file there, of the same export and disk).  What is wrong is named by
+ * against the checksum the backup stored when it wrote it; and the
+ * chain's links (each backing file there, of the same export and
+ * disk).  What is wrong is named by
  * file and offset.
  */
 
@@ -25,7 +26,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "clusterzip.h"
 #include "crc32c.h"
 #include "fullio.h"
 #include "nbdcow.h"
@@ -245,9 +245,8 @@ check_data (struct verified *f, uint64_t c, uint64_t host, char *buf)
 static int
 check_compressed (struct verified *f, uint64_t c, uint64_t e, char *buf)
 {
-  uint64_t cluster = UINT64_C (1) << f->cluster_bits, host, bytes;
-  char *z;
-  int r = EXIT_OK;
+  uint64_t host, bytes;
+  int r;
 
   qcow2_compressed_place (f->cluster_bits, e, &host, &bytes);
   if (!(f->sums.flags & QCOW2_SUMS_PACKED))
@@ -259,23 +258,16 @@ check_compressed (struct verified *f, uint64_t c, uint64_t e, char *buf)
     return damaged (f, "L2 entry of disk offset %" PRIu64 ": compressed "
                     "data at %" PRIu64 ", out of the data area",
                     c << f->cluster_bits, host);
-  z = malloc (bytes);
-  if (z == NULL) {
-    nbdcow_error ("%s: malloc: %m", f->path);
-    return EXIT_ERROR;
-  }
-  if (pread_full (f->fd, z, bytes, host) == -1) {
+  r = qcow2_read_compressed (f->fd, f->cluster_bits, e, buf);
+  if (r == -1) {
     nbdcow_error ("%s: read at %" PRIu64 ": %m", f->path, host);
-    r = EXIT_UNUSABLE;
+    return EXIT_UNUSABLE;
   }
-  else if (clusterzip_inflate (z, bytes, buf, cluster) == -1)
-    r = damaged (f, "compressed cluster at offset %" PRIu64 " (disk offset "
-                 "%" PRIu64 "): it does not inflate to a cluster", host,
-                 c << f->cluster_bits);
-  else
-    r = check_sum (f, c, host, buf, disk_bytes_of (f, c));
-  free (z);
-  return r;
+  if (r == 1)
+    return damaged (f, "compressed cluster at offset %" PRIu64 " (disk "
+                    "offset %" PRIu64 "): it does not inflate to a cluster",
+                    host, c << f->cluster_bits);
+  return check_sum (f, c, host, buf, disk_bytes_of (f, c));
 }
 
 /* Checks every entry of the L2 table at l2 (of L1 entry i) and the data
