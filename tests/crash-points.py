@@ -23,7 +23,6 @@
 import json
 import os
 import random
-import shutil
 import signal
 import subprocess
 import sys
@@ -471,7 +470,7 @@ def sweep(name):
             os.unlink(p)
     data, snapshots = prepare()
     pre_file = overlay + '.pre'
-    shutil.copyfile(overlay, pre_file)
+    powermodel.copy_image(overlay, pre_file)
     started = time.monotonic()
     points = points_of(run_act(act, Model(data), 0))
     if points == 0:
@@ -479,17 +478,14 @@ def sweep(name):
     rng = random.Random(len(name))
     cuts = 0
     for point in range(1, points + 2):
-        shutil.copyfile(pre_file, overlay)
+        powermodel.copy_image(pre_file, overlay)
         model = Model(data)
         model.snapshots = dict(snapshots)
         log = run_act(act, model, point)
         calls, synced = powermodel.read_log(log)
         for mode, missing in ways(point, calls, synced):
-            with open(pre_file, 'rb') as f:
-                img = bytearray(f.read())
-            powermodel.lose_power(img, calls, synced, rng, mode, missing)
-            with open(overlay, 'wb') as f:
-                f.write(img)
+            powermodel.lose_power_in(overlay, pre_file, calls, synced, rng,
+                                     mode, missing)
             how = mode if missing is None else 'kept but call %d' % missing
             verify('%s, cut at point %d of %d, unsynced writes %s' %
                    (name, point, points, how), model, block_size,

@@ -45,7 +45,6 @@
 
 import os
 import random
-import shutil
 import signal
 import subprocess
 import sys
@@ -85,7 +84,7 @@ def start(logged=False):
         os.unlink(sock)
     env = dict(os.environ)
     if logged:
-        shutil.copyfile(overlay, overlay + '.start')
+        powermodel.copy_image(overlay, overlay + '.start')
         open(overlay + '.log', 'wb').close()
         env.update(NBDKIT_PRELOAD=power_shim,
                    COW_POWER_FILE=os.path.realpath(overlay),
@@ -287,12 +286,8 @@ def power_image():
     """The overlay replaced by what it may hold after a power loss now
     (tests/powermodel.py): from the file as this run began and the
     shim's log of the calls on it."""
-    with open(overlay + '.start', 'rb') as f:
-        img = bytearray(f.read())
     calls, synced = powermodel.read_log(overlay + '.log')
-    powermodel.lose_power(img, calls, synced, rng)
-    with open(overlay, 'wb') as f:
-        f.write(img)
+    powermodel.lose_power_in(overlay, overlay + '.start', calls, synced, rng)
 
 
 # Blocks never written, in a random order: some writes go to one of

@@ -10,9 +10,10 @@
 # clean stop, and extends a packed file ahead of its slots as it runs;
 # the entries that name a slot reach the disk only after the data sync
 # that covers the size, so a length lost with the power would leave no
-# entry pointing past the end.  Used by tests/kept-crash.py, checked
-# by tests/test-power-model.sh.
+# entry pointing past the end.  Used by tests/kept-crash.py and tests/crash-points.py,
+# checked by tests/test-power-model.sh.
 
+import os
 import struct
 
 # The records of tests/power-log.c.
@@ -134,3 +135,53 @@ def lose_power(img, calls, synced, rng, how='random', missing=None):
                              rng.randint(0, len(page_calls)))))
         for c in page_calls[:n]:
             c.apply(img, page * PAGE, (page + 1) * PAGE)
+
+
+class FileImage:
+    """A file that lose_power changes in place, as it would a bytearray
+    of it: the harnesses' overlays are mostly holes, and a copy in
+    memory, written back whole, costs more than the rest of a cut."""
+
+    def __init__(self, path):
+        self.fd = os.open(path, os.O_RDWR)
+
+    def __len__(self):
+        return os.fstat(self.fd).st_size
+
+    def __setitem__(self, span, data):
+        os.pwrite(self.fd, data, span.start)
+
+    def __delitem__(self, span):
+        if span.start < len(self):
+            os.ftruncate(self.fd, span.start)
+
+    def extend(self, zeros):
+        os.ftruncate(self.fd, len(self) + len(zeros))
+
+    def close(self):
+        os.close(self.fd)
+
+
+def copy_image(src, dst, chunk=65536):
+    """The file src copied to dst, its runs of zeros left as holes."""
+    zeros = bytes(chunk)
+    with open(src, 'rb') as f, open(dst, 'wb') as g:
+        size = os.fstat(f.fileno()).st_size
+        for at in range(0, size, chunk):
+            piece = f.read(chunk)
+            if piece != zeros[:len(piece)]:
+                g.seek(at)
+                g.write(piece)
+        g.truncate(size)
+
+
+def lose_power_in(path, start, calls, synced, rng, how='random',
+                  missing=None):
+    """The file at path made what it may hold after a power loss: the
+    file start as the log began, with lose_power's choices."""
+    copy_image(start, path)
+    img = FileImage(path)
+    try:
+        lose_power(img, calls, synced, rng, how, missing)
+    finally:
+        img.close()

@@ -8,16 +8,17 @@
 # when another sync that began earlier ends later (a header's sync
 # beside a flush's); a write no sync covers may be lost, page by page,
 # and, as tests/crash-points.py asks, all lost, all kept, torn by
-# sector, or all kept but one.
+# sector, or all kept but one; a file changed in place (lose_power_in)
+# ends as a copy in memory would.
 . "$abs_top_srcdir/tests/functions.sh"
 
-PYTHONPATH=$tests $PYTHON - "$tmp/log" <<'PY'
+PYTHONPATH=$tests $PYTHON - "$tmp/log" "$tmp/start" "$tmp/img" <<'PY'
 import random
 import sys
 
 import powermodel as pm
 
-path = sys.argv[1]
+path, start, img_path = sys.argv[1:4]
 PAGE = pm.PAGE
 
 
@@ -87,6 +88,23 @@ for missing, want in ((2, bytes(PAGE) + B), (4, A + bytes(PAGE))):
     if bytes(img) != want:
         sys.exit('FAIL: all kept but write %d did not give the one image' %
                  missing)
+
+# In place: a file that starts as a page of C then a hole, written past
+# its end, each way as in memory.
+with open(start, 'wb') as f:
+    f.write(b'C' * PAGE)
+    f.truncate(2 * PAGE)
+log((W, 2, PAGE, A), (R, 2), (W, 4, 2 * PAGE, B))
+calls, synced = pm.read_log(path)
+for how in ('random', 'lost', 'kept', 'torn', 'one-lost'):
+    img = bytearray(b'C' * PAGE + bytes(PAGE))
+    pm.lose_power(img, calls, synced, random.Random(1), how, 2)
+    pm.lose_power_in(img_path, start, calls, synced, random.Random(1), how, 2)
+    with open(img_path, 'rb') as f:
+        if f.read() != bytes(img):
+            sys.exit('FAIL: the file changed in place differs from the '
+                     'copy in memory, unsynced writes %s' % how)
 print('power model: synced writes kept, unsynced ones lost page by page, '
-      'or all lost, all kept, torn by sector, all kept but one')
+      'or all lost, all kept, torn by sector, all kept but one; in place '
+      'as in memory')
 PY
