@@ -216,6 +216,19 @@ serve_views ()
   nbdinfo --size "nbd+unix:///?socket=$tmp/sock" >/dev/null
 }
 
+# backup_day D: on a server from serve_views keeping its overlay, the
+# export backed up into $tmp/b/D.qcow2 (checkpoint dD): an increment
+# over the newest backup there by name, a full one if there is none.
+backup_day ()
+{
+  local last
+  last=$(cd "$tmp/b" && ls -1 -- *.qcow2 2>/dev/null | tail -1)
+  ( cd "$tmp/b" &&
+    "$NBDCOW" backup ${last:+--base="$last"} "$tmp/ctl" \
+      "nbd+unix:///?socket=$tmp/sock" "d$1" "$1.qcow2" >/dev/null ) ||
+    fail "day $1: the backup failed"
+}
+
 # view_keeping MIB: on a server from serve_views, MIB MiB written from
 # offset 0 and flushed, view v made, as many written again and flushed:
 # v alone keeps the first bytes.

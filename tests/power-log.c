@@ -40,6 +40,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "cut-point.h"
 #include "fd-target.h"
 
 enum kind {
@@ -118,24 +119,6 @@ log_record (enum kind kind, uint32_t mode, uint64_t seq, uint64_t offset,
   pthread_mutex_unlock (&log_lock);
   return rec.seq;
 }
-
-/* Kills the process at the persistence point COW_POWER_CUT_AT names,
- * before it happens: any thread may ask.
- */
-static void
-count_point (void)
-{
-  static atomic_uint_fast64_t points;
-  const char *at = getenv ("COW_POWER_CUT_AT");
-
-  if (at && atomic_fetch_add (&points, 1) + 1 == strtoull (at, NULL, 10))
-    raise (SIGKILL);
-}
-
-#define REAL(name) \
-  static __typeof__ (name) *real; \
-  if (!real) \
-    real = (__typeof__ (name) *) dlsym (RTLD_NEXT, #name)
 
 ssize_t
 pwrite (int fd, const void *buf, size_t count, off_t offset)

@@ -12,17 +12,13 @@
 # missing backing file is named, with the file that names it (exit 3).
 . "$abs_top_srcdir/tests/functions.sh"
 
-ctl=$tmp/ctl
 uri="nbd+unix:///?socket=$tmp/sock"
 make_base "$tmp/base" $(( 8 * 1024 * 1024 ))
 serve_views cow-file="$tmp/ov.cow"
 mkdir "$tmp/b"
 for d in 1 2 3; do
   nbdsh -u "$uri" -c "h.pwrite(b'$d' * 5 * 65536, $d * 1048576 + 4096)"
-  last=$(cd "$tmp/b" && ls -1 -- *.qcow2 2>/dev/null | tail -1)
-  ( cd "$tmp/b" &&
-    "$NBDCOW" backup ${last:+--base="$last"} "$ctl" "$uri" "d$d" \
-      "$d.qcow2" >/dev/null ) || fail "day $d: the backup failed"
+  backup_day "$d"
 done
 "$NBDCOW" backup verify "$tmp/b/3.qcow2" > "$tmp/said" ||
   fail "a chain as written: $(cat "$tmp/said")"

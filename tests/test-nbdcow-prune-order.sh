@@ -10,18 +10,13 @@
 . "$abs_top_srcdir/tests/functions.sh"
 
 command -v strace >/dev/null || skip "no strace"
-ctl=$tmp/ctl
 uri="nbd+unix:///?socket=$tmp/sock"
 make_base "$tmp/base" $(( 4 * 1024 * 1024 ))
 serve_views cow-file="$tmp/ov.cow"
 mkdir "$tmp/b"
-last=
 for d in 1 2 3; do
   nbdsh -u "$uri" -c "h.pwrite(b'$d' * 65536, $d * 65536)"
-  ( cd "$tmp/b" &&
-    "$NBDCOW" backup ${last:+--base="$last"} "$ctl" "$uri" "d$d" "$d.qcow2" ) \
-    >/dev/null || fail "day $d: the backup failed"
-  last=$d.qcow2
+  backup_day "$d"
 done
 # LeakSanitizer cannot run under ptrace: the other prune tests look
 # for leaks.
