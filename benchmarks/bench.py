@@ -13,6 +13,7 @@
 # innermost, so that drift of the machine hits all of them alike.
 
 import argparse
+import ctypes
 import json
 import os
 import platform
@@ -1207,7 +1208,16 @@ class GiveBack(RotatedCell):
     SIZES = [(512 << 20, 8), (8 << 30, 60)]     # bytes kept, fio seconds
     READER, DELETE = ("nbdcopy reading the export",
                       "the view deleted, its places going back")
-    PEERS = [READER, DELETE]
+    # The filesystem's part, no filter: nbdkit's file plugin serves a
+    # file while as many bytes of data are punched, 64K at a time as
+    # the give-back punches a block, in the same file or in another,
+    # or, their control, while nothing is.
+    PUNCHED, PUNCHED_ELSEWHERE, UNPUNCHED = (
+        "no filter: the file punched beside the writes",
+        "no filter: another file punched beside the writes",
+        "no filter: nothing punched")
+    PEERS = [READER, DELETE, PUNCHED, PUNCHED_ELSEWHERE, UNPUNCHED]
+    PUNCH_STEP = 64 << 10
 
     def __init__(self, bench):
         super().__init__(bench, 3, 0, [("4K random write", "4k")])
@@ -1243,7 +1253,60 @@ class GiveBack(RotatedCell):
             time.sleep(0.05)
         row["give_back_s"] = time.monotonic() - t
 
+    def write_data(self, path, offset, size):
+        """size bytes of random data written at offset into path, and
+        synced, as the view's old bytes are when it is deleted."""
+        chunk = os.urandom(1 << 20)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            for at in range(offset, offset + size, len(chunk)):
+                os.pwrite(fd, chunk, at)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def serve_file(self, peer, size):
+        """The file plugin serving size bytes, and the file and offset
+        of size bytes of data to punch."""
+        b = self.b
+        export = os.path.join(b.tmp, "export.img")
+        for f in (export, os.path.join(b.tmp, "punched.img")):
+            if os.path.exists(f):
+                os.unlink(f)
+        punched, at = ((export, size) if peer == self.PUNCHED else
+                       (os.path.join(b.tmp, "punched.img"), 0))
+        with open(export, "w") as f:
+            f.truncate(size)
+        if peer == self.UNPUNCHED:
+            punched = None
+        else:
+            self.write_data(punched, at, size)
+        b.nbdkit("srv", ["truncate"], ["file", export],
+                 ["truncate=%d" % size])
+        return "nbd+unix:///?socket=" + b.sock("srv"), punched, at
+
+    def puncher(self, path, offset, size, row):
+        """Punches [offset, offset+size) of path a step at a time, a
+        second into fio's run: the seconds it took into row."""
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int,
+                                   ctypes.c_int64, ctypes.c_int64]
+        keep_size_punch_hole = 0x01 | 0x02
+        time.sleep(1)
+        fd = os.open(path, os.O_RDWR)
+        t = time.monotonic()
+        try:
+            for at in range(offset, offset + size, self.PUNCH_STEP):
+                if libc.fallocate(fd, keep_size_punch_hole, at,
+                                  self.PUNCH_STEP) != 0:
+                    raise OSError(ctypes.get_errno(), "fallocate", path)
+        finally:
+            os.close(fd)
+        row["give_back_s"] = time.monotonic() - t
+
     def measure(self, peer, size, runtime, rows):
+        if peer in (self.PUNCHED, self.PUNCHED_ELSEWHERE, self.UNPUNCHED):
+            return self.measure_punched(peer, size, runtime, rows)
         b = self.b
         uri, ctl = self.serve(size)
         self.fill(uri, size, "pattern")
@@ -1266,6 +1329,23 @@ class GiveBack(RotatedCell):
             if peer == self.READER:
                 os.killpg(reader.pid, signal.SIGTERM)
                 reader.wait()
+        row.update(r)
+        rows.setdefault(peer, []).append(row)
+        return r
+
+    def measure_punched(self, peer, size, runtime, rows):
+        uri, punched, at = self.serve_file(peer, size)
+        self.fill(uri, size, "pattern")
+        row = {}
+        side = threading.Thread(
+            target=self.puncher if punched else lambda *args: None,
+            args=(punched, at, size, row))
+        side.start()
+        try:
+            r = self.b.fio(uri, "randwrite", "4k", 1, runtime=runtime,
+                           iodepth=8)
+        finally:
+            side.join()
         row.update(r)
         rows.setdefault(peer, []).append(row)
         return r

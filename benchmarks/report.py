@@ -815,26 +815,47 @@ def give_back_section(res):
            "(one job, iodepth 8) while the view is deleted a second in "
            "(its places then go back in the background), or, the "
            "control, while nbdcopy reads the export again and again on "
-           "the same overlay without a view.  Completion latencies over "
-           "fio's whole run.  %s" %
+           "the same overlay without a view; and, the filesystem's part, "
+           "with no filter, nbdkit's file plugin serving a file while as "
+           "many bytes of data are punched 64K at a time (as the "
+           "give-back punches a block) from the same file or from "
+           "another.  Completion latencies over fio's whole run.  %s" %
            rounds_said(len(res["give_back"][0]["rounds"][GiveBack.DELETE]),
-                       "the two in a rotated order"), "",
+                       "the peers in a rotated order"), "",
            "| view keeps | fio s | peer | worst write ms | 99.9th ms | "
            "IOPS | deletion returned in s | places back in s |",
            "|---:|---:|---|---:|---:|---:|---:|---:|"]
     for row in res["give_back"]:
         for peer in GiveBack.PEERS:
-            rs = row["rounds"][peer]
-            deleting = peer == GiveBack.DELETE
+            rs = row["rounds"].get(peer)
+            if not rs:
+                continue        # a run from before the peer was added
             out.append("| %d MiB | %d | %s | %s | %s | %.0f | %s | %s |" % (
                 row["kept_bytes"] >> 20, row["runtime"], peer,
                 ", ".join("%.1f" % (r["max_us"] / 1000) for r in rs),
                 ", ".join("%.1f" % (r["p999_us"] / 1000) for r in rs),
                 median([r["iops"] for r in rs]),
-                ", ".join("%.3f" % r["delete_s"] for r in rs)
-                if deleting else "",
-                ", ".join("%.1f" % r["give_back_s"] for r in rs)
-                if deleting else ""))
+                ", ".join("%.3f" % r["delete_s"] for r in rs
+                          if "delete_s" in r),
+                ", ".join("%.1f" % r["give_back_s"] for r in rs
+                          if "give_back_s" in r)))
+    out += ["", "The filesystem's own part: with no filter, the worst "
+            "write while the file it writes is punched (64K at a time, as "
+            "much as the view keeps), and while another file is, against "
+            "the worst while nothing is, the median of the rounds' "
+            "ratios:", ""]
+    for row in res["give_back"]:
+        alone = row["rounds"].get(GiveBack.UNPUNCHED)
+        for peer, what in ((GiveBack.PUNCHED, "the same file"),
+                           (GiveBack.PUNCHED_ELSEWHERE, "another file")):
+            punched = row["rounds"].get(peer)
+            if not (alone and punched):
+                continue
+            ratios = [a["max_us"] / b["max_us"]
+                      for a, b in zip(punched, alone)]
+            out.append("- %d MiB, %s: %.2f (%s)" % (
+                row["kept_bytes"] >> 20, what, median(ratios),
+                ", ".join("%.2f" % x for x in ratios)))
     return out
 
 
