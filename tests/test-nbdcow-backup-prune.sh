@@ -11,7 +11,8 @@
 # kill -9 at random moments leaves the old chain or the new one, each
 # restoring exactly, with O_TMPFILE and without (tests/no-tmpfile.c:
 # then FILE.nbdcow-PID may be left, never FILE changed); run again, it
-# prunes.  Bad --keep values are refused naming them.
+# prunes.  Two prunes of one chain at once both succeed.  Bad --keep
+# values are refused naming them.
 . "$abs_top_srcdir/tests/functions.sh"
 
 ctl=$tmp/ctl
@@ -78,6 +79,22 @@ for round in $(seq "$(rounds 9 3)"); do
   restores "$tmp/k" 4 5 6 || fail "round $round: prune run again"
 done
 echo "kill -9 during a prune leaves a chain that restores"
+
+# Two prunes of one chain at once: the one that comes second finds the
+# older files gone, or the chain already short; both succeed.
+for round in 1 2 3; do
+  rm -rf "$tmp/k" && cp -a "$tmp/orig" "$tmp/k"
+  "$NBDCOW" backup prune --keep=3 "$tmp/k/6.qcow2" > "$tmp/said1" 2>&1 &
+  first=$!
+  "$NBDCOW" backup prune --keep=3 "$tmp/k/6.qcow2" > "$tmp/said2" 2>&1 ||
+    fail "round $round: a prune beside another failed: $(cat "$tmp/said2")"
+  wait "$first" ||
+    fail "round $round: a prune beside another failed: $(cat "$tmp/said1")"
+  [ "$(files "$tmp/k")" = "4.qcow2 5.qcow2 6.qcow2 " ] ||
+    fail "round $round: two prunes at once left $(files "$tmp/k")"
+  restores "$tmp/k" 4 5 6 || fail "round $round: two prunes at once"
+done
+echo "two prunes of one chain at once both succeed"
 
 grep -q "4.qcow2: now a full backup; removed .*3.qcow2 .*2.qcow2 .*1.qcow2" \
   "$tmp/said" || fail "prune said: $(cat "$tmp/said")"

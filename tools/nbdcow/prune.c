@@ -153,8 +153,10 @@ make_full (const char *file)
   return r;
 }
 
-/* Removes the older files, each durably.  Returns 0, or -1 after a
- * message (the rest are still removed).
+/* Removes the older files, each durably; one already gone (a prune of
+ * the same chain run beside this one removed it) is as good as
+ * removed.  Returns 0, or -1 after a message (the rest are still
+ * removed).
  */
 static int
 remove_older (const struct prune *p)
@@ -163,7 +165,8 @@ remove_older (const struct prune *p)
   int r = 0;
 
   for (i = 0; i < p->nr_older; ++i)
-    if (unlink (p->older[i]) == -1 || sync_dir_of (p->older[i]) == -1) {
+    if ((unlink (p->older[i]) == -1 && errno != ENOENT) ||
+        sync_dir_of (p->older[i]) == -1) {
       nbdcow_error ("%s: cannot remove it (no backup of %s needs it any "
                     "more): %m", p->older[i], p->newest);
       r = -1;
