@@ -91,7 +91,15 @@ status=0
   grep -q "3.qcow2: its backing file .*2.qcow2 is not the backup it was made over" \
     "$tmp/err" || fail "a backing file replaced: exit $status: $(cat "$tmp/err")"
 cp "$tmp/saved" "$tmp/b/2.qcow2"
-echo "a header field changed, or a backing file replaced by another backup, is found"
+cp "$tmp/b/1.qcow2" "$tmp/saved"
+length=$(stat -c %s "$tmp/b/1.qcow2")
+truncate -s $(( length - 4096 )) "$tmp/b/1.qcow2"
+expect_damage 1.qcow2 "file of $(( length - 4096 )) bytes, its record says $length (cut short?)"
+cp "$tmp/saved" "$tmp/b/1.qcow2"
+head -c 4096 /dev/urandom >> "$tmp/b/1.qcow2"
+expect_damage 1.qcow2 "file of $(( length + 4096 )) bytes, its record says $length (bytes appended"
+cp "$tmp/saved" "$tmp/b/1.qcow2"
+echo "a header field changed, a backing file replaced by another backup, a file cut short or grown, is found"
 
 mv "$tmp/b/1.qcow2" "$tmp/gone"
 status=0

@@ -149,6 +149,10 @@ read_header (struct verified *f)
   if (f->cp.file_length > f->length)
     return damaged (f, "file of %" PRIu64 " bytes, its record says %" PRIu64
                     " (cut short?)", f->length, f->cp.file_length);
+  if (f->cp.file_length < f->length)
+    return damaged (f, "file of %" PRIu64 " bytes, its record says %" PRIu64
+                    " (bytes appended since it was written)", f->length,
+                    f->cp.file_length);
   if ((r = qcow2_read_sums (f->fd, &f->sums)) != 1) {
     if (r == -1)
       return damaged (f, "header extensions at offset %d: the checksums' "
