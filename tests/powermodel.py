@@ -10,8 +10,8 @@
 # clean stop, and extends a packed file ahead of its slots as it runs;
 # the entries that name a slot reach the disk only after the data sync
 # that covers the size, so a length lost with the power would leave no
-# entry pointing past the end.  Used by tests/kept-crash.py and tests/crash-points.py,
-# checked by tests/test-power-model.sh.
+# entry pointing past the end.  Used by tests/kept-crash.py and
+# tests/crash-points.py, checked by tests/test-power-model.sh.
 
 import os
 import struct
